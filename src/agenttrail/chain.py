@@ -1,0 +1,149 @@
+"""The per-session hash chain and ``verify``.
+
+Every event's ``hash`` commits to the previous event's hash and to the row's stored bytes
+(DESIGN.md §The log; byte layout in ``docs/log-format.md``)::
+
+    hash_n = SHA-256( CHAIN_TAG                      20 bytes, b"agenttrail-chain-v1\\x00"
+                    ‖ hash_{n-1}                     32 bytes; hash_0 = 32 zero bytes
+                    ‖ seq                            8 bytes, unsigned big-endian
+                    ‖ len(created_at) ‖ created_at   4-byte big-endian length, ASCII text
+                    ‖ len(session_id) ‖ session_id   4-byte big-endian length, UTF-8 text
+                    ‖ len(payload)    ‖ payload      8-byte big-endian length, the CBOR bytes )
+
+The session row keeps the head (last seq, last hash), so a removed last event is caught too.
+Whoever owns the database file can recompute the whole chain; signed checkpoints kept
+elsewhere are what pins a head (issue 4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agenttrail.store import LogStore
+
+__all__ = ["CHAIN_TAG", "GENESIS_HASH", "SessionVerdict", "event_hash", "verify"]
+
+CHAIN_TAG = b"agenttrail-chain-v1\x00"
+"""Domain-separation tag that opens every hashed preimage (20 bytes)."""
+
+GENESIS_HASH = bytes(32)
+"""``hash_0``: the previous hash of a session's first event."""
+
+_sha256 = hashlib.sha256
+_pack_seq = struct.Struct(">Q").pack
+_pack_u32 = struct.Struct(">I").pack
+
+
+def event_hash(
+    prev_hash: bytes, seq: int, created_at: str, session_id: str, payload: bytes
+) -> bytes:
+    """The 32-byte chain hash of one event row (layout in the module docstring)."""
+    created = created_at.encode("ascii")
+    sid = session_id.encode("utf-8")
+    return _sha256(
+        b"".join(
+            (
+                CHAIN_TAG,
+                prev_hash,
+                _pack_seq(seq),
+                _pack_u32(len(created)),
+                created,
+                _pack_u32(len(sid)),
+                sid,
+                _pack_seq(len(payload)),
+                payload,
+            )
+        )
+    ).digest()
+
+
+@dataclass(frozen=True)
+class SessionVerdict:
+    """What ``verify`` found for one session."""
+
+    session_id: str
+    """The session checked."""
+    events: int
+    """Rows read for the session."""
+    head_hash: bytes
+    """The last good hash (``GENESIS_HASH`` when there are no events)."""
+    bad_seq: int | None = None
+    """The first seq that does not verify, or ``None`` when the chain is intact."""
+    reason: str = ""
+    """Why ``bad_seq`` is bad."""
+
+    @property
+    def ok(self) -> bool:
+        """True when every row and the session head verify."""
+        return self.bad_seq is None
+
+
+def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[SessionVerdict]:
+    """Recompute the chain of each session and compare it with what is stored.
+
+    Checks, in seq order: seq runs 1, 2, 3 … without gaps; each stored hash equals the hash
+    recomputed from the stored bytes and the previous stored hash; the session row's head
+    (seq and hash) equals the last event. With no ``session_ids``, every session is checked,
+    and so is every session id that has events but no session row (rows moved by hand).
+
+    Args:
+        store: the log to read.
+        session_ids: the sessions to check; all when ``None``.
+
+    Returns:
+        One verdict per session, in the order checked.
+
+    Raises:
+        SessionNotFound: a given session id does not exist.
+    """
+    if session_ids is None:
+        ids = [s.id for s in store.sessions()]
+        known = set(ids)
+        ids += sorted(store.event_session_ids() - known)
+    else:
+        ids = list(session_ids)
+        for sid in ids:
+            store.get_session(sid)
+    return [_verify_session(store, sid) for sid in ids]
+
+
+def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
+    head = store.head(session_id)
+    prev = GENESIS_HASH
+    expected = 1
+    count = 0
+    for seq, created_at, data, stored in store.read_rows(session_id):
+        count += 1
+        if seq != expected:
+            why = f"seq {expected} is missing" if seq > expected else f"seq {seq} out of order"
+            return SessionVerdict(session_id, count, prev, expected, why)
+        if event_hash(prev, seq, created_at, session_id, data) != stored:
+            return SessionVerdict(
+                session_id, count, prev, seq, "stored hash does not match the row's bytes"
+            )
+        prev = stored
+        expected += 1
+    last = expected - 1
+    if head is None:
+        return SessionVerdict(
+            session_id, count, prev, 1 if last else 0, "events with no session row"
+        )
+    head_seq, head_hash = head
+    if head_seq > last:
+        return SessionVerdict(
+            session_id, count, prev, last + 1, f"seq {last + 1} is missing (head is seq {head_seq})"
+        )
+    if head_seq < last:
+        return SessionVerdict(
+            session_id, count, prev, head_seq + 1, f"rows beyond the session head (seq {head_seq})"
+        )
+    if head_hash != prev:
+        return SessionVerdict(
+            session_id, count, prev, max(last, 1), "session head hash does not match the last row"
+        )
+    return SessionVerdict(session_id, count, prev)

@@ -1,0 +1,171 @@
+"""Bytes for the log: canonical CBOR payloads, JSON text, and ``created_at`` timestamps.
+
+Payloads are stored as canonical CBOR (RFC 8949 §4.2, as produced by ``cbor2`` with
+``canonical=True``): the same mapping always gives the same bytes, and the chain hashes those
+bytes. Only JSON-shaped values are accepted (mapping with text keys, list, text, int, finite
+float, bool, null), so that every payload also has an exact JSON form for export.
+
+Lossless text. CBOR text strings must be valid UTF-8, but a Python ``str`` may hold lone
+surrogates (``"\\udc81"``, e.g. from ``surrogateescape`` decoding of bytes that were not
+UTF-8). Such a string, and only such a string, is written as CBOR tag
+:data:`SURROGATE_TEXT_TAG` around a byte string holding its WTF-8 bytes (UTF-8 with
+``surrogatepass``; https://simonsapin.github.io/wtf-8/). Reading turns the tag back into the
+same ``str``. In JSON output, lone surrogates are written as ``\\uXXXX`` escapes, which
+Python's ``json`` reads back to the same ``str``. Both escapes are reversible and documented in
+``docs/log-format.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import cbor2
+
+from agenttrail.errors import PayloadError
+
+__all__ = [
+    "MAX_DEPTH",
+    "SURROGATE_TEXT_TAG",
+    "decode_payload",
+    "encode_payload",
+    "json_line",
+    "normalize_timestamp",
+    "now_timestamp",
+]
+
+SURROGATE_TEXT_TAG = 1096046419
+"""CBOR tag (0x41545753, "ATWS", first-come-first-served range of RFC 8949 §9.2) wrapping the
+WTF-8 bytes of a text string that holds lone surrogates."""
+
+MAX_DEPTH = 200
+"""Deepest nesting of lists and mappings accepted in a payload. cbor2 refuses to decode beyond
+400 levels by default; 200 leaves room for our own wrapping and keeps recursion shallow."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_payload(payload: Any) -> bytes:
+    """Encode a payload mapping as canonical CBOR bytes.
+
+    Args:
+        payload: a ``dict`` with ``str`` keys whose values are JSON-shaped (``dict`` with
+            ``str`` keys, ``list``, ``str``, ``int``, finite ``float``, ``bool``, ``None``).
+
+    Returns:
+        The canonical CBOR encoding (RFC 8949 §4.2 via cbor2 ``canonical=True``).
+
+    Raises:
+        PayloadError: the payload is not a mapping, or holds a value that would not read back
+            equal (a tuple, a set, bytes, a non-text key, NaN or infinity, nesting deeper than
+            :data:`MAX_DEPTH`); the message names the path of the offending value.
+    """
+    if not isinstance(payload, dict):
+        raise PayloadError(f"payload must be a mapping, not {type(payload).__name__}")
+    _check(payload, "payload", 0)
+    try:
+        return cbor2.dumps(payload, canonical=True)
+    except UnicodeEncodeError:
+        return cbor2.dumps(_tag_surrogates(payload), canonical=True)
+
+
+def decode_payload(data: bytes) -> Any:
+    """Decode canonical CBOR bytes written by :func:`encode_payload` back to the mapping."""
+    return cbor2.loads(data, tag_hook=_untag_surrogates)
+
+
+def _check(value: Any, path: str, depth: int) -> None:
+    # A walk in Python, not a decode-and-compare: it names the offending path, and it costs
+    # about as much as one decode for the small payloads agents write (bench/append.py).
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return
+    if kind is float:
+        if not math.isfinite(value):
+            raise PayloadError(f"{path}: {value} is not allowed (JSON has no NaN or infinity)")
+        return
+    if depth >= MAX_DEPTH:
+        raise PayloadError(f"{path}: nested deeper than {MAX_DEPTH} levels")
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise PayloadError(f"{path}: key {key!r} is not text")
+            _check(item, f"{path}.{key}", depth + 1)
+        return
+    if kind is list:
+        for index, item in enumerate(value):
+            _check(item, f"{path}[{index}]", depth + 1)
+        return
+    raise PayloadError(
+        f"{path}: a {kind.__name__} would not read back equal; use dict, list, str, int, "
+        "float, bool or None"
+    )
+
+
+def _tag_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return cbor2.CBORTag(SURROGATE_TEXT_TAG, value.encode("utf-8", "surrogatepass"))
+        return value
+    if isinstance(value, dict):
+        return {_tag_surrogates(k): _tag_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tag_surrogates(v) for v in value]
+    return value
+
+
+def _untag_surrogates(tag: cbor2.CBORTag, immutable: bool) -> Any:
+    if tag.tag == SURROGATE_TEXT_TAG and isinstance(tag.value, bytes):
+        return tag.value.decode("utf-8", "surrogatepass")
+    return tag
+
+
+def json_line(value: Any) -> str:
+    """One line of compact JSON, UTF-8 text kept readable, lone surrogates as ``\\uXXXX``.
+
+    ``json.loads`` of the result gives back an equal value, lone surrogates included; the
+    text encodes to valid UTF-8 (the escapes are ASCII).
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def now_timestamp() -> str:
+    """The current UTC time as a ``created_at`` string (see :func:`normalize_timestamp`)."""
+    return _format(datetime.now(UTC))
+
+
+def normalize_timestamp(value: str | int | float | datetime) -> str:
+    """Turn a timestamp into the ``created_at`` form: RFC 3339 UTC, microseconds, ``Z``.
+
+    ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` is always 27 ASCII characters, so text order is time order.
+
+    Args:
+        value: an RFC 3339 / ISO 8601 string with an offset (``Z``, ``-04:00``) or none
+            (taken as UTC), Unix seconds as int or float (OpenAI ``created``), or a datetime.
+
+    Raises:
+        ValueError: the value is not a timestamp.
+    """
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, bool):
+        raise ValueError(f"not a timestamp: {value!r}")
+    elif isinstance(value, int | float):
+        moment = datetime.fromtimestamp(value, UTC)
+    elif isinstance(value, str):
+        moment = datetime.fromisoformat(value.strip())
+    else:
+        raise ValueError(f"not a timestamp: {value!r}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return _format(moment.astimezone(UTC))
+
+
+def _format(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

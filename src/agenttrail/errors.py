@@ -1,0 +1,123 @@
+"""Every error agenttrail raises on purpose.
+
+The hierarchy::
+
+    AgentTrailError                 root: catch this to catch any agenttrail error
+    ├── InputError                  bad input from a user or a file (CLI exit code 2)
+    │   ├── FormatError             a file that no importer can read, or one that is malformed
+    │   ├── PayloadError            a payload that is not a mapping or will not round-trip
+    │   └── PayloadTooLarge         a payload above the store's configured limit
+    ├── SessionNotFound             no session with that id
+    ├── SessionExists               a session id that is already taken
+    ├── StoreError                  the database refused or failed (driver errors, translated)
+    │   └── AppendOnlyViolation     the database refused a change to a stored event
+    └── ChainBroken                 verify found a row whose hash does not match (CLI exit 1)
+
+The CLI catches :class:`AgentTrailError` once, at the top, prints ``error: <message>`` on
+stderr and exits with the code of the class (``exit_code``), never with a traceback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentTrailError",
+    "AppendOnlyViolation",
+    "ChainBroken",
+    "FormatError",
+    "InputError",
+    "PayloadError",
+    "PayloadTooLarge",
+    "SessionExists",
+    "SessionNotFound",
+    "StoreError",
+]
+
+
+class AgentTrailError(Exception):
+    """Root of every error agenttrail raises on purpose."""
+
+    exit_code = 2
+
+
+class InputError(AgentTrailError):
+    """Bad input from a user or a file; nothing was written."""
+
+
+class FormatError(InputError):
+    """A file that no importer recognises, or that is malformed.
+
+    ``path``, ``line`` (1-based) and ``field`` say where, when known; the message already
+    names them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        where = path or ""
+        if line is not None:
+            where = f"{where}:{line}" if where else f"line {line}"
+        if field:
+            where = f"{where}: field {field!r}" if where else f"field {field!r}"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path = path
+        self.line = line
+        self.field = field
+
+
+class PayloadError(InputError):
+    """A payload that is not a mapping, or holds a value that would not read back equal."""
+
+
+class PayloadTooLarge(InputError):
+    """A payload whose canonical CBOR encoding is above the store's limit (bytes)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"payload is {size:,} bytes of CBOR, above the limit of {limit:,} bytes "
+            f"(max_payload_bytes / AGENTTRAIL_MAX_PAYLOAD_BYTES)"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class SessionNotFound(AgentTrailError):
+    """No session with the given id."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class SessionExists(AgentTrailError):
+    """A session with the given id already exists."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class StoreError(AgentTrailError):
+    """The database failed or refused an operation; the driver's error is the ``__cause__``."""
+
+    exit_code = 1
+
+
+class AppendOnlyViolation(StoreError):
+    """The database refused to change or remove a stored event (append-only triggers)."""
+
+
+class ChainBroken(AgentTrailError):
+    """A session's hash chain does not verify: ``session_id`` and the first bad ``seq``."""
+
+    exit_code = 1
+
+    def __init__(self, session_id: str, seq: int, reason: str) -> None:
+        super().__init__(f"session {session_id}: chain broken at seq {seq}: {reason}")
+        self.session_id = session_id
+        self.seq = seq
+        self.reason = reason

@@ -1,0 +1,74 @@
+"""Outside formats: one module per format, each recognising its own input.
+
+Each format module has ``NAME`` (what ``--format`` takes), ``sniff(path, data) -> bool`` (a
+cheap look at the bytes) and ``read(path, data) -> list[ImportedSession]`` (raises
+:class:`~agenttrail.errors.FormatError` naming the file, line and field). Formats know events,
+not the store: they return payloads, and :mod:`agenttrail.importer` writes them.
+
+``detect`` asks the formats in turn, most specific first (Inspect's recorder registry shape).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+from agenttrail.errors import FormatError
+from agenttrail.formats import anthropic, claude_code, jsonl, openai
+from agenttrail.formats._common import ImportedSession, content_session_id
+
+__all__ = ["FORMATS", "ImportedSession", "detect", "read_file"]
+
+FORMATS: dict[str, ModuleType] = {
+    module.NAME: module for module in (jsonl, claude_code, anthropic, openai)
+}
+"""Format name → module, in the order ``detect`` asks them."""
+
+
+def detect(path: Path, data: bytes) -> ModuleType:
+    """The format module that recognises ``data``.
+
+    Raises:
+        FormatError: no format recognises the file; the message lists the formats.
+    """
+    for module in FORMATS.values():
+        if module.sniff(path, data):
+            return module
+    names = ", ".join(FORMATS)
+    raise FormatError(f"unknown format (not one of: {names}); pass --format", path=str(path))
+
+
+def read_file(path: Path, format: str | None = None) -> list[ImportedSession]:
+    """Read one file into sessions, detecting its format unless ``format`` names one.
+
+    Raises:
+        FormatError: the file is missing, unreadable, empty, of unknown format or malformed.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise FormatError(f"cannot read file: {e.strerror or e}", path=str(path)) from None
+    if not data.strip():
+        raise FormatError("empty file", path=str(path))
+    if format is None:
+        module = detect(path, data)
+    elif format in FORMATS:
+        module = FORMATS[format]
+    else:
+        raise FormatError(f"unknown format {format!r} (use one of: {', '.join(FORMATS)})")
+    sessions: list[ImportedSession] = module.read(path, data)
+    return [
+        session
+        if session.session.id is not None
+        else _with_content_id(session, module.NAME, data, i)
+        for i, session in enumerate(sessions)
+    ]
+
+
+def _with_content_id(
+    session: ImportedSession, name: str, data: bytes, index: int
+) -> ImportedSession:
+    """Give a session from a source without ids an id derived from the file's bytes."""
+    session_id = content_session_id(name, data if index == 0 else data + str(index).encode())
+    return replace(session, session=replace(session.session, id=session_id))

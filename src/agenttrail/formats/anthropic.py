@@ -1,0 +1,17 @@
+"""Placeholder: being written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agenttrail.formats._common import ImportedSession
+
+NAME = "anthropic"
+
+
+def sniff(path: Path, data: bytes) -> bool:
+    return False
+
+
+def read(path: Path, data: bytes) -> list[ImportedSession]:
+    return []

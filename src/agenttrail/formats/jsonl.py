@@ -1,0 +1,112 @@
+"""agenttrail's own JSON Lines export: one event per line, chain hashes included.
+
+Each line is one JSON object (``docs/log-format.md``, Export)::
+
+    {"session_id": str, "seq": int, "created_at": str, "actor": str, "payload": {...},
+     "hash": "<64 hex digits>"}
+
+``actor`` is the stored actor or the derived one (it is not read back: the payload holds the
+stored actor, if any). Export → import → export gives identical bytes: the session id, seq,
+``created_at`` and payload survive, so every chain hash is reproduced, and import refuses a
+line whose hash does not match, so an altered export cannot be imported as genuine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from agenttrail.chain import GENESIS_HASH, event_hash
+from agenttrail.codec import encode_payload, json_line
+from agenttrail.errors import FormatError, InputError
+from agenttrail.events import Event
+from agenttrail.formats._common import ImportedSession, iter_jsonl
+from agenttrail.store import NewEvent, NewSession
+
+__all__ = ["NAME", "jsonl_from_events", "read", "sniff"]
+
+NAME = "jsonl"
+
+_REQUIRED = ("session_id", "seq", "created_at", "payload", "hash")
+
+
+def jsonl_from_events(events: Iterable[Event]) -> Iterator[str]:
+    """One export line (no newline) per event, in the order given."""
+    for event in events:
+        yield json_line(
+            {
+                "session_id": event.session_id,
+                "seq": event.seq,
+                "created_at": event.created_at,
+                "actor": event.actor,
+                "payload": event.payload,
+                "hash": event.hash.hex(),
+            }
+        )
+
+
+def sniff(path: Path, data: bytes) -> bool:
+    """True when the first line is an object with this export's fields."""
+    first = data.lstrip().split(b"\n", 1)[0]
+    return first.startswith(b"{") and all(f'"{k}"'.encode() in first for k in _REQUIRED)
+
+
+def read(path: Path, data: bytes) -> list[ImportedSession]:
+    """Read an export back into sessions, checking every line's chain hash.
+
+    Raises:
+        FormatError: a line lacks a field, seq does not run 1, 2, 3 … per session, or a hash
+            does not match the line's contents; names the line.
+    """
+    sessions: dict[str, tuple[list[NewEvent], list[bytes]]] = {}
+    where = str(path)
+    for number, line in iter_jsonl(path, data):
+        record = _record(line, where, number)
+        session_id = record["session_id"]
+        events, hashes = sessions.setdefault(session_id, ([], []))
+        seq = len(events) + 1
+        if record["seq"] != seq:
+            raise FormatError(
+                f"seq {record['seq']} where {seq} was expected for session {session_id}",
+                path=where,
+                line=number,
+                field="seq",
+            )
+        try:
+            stored = encode_payload(record["payload"])
+        except InputError as e:
+            raise FormatError(str(e), path=where, line=number, field="payload") from None
+        prev = hashes[-1] if hashes else GENESIS_HASH
+        digest = event_hash(prev, seq, record["created_at"], session_id, stored)
+        if digest.hex() != record["hash"]:
+            raise FormatError(
+                "hash does not match the line's contents: the export was altered",
+                path=where,
+                line=number,
+                field="hash",
+            )
+        events.append(NewEvent(record["payload"], record["created_at"]))
+        hashes.append(digest)
+    return [
+        ImportedSession(NewSession(id=sid), events, exported_hashes=hashes)
+        for sid, (events, hashes) in sessions.items()
+    ]
+
+
+def _record(line: Any, where: str, number: int) -> dict[str, Any]:
+    if not isinstance(line, dict):
+        raise FormatError("expected a JSON object", path=where, line=number)
+    for name in _REQUIRED:
+        if name not in line:
+            raise FormatError("missing", path=where, line=number, field=name)
+    kinds = {"session_id": str, "seq": int, "created_at": str, "payload": dict, "hash": str}
+    for name, kind in kinds.items():
+        if not isinstance(line[name], kind) or isinstance(line[name], bool):
+            raise FormatError(f"expected {kind.__name__}", path=where, line=number, field=name)
+    created = line["created_at"]
+    if len(created) != 27 or not created.endswith("Z"):
+        raise FormatError(
+            "not YYYY-MM-DDTHH:MM:SS.ffffffZ", path=where, line=number, field="created_at"
+        )
+    return line

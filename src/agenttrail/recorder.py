@@ -1,0 +1,261 @@
+"""The API a live agent uses to write its session.
+
+Example::
+
+    import agenttrail
+
+    log = agenttrail.open_log()                     # ./agenttrail.db or AGENTTRAIL_DATABASE_URL
+    rec = agenttrail.Recorder.start(log, title="Compile check", agent="harvey", user="rsdoiel")
+    rec.recall([{"id": "workspace_profile_250928", "source": "workspace_profile", "score": 1.0}])
+    with rec.turn(model="llama3", provider="ollama", location="local") as turn:
+        turn.user("Does harvey.go compile cleanly?")
+        call = turn.tool_call("run_shell", {"cmd": "go build ./..."})
+        turn.tool_result(call, output="error: exit 1")
+        turn.reply("There is a compilation error.", usage=agenttrail.usage(input=120, output=9))
+    rec.close()
+
+Every method appends one event and returns its :class:`~agenttrail.store.Appended` (or, for
+``tool_call``, the call id). Appends commit immediately: a crash loses nothing already written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from types import TracebackType
+from typing import Any
+
+from agenttrail import events
+from agenttrail.events import Actor
+from agenttrail.store import Appended, LogStore, NewSession
+
+__all__ = ["Recorder", "Turn"]
+
+
+class Recorder:
+    """Writes one session's events as they happen.
+
+    Args:
+        store: the log (from :func:`agenttrail.open_log`).
+        session_id: an existing session.
+    """
+
+    def __init__(self, store: LogStore, session_id: str) -> None:
+        self.store = store
+        self.session = store.get_session(session_id)
+        self.session_id = session_id
+
+    @classmethod
+    def start(
+        cls,
+        store: LogStore,
+        *,
+        session_id: str | None = None,
+        title: str | None = None,
+        agent: str | None = None,
+        user: str | None = None,
+        workspace: str | None = None,
+        started: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Recorder:
+        """Create a session and return its recorder. Raises ``SessionExists`` on a taken id."""
+        session = store.create_session(
+            NewSession(session_id, title, agent, user, workspace, started, metadata or {})
+        )
+        return cls(store, session.id)
+
+    def append(
+        self, payload: dict[str, Any], *, created_at: str | None = None, key: str | None = None
+    ) -> Appended:
+        """Append any payload (see :mod:`agenttrail.events` for the known shapes)."""
+        return self.store.append(self.session_id, payload, created_at=created_at, key=key)
+
+    def recall(
+        self, results: list[dict[str, Any]], *, created_at: str | None = None
+    ) -> Appended | None:
+        """Record the memories injected at session start; nothing when ``results`` is empty.
+
+        ``results`` are ``{id, source, score}`` mappings (Harvey seed W3: silent when nothing
+        fires).
+        """
+        if not results:
+            return None
+        return self.append(events.recall(results), created_at=created_at)
+
+    def shell(
+        self,
+        command: str,
+        output: str,
+        exit_code: int | None,
+        *,
+        actor: str = Actor.USER,
+        created_at: str | None = None,
+    ) -> Appended:
+        """Record a shell command the user ran, with its output and exit code."""
+        return self.append(
+            events.shell(command, output, exit_code, actor=str(actor)), created_at=created_at
+        )
+
+    def note(self, text: str, *, kind: str = "note", created_at: str | None = None) -> Appended:
+        """Record a runtime note (actor ``system``): a quiet aside, never the user's voice."""
+        payload = {"type": "annotation", "kind": kind, "text": text, "actor": Actor.SYSTEM.value}
+        return self.append(payload, created_at=created_at)
+
+    def error(self, message: str, *, created_at: str | None = None, **extra: Any) -> Appended:
+        """Record an error the runtime hit (actor ``system``)."""
+        return self.append(
+            events.error(message, actor=Actor.SYSTEM.value, **extra), created_at=created_at
+        )
+
+    def turn(
+        self,
+        *,
+        model: str | None = None,
+        provider: str | None = None,
+        location: str = "local",
+        character: str | None = None,
+    ) -> Turn:
+        """Open a turn: a user message and everything up to the reply.
+
+        Args:
+            model: the model the turn goes to (``llama3``, ``claude-opus-4-6``).
+            provider: who serves it (``ollama``, ``anthropic``).
+            location: ``local`` or ``remote``: where the computation runs.
+            character: the name the model speaks under (default: ``model`` upper-cased).
+        """
+        return Turn(self, model=model, provider=provider, location=location, character=character)
+
+    def close(self, reason: str = "closed", *, created_at: str | None = None) -> Appended:
+        """Record that the session ended cleanly."""
+        payload = {"type": "session_end", "reason": reason, "actor": Actor.SYSTEM.value}
+        return self.append(payload, created_at=created_at)
+
+
+class Turn:
+    """One request–response cycle; use as a context manager from :meth:`Recorder.turn`.
+
+    An exception inside the ``with`` block is recorded as an ``error`` event (actor
+    ``system``) and re-raised.
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        model: str | None,
+        provider: str | None,
+        location: str,
+        character: str | None,
+    ) -> None:
+        self.recorder = recorder
+        self.model = model
+        self.provider = provider
+        self.location = location
+        self.character = character or (model.upper() if model else None)
+        events.meta(location=location)  # validates location early
+
+    def __enter__(self) -> Turn:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is not None and isinstance(exc, Exception):
+            self.recorder.error(f"turn failed: {type(exc).__name__}: {exc}")
+
+    def _meta(
+        self, usage: dict[str, int | None] | None = None, duration_ms: float | None = None
+    ) -> dict[str, Any]:
+        return events.meta(
+            model=self.model,
+            provider=self.provider,
+            usage=usage,
+            duration_ms=duration_ms,
+            location=self.location,
+        )
+
+    def user(
+        self, content: str, *, client_message_id: str | None = None, created_at: str | None = None
+    ) -> Appended:
+        """The user's message that opens the turn; ``client_message_id`` makes it idempotent."""
+        payload = events.message(
+            "user",
+            content,
+            actor=Actor.USER.value,
+            meta=self._meta(),
+            clientMessageId=client_message_id,
+        )
+        key = f"client:{client_message_id}" if client_message_id else None
+        return self.recorder.append(payload, created_at=created_at, key=key)
+
+    def rag(
+        self, store: str, chunks: int, top_score: float | None, *, created_at: str | None = None
+    ) -> Appended | None:
+        """Record that RAG prepended ``chunks`` chunks; nothing when ``chunks`` is 0."""
+        if chunks <= 0:
+            return None
+        return self.recorder.append(events.rag(store, chunks, top_score), created_at=created_at)
+
+    def tool_call(
+        self,
+        name: str,
+        input: Any,
+        *,
+        id: str | None = None,
+        character: str | None = None,
+        actor: str = Actor.AGENT,
+        created_at: str | None = None,
+    ) -> str:
+        """Record a tool call as issued and return its id (drawn when not given).
+
+        ``character`` names the model that requested the call when a user forwarded the
+        turn with an @mention (Harvey seed W4); ``actor`` is ``user`` for a call the user ran.
+        """
+        call_id = id if id is not None else f"call_{uuid.uuid4().hex[:24]}"
+        payload = events.tool_call(call_id, name, input, actor=str(actor), character=character)
+        self.recorder.append(payload, created_at=created_at, key=f"tool_call:{call_id}")
+        return call_id
+
+    def tool_result(
+        self,
+        call_id: str,
+        output: Any = None,
+        *,
+        name: str | None = None,
+        error: str | None = None,
+        exit_code: int | None = None,
+        actor: str = Actor.AGENT,
+        duration_ms: float | None = None,
+        created_at: str | None = None,
+    ) -> Appended:
+        """Record what a tool returned (or the ``error`` it failed with)."""
+        payload = events.tool_result(
+            call_id,
+            name,
+            output=output,
+            error=error,
+            actor=str(actor),
+            exit_code=exit_code,
+            meta=events.meta(duration_ms=duration_ms) if duration_ms is not None else None,
+        )
+        return self.recorder.append(payload, created_at=created_at, key=f"tool_result:{call_id}")
+
+    def reply(
+        self,
+        content: str,
+        *,
+        usage: dict[str, int | None] | None = None,
+        duration_ms: float | None = None,
+        created_at: str | None = None,
+    ) -> Appended:
+        """The model's reply that closes the turn, with its usage (tokens) and duration (ms)."""
+        payload = events.message(
+            "assistant",
+            content,
+            actor=Actor.AGENT.value,
+            meta=self._meta(usage, duration_ms),
+            character=self.character,
+        )
+        return self.recorder.append(payload, created_at=created_at)

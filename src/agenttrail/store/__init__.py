@@ -1,0 +1,210 @@
+"""The store: sessions and their append-only event rows, as bytes.
+
+The store knows bytes and sessions, not formats (DESIGN.md §Shape of the system). Payloads are
+encoded by :mod:`agenttrail.codec` before they reach SQL; every reader of the log goes through
+:meth:`LogStore.read` or :meth:`LogStore.read_rows`. One protocol, one module per backend.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from agenttrail.errors import InputError, StoreError
+from agenttrail.events import Event
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "Appended",
+    "LogStore",
+    "NewEvent",
+    "NewSession",
+    "Session",
+    "open_store",
+]
+
+DEFAULT_DATABASE = "agenttrail.db"
+"""Where the log lives when neither ``--db`` nor ``AGENTTRAIL_DATABASE_URL`` says otherwise."""
+
+DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
+"""Largest payload stored whole (16 MiB of CBOR). A whole file read by a tool fits; a runaway
+loop that dumps a disk image does not, and fails loudly instead of bloating the log."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """One session row: who and what the log is about, and its chain head."""
+
+    id: str
+    """Session id (text, unique in the store)."""
+    title: str | None
+    """Human title, e.g. the first user message."""
+    agent: str | None
+    """Agent name (``claude-code``, ``harvey``)."""
+    user: str | None
+    """User name. User identity lives here and nowhere else."""
+    workspace: str | None
+    """Working directory or project the session ran in."""
+    started: str | None
+    """When the session started (``created_at`` form), if known."""
+    metadata: dict[str, Any]
+    """Anything else the source said about the session."""
+    created_at: str
+    """When the row was written."""
+    head_seq: int
+    """Seq of the last event (0 when empty)."""
+    head_hash: bytes = field(repr=False)
+    """Chain hash of the last event (32 zero bytes when empty)."""
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """What to create when a session does not exist yet; ``id`` ``None`` draws a UUID."""
+
+    id: str | None = None
+    title: str | None = None
+    agent: str | None = None
+    user: str | None = None
+    workspace: str | None = None
+    started: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to append: its payload, optional ``created_at`` and idempotency ``key``."""
+
+    payload: dict[str, Any]
+    """The payload mapping (see :mod:`agenttrail.events`)."""
+    created_at: str | None = None
+    """Source timestamp in ``created_at`` form; ``None`` means the time of the append."""
+    key: str | None = None
+    """Idempotency key: a retry with a key already in the session writes nothing."""
+
+
+@dataclass(frozen=True)
+class Appended:
+    """The outcome of one append."""
+
+    seq: int
+    """The event's seq (the first one's, when ``duplicate``)."""
+    hash: bytes = field(repr=False)
+    """The event's chain hash."""
+    duplicate: bool = False
+    """True when the idempotency key was already used and nothing was written."""
+
+
+class LogStore(Protocol):
+    """The store contract every backend implements (SQLite now, PostgreSQL next)."""
+
+    url: str
+    max_payload_bytes: int
+
+    def create_session(self, new: NewSession) -> Session:
+        """Create a session. Raises ``SessionExists`` if the id is taken."""
+        ...
+
+    def get_session(self, session_id: str) -> Session:
+        """The session row. Raises ``SessionNotFound``."""
+        ...
+
+    def sessions(self) -> list[Session]:
+        """Every session, oldest first."""
+        ...
+
+    def append(
+        self,
+        session_id: str,
+        payload: dict[str, Any],
+        *,
+        created_at: str | None = None,
+        key: str | None = None,
+    ) -> Appended:
+        """Append one event; seq is allocated inside the transaction."""
+        ...
+
+    def append_batch(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        create: NewSession | None = None,
+    ) -> list[Appended]:
+        """Append events in one transaction, creating the session from ``create`` if missing."""
+        ...
+
+    def read(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Event]:
+        """Events with seq > ``after_seq`` in seq order, at most ``limit``."""
+        ...
+
+    def read_rows(self, session_id: str) -> Iterator[tuple[int, str, bytes, bytes]]:
+        """``(seq, created_at, payload bytes, hash)`` of every row, in seq order (for verify)."""
+        ...
+
+    def head(self, session_id: str) -> tuple[int, bytes] | None:
+        """``(head_seq, head_hash)`` from the session row, ``None`` without a row."""
+        ...
+
+    def event_session_ids(self) -> set[str]:
+        """Every session id that has at least one event row."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+def open_store(
+    url: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = True,
+    max_payload_bytes: int | None = None,
+) -> LogStore:
+    """Open the log at ``url``.
+
+    Args:
+        url: ``sqlite:///path``, a plain file path, or ``None`` for ``AGENTTRAIL_DATABASE_URL``
+            and then ``./agenttrail.db`` (DESIGN.md §Conventions: flags override env).
+        create: when False, a database file that does not exist is an error instead of
+            being created (read-only commands).
+        max_payload_bytes: payload limit in bytes; default ``AGENTTRAIL_MAX_PAYLOAD_BYTES``
+            or :data:`DEFAULT_MAX_PAYLOAD_BYTES`.
+
+    Raises:
+        InputError: the URL names a backend this build cannot open, or the limit is not a
+            positive integer.
+        StoreError: the database cannot be opened or is not an agenttrail log.
+    """
+    from agenttrail.store.sqlite import SQLiteStore
+
+    text = os.fspath(url) if url is not None else os.environ.get("AGENTTRAIL_DATABASE_URL", "")
+    text = text or DEFAULT_DATABASE
+    limit = max_payload_bytes if max_payload_bytes is not None else _env_limit()
+    if limit <= 0:
+        raise InputError(f"max_payload_bytes must be positive, not {limit}")
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return SQLiteStore(Path(text), create=create, max_payload_bytes=limit)
+    if scheme == "sqlite":
+        if not rest.startswith("/"):
+            raise InputError(f"database URL {text!r}: expected sqlite:///path")
+        return SQLiteStore(Path(rest[1:]), create=create, max_payload_bytes=limit)
+    if scheme in ("postgresql", "postgres"):
+        raise StoreError(f"database URL {scheme}://…: the PostgreSQL backend is not built yet")
+    raise InputError(f"database URL {text!r}: unknown scheme {scheme!r} (use sqlite:///path)")
+
+
+def _env_limit() -> int:
+    raw = os.environ.get("AGENTTRAIL_MAX_PAYLOAD_BYTES")
+    if raw is None:
+        return DEFAULT_MAX_PAYLOAD_BYTES
+    try:
+        return int(raw)
+    except ValueError:
+        raise InputError(f"AGENTTRAIL_MAX_PAYLOAD_BYTES={raw!r} is not an integer") from None

@@ -1,0 +1,429 @@
+"""The embedded default backend: one SQLite file in WAL mode.
+
+Writes follow Datasette's discipline (``database.py``: one writer, ``BEGIN IMMEDIATE``): an
+append takes SQLite's write lock before it reads the session head, so ``seq = head + 1`` is
+allocated under the lock and concurrent appenders — threads sharing a store, or other
+processes with their own — never produce a gap or a duplicate
+(https://www.sqlite.org/lang_transaction.html, "IMMEDIATE"). Within a process the connection
+is shared under a mutex; across processes SQLite's lock serialises, and ``busy_timeout`` makes
+a waiting writer retry instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from agenttrail.chain import GENESIS_HASH, event_hash
+from agenttrail.codec import encode_payload, json_line, now_timestamp
+from agenttrail.errors import (
+    AppendOnlyViolation,
+    InputError,
+    PayloadTooLarge,
+    SessionExists,
+    SessionNotFound,
+    StoreError,
+)
+from agenttrail.events import Event
+from agenttrail.store import Appended, NewEvent, NewSession, Session
+
+__all__ = ["SQLiteStore"]
+
+BUSY_TIMEOUT_S = 60.0
+"""How long a writer waits for another process's write lock before giving up (seconds).
+Appends hold the lock for well under a millisecond, so 60 s only runs out when something
+holds the database open in a write transaction by hand."""
+
+READ_PAGE_ROWS = 1000
+"""Rows fetched per query when streaming a session; keyset pages keep memory flat on large
+sessions and let appends interleave between pages."""
+
+SCHEMA_VERSION = 1
+
+_SESSION_COLUMNS = (
+    "id, title, agent, user, workspace, started, metadata, created_at, head_seq, head_hash"
+)
+
+
+class SQLiteStore:
+    """An agenttrail log in one SQLite file (``LogStore`` contract).
+
+    Args:
+        path: the database file; created with its schema on first use unless ``create`` is
+            False.
+        create: when False, a missing file is an error.
+        max_payload_bytes: largest payload (bytes of CBOR) an append accepts.
+
+    Raises:
+        StoreError: the file cannot be opened, is not SQLite, or is not an agenttrail log.
+    """
+
+    def __init__(self, path: Path, *, create: bool = True, max_payload_bytes: int) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self.max_payload_bytes = max_payload_bytes
+        if not create and not path.exists():
+            raise StoreError(f"no agenttrail database at {path}")
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open database {path}: {e}") from e
+        try:
+            self._setup()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _setup(self) -> None:
+        with self._translate():
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            # FULL: an append that returned is on disk, even after a power cut (in WAL mode
+            # NORMAL may lose the last transactions).
+            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                self._migrate()
+            elif version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: schema version {version} is newer than this agenttrail "
+                    f"({SCHEMA_VERSION}); upgrade agenttrail"
+                )
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            # Another process may have migrated while we waited for the lock.
+            current = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
+            if current == 0 and tables:
+                raise StoreError(f"{self.path} is a SQLite database but not an agenttrail log")
+            for step in range(current + 1, SCHEMA_VERSION + 1):
+                script = resources.files("agenttrail.store").joinpath(
+                    f"schema/sqlite-{step:04d}.sql"
+                )
+                for statement in _statements(script.read_text("utf-8")):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {step}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under SQLite's write lock (``BEGIN IMMEDIATE``)."""
+        with self._lock, self._translate():
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def create_session(self, new: NewSession) -> Session:
+        """Create a session row. Raises ``SessionExists`` when the id is taken."""
+        with self._write():
+            session_id = self._insert_session(new)
+        return self.get_session(session_id)
+
+    def _insert_session(self, new: NewSession) -> str:
+        session_id = new.id if new.id is not None else str(uuid.uuid4())
+        _check_session_id(session_id)
+        if self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            raise SessionExists(session_id)
+        self._conn.execute(
+            "INSERT INTO sessions (id, title, agent, user, workspace, started, metadata, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                new.title,
+                new.agent,
+                new.user,
+                new.workspace,
+                new.started,
+                json_line(new.metadata),
+                now_timestamp(),
+            ),
+        )
+        return session_id
+
+    def get_session(self, session_id: str) -> Session:
+        """The session row. Raises ``SessionNotFound``."""
+        with self._lock, self._translate():
+            row = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise SessionNotFound(session_id)
+        return _session(row)
+
+    def sessions(self) -> list[Session]:
+        """Every session, in the order they were created."""
+        with self._lock, self._translate():
+            rows = self._conn.execute(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, rowid"
+            ).fetchall()
+        return [_session(row) for row in rows]
+
+    def head(self, session_id: str) -> tuple[int, bytes] | None:
+        """``(head_seq, head_hash)`` of the session row, or ``None`` if there is no row."""
+        with self._lock, self._translate():
+            row = self._conn.execute(
+                "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return (row[0], bytes(row[1])) if row else None
+
+    def event_session_ids(self) -> set[str]:
+        """Every session id that has at least one event row."""
+        with self._lock, self._translate():
+            rows = self._conn.execute("SELECT DISTINCT session_id FROM session_events").fetchall()
+        return {row[0] for row in rows}
+
+    # -- appends ----------------------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        payload: dict[str, Any],
+        *,
+        created_at: str | None = None,
+        key: str | None = None,
+    ) -> Appended:
+        """Append one event (see :meth:`append_batch`)."""
+        return self.append_batch(session_id, [NewEvent(payload, created_at, key)])[0]
+
+    def append_batch(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        create: NewSession | None = None,
+    ) -> list[Appended]:
+        """Append events to a session in one transaction: all are written or none.
+
+        Args:
+            session_id: the session; created from ``create`` (whose id is ignored) when it
+                does not exist and ``create`` is given.
+            events: payloads with optional ``created_at`` and idempotency ``key``.
+
+        Returns:
+            One :class:`Appended` per event, in order. An event whose key is already in the
+            session (or earlier in the batch) is not written and gets the first seq back.
+
+        Raises:
+            PayloadError: a payload would not round-trip (nothing written).
+            PayloadTooLarge: a payload is above ``max_payload_bytes`` (nothing written).
+            SessionNotFound: the session does not exist and ``create`` is None.
+            StoreError: the database failed.
+        """
+        # Encode before taking the write lock: the lock is held only for SQL.
+        encoded = []
+        for event in events:
+            data = encode_payload(event.payload)
+            if len(data) > self.max_payload_bytes:
+                raise PayloadTooLarge(len(data), self.max_payload_bytes)
+            if event.created_at is not None:
+                _check_created_at(event.created_at)
+            encoded.append((data, event.created_at, event.key))
+        with self._write():
+            return self._append_locked(session_id, encoded, create)
+
+    def _append_locked(
+        self,
+        session_id: str,
+        encoded: list[tuple[bytes, str | None, str | None]],
+        create: NewSession | None,
+    ) -> list[Appended]:
+        conn = self._conn
+        row = conn.execute(
+            "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            if create is None:
+                raise SessionNotFound(session_id)
+            self._insert_session(_with_id(create, session_id))
+            seq, prev = 0, GENESIS_HASH
+        else:
+            seq, prev = row[0], bytes(row[1])
+        start = seq
+        out: list[Appended] = []
+        batch_keys: dict[str, Appended] = {}
+        now = now_timestamp()
+        for data, created_at, key in encoded:
+            if key is not None:
+                hit = batch_keys.get(key) or self._keyed(session_id, key)
+                if hit is not None:
+                    out.append(hit)
+                    continue
+            seq += 1
+            stamp = created_at or now
+            prev = event_hash(prev, seq, stamp, session_id, data)
+            conn.execute(
+                "INSERT INTO session_events (session_id, seq, created_at, payload, hash) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, seq, stamp, data, prev),
+            )
+            appended = Appended(seq, prev)
+            if key is not None:
+                conn.execute(
+                    "INSERT INTO session_event_keys (session_id, key, seq) VALUES (?, ?, ?)",
+                    (session_id, key, seq),
+                )
+                batch_keys[key] = Appended(seq, prev, duplicate=True)
+            out.append(appended)
+        if seq != start:
+            conn.execute(
+                "UPDATE sessions SET head_seq = ?, head_hash = ? WHERE id = ?",
+                (seq, prev, session_id),
+            )
+        return out
+
+    def _keyed(self, session_id: str, key: str) -> Appended | None:
+        row = self._conn.execute(
+            "SELECT k.seq, e.hash FROM session_event_keys k JOIN session_events e "
+            "ON e.session_id = k.session_id AND e.seq = k.seq "
+            "WHERE k.session_id = ? AND k.key = ?",
+            (session_id, key),
+        ).fetchone()
+        return Appended(row[0], bytes(row[1]), duplicate=True) if row else None
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def read(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Event]:
+        """Events of a session with seq > ``after_seq``, in seq order, at most ``limit``.
+
+        Streams in keyset pages of :data:`READ_PAGE_ROWS`; an empty or unknown session
+        yields nothing (use :meth:`get_session` to tell them apart).
+        """
+        for seq, created_at, data, digest in self._rows(session_id, after_seq, limit):
+            yield Event(session_id, seq, created_at, data, digest)
+
+    def read_rows(self, session_id: str) -> Iterator[tuple[int, str, bytes, bytes]]:
+        """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
+        return self._rows(session_id, 0, None)
+
+    def _rows(
+        self, session_id: str, after_seq: int, limit: int | None
+    ) -> Iterator[tuple[int, str, bytes, bytes]]:
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
+            with self._lock, self._translate():
+                rows = self._conn.execute(
+                    "SELECT seq, created_at, payload, hash FROM session_events "
+                    "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    (session_id, after_seq, page),
+                ).fetchall()
+            yield from rows
+            if len(rows) < page:
+                return
+            after_seq = rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; further calls fail."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _translate(self) -> _Translate:
+        return _Translate(self.path)
+
+
+class _Translate:
+    """Map ``sqlite3`` errors onto agenttrail's, keeping the driver error as the cause."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if exc is None or not isinstance(exc, sqlite3.Error):
+            return
+        text = str(exc)
+        if "append-only" in text or "head only moves forward" in text:
+            raise AppendOnlyViolation(f"{self.path}: {text}") from exc
+        if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
+            raise StoreError(f"{self.path} is not an agenttrail database (not SQLite)") from exc
+        raise StoreError(f"{self.path}: {text}") from exc
+
+
+def _session(row: tuple[Any, ...]) -> Session:
+    return Session(
+        id=row[0],
+        title=row[1],
+        agent=row[2],
+        user=row[3],
+        workspace=row[4],
+        started=row[5],
+        metadata=json.loads(row[6]),
+        created_at=row[7],
+        head_seq=row[8],
+        head_hash=bytes(row[9]),
+    )
+
+
+def _with_id(new: NewSession, session_id: str) -> NewSession:
+    return NewSession(
+        session_id, new.title, new.agent, new.user, new.workspace, new.started, new.metadata
+    )
+
+
+def _check_session_id(session_id: str) -> None:
+    if not isinstance(session_id, str) or not session_id or len(session_id) > 200:
+        raise InputError(f"session id must be 1 to 200 characters, not {session_id!r}")
+    if not session_id.isprintable() or session_id != session_id.strip():
+        raise InputError(f"session id {session_id!r} has control or surrounding space characters")
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"session id {session_id!r} is not valid Unicode text") from None
+
+
+def _check_created_at(created_at: str) -> None:
+    if len(created_at) != 27 or not created_at.endswith("Z") or not created_at.isascii():
+        raise InputError(
+            f"created_at {created_at!r} is not in YYYY-MM-DDTHH:MM:SS.ffffffZ form "
+            "(use agenttrail.codec.normalize_timestamp)"
+        )
+
+
+def _statements(script: str) -> list[str]:
+    """Split a schema script into statements at top-level semicolons (trigger bodies kept)."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not buffer.strip():
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return out
