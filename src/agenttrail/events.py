@@ -204,14 +204,19 @@ def error(message: str, *, actor: str | None = None, **extra: Any) -> Payload:
     return _build("error", {"message": message, "actor": actor}, extra)
 
 
-def rag(store: str, chunks: int, top_score: float | None) -> Payload:
-    """A ``rag`` payload: RAG fired and prepended ``chunks`` chunks from ``store`` (Harvey W2)."""
-    return {"type": "rag", "store": store, "chunks": chunks, "top_score": top_score}
+def rag(store: str, chunks: int, top_score: float | None, *, actor: str | None = None) -> Payload:
+    """A ``rag`` payload: RAG fired and prepended ``chunks`` chunks from ``store`` (Harvey W2).
+
+    ``top_score`` is the best chunk's similarity score, ``None`` when the store gave none.
+    """
+    payload = _build("rag", {"store": store, "chunks": chunks, "actor": actor}, {})
+    payload["top_score"] = top_score
+    return payload
 
 
-def recall(results: list[dict[str, Any]]) -> Payload:
+def recall(results: list[dict[str, Any]], *, actor: str | None = None) -> Payload:
     """A ``recall`` payload: memories injected at session start, ``[{id, source, score}]`` (W3)."""
-    return {"type": "recall", "results": results}
+    return _build("recall", {"results": results, "actor": actor}, {})
 
 
 def shell(command: str, output: str, exit_code: int | None, **extra: Any) -> Payload:

@@ -79,7 +79,7 @@ class Recorder:
         """
         if not results:
             return None
-        return self.append(events.recall(results), created_at=created_at)
+        return self.append(events.recall(results, actor=Actor.SYSTEM.value), created_at=created_at)
 
     def shell(
         self,
@@ -196,7 +196,8 @@ class Turn:
         """Record that RAG prepended ``chunks`` chunks; nothing when ``chunks`` is 0."""
         if chunks <= 0:
             return None
-        return self.recorder.append(events.rag(store, chunks, top_score), created_at=created_at)
+        payload = events.rag(store, chunks, top_score, actor=Actor.SYSTEM.value)
+        return self.recorder.append(payload, created_at=created_at)
 
     def tool_call(
         self,

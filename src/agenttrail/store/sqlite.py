@@ -70,7 +70,7 @@ class SQLiteStore:
         self.url = f"sqlite:///{path}"
         self.max_payload_bytes = max_payload_bytes
         if not create and not path.exists():
-            raise StoreError(f"no agenttrail database at {path}")
+            raise InputError(f"no agenttrail database at {path} (import something first)")
         self._lock = threading.RLock()
         try:
             self._conn = sqlite3.connect(

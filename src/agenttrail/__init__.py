@@ -1,0 +1,66 @@
+"""agenttrail: a flight recorder for AI agents.
+
+Each agent session is an append-only, hash-chained event log (SQLite by default). Open a log,
+record a session with :class:`Recorder`, read it back with :meth:`LogStore.read`, prove it was
+not altered with :func:`verify`.
+"""
+
+from agenttrail.chain import SessionVerdict, verify
+from agenttrail.errors import (
+    AgentTrailError,
+    AppendOnlyViolation,
+    ChainBroken,
+    FormatError,
+    InputError,
+    PayloadError,
+    PayloadTooLarge,
+    SessionExists,
+    SessionNotFound,
+    StoreError,
+)
+from agenttrail.events import Actor, Event, event_actor, meta, tool_status, usage
+from agenttrail.importer import ImportReport, import_paths
+from agenttrail.pairing import Anomaly, Pairing, pair_tool_calls
+from agenttrail.recorder import Recorder, Turn
+from agenttrail.store import Appended, LogStore, NewEvent, NewSession, Session, open_store
+
+__version__ = "0.1.0"
+
+open_log = open_store
+"""Open the log: ``open_log()`` uses ``AGENTTRAIL_DATABASE_URL``, else ``./agenttrail.db``."""
+
+__all__ = [
+    "Actor",
+    "AgentTrailError",
+    "Anomaly",
+    "AppendOnlyViolation",
+    "Appended",
+    "ChainBroken",
+    "Event",
+    "FormatError",
+    "ImportReport",
+    "InputError",
+    "LogStore",
+    "NewEvent",
+    "NewSession",
+    "Pairing",
+    "PayloadError",
+    "PayloadTooLarge",
+    "Recorder",
+    "Session",
+    "SessionExists",
+    "SessionNotFound",
+    "SessionVerdict",
+    "StoreError",
+    "Turn",
+    "__version__",
+    "event_actor",
+    "import_paths",
+    "meta",
+    "open_log",
+    "open_store",
+    "pair_tool_calls",
+    "tool_status",
+    "usage",
+    "verify",
+]

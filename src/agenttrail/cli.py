@@ -1,0 +1,334 @@
+"""The ``agenttrail`` command. Each command parses its arguments, calls the library and prints.
+
+Data goes to stdout and messages to stderr, so ``agenttrail export … | jq`` works. Every
+agenttrail error ends as one ``error: …`` line on stderr and exit code 2 for bad input or usage,
+1 for a check that found a problem (``verify``) or a store failure — never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from agenttrail import __version__
+from agenttrail.chain import verify as verify_chain
+from agenttrail.codec import json_line
+from agenttrail.errors import AgentTrailError, FormatError, InputError, SessionNotFound
+from agenttrail.formats import FORMATS
+from agenttrail.formats.jsonl import jsonl_from_events
+from agenttrail.importer import ImportReport, import_paths
+from agenttrail.sample import record_sample
+from agenttrail.store import LogStore, Session, open_store
+from agenttrail.terminal import render_session
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="agenttrail",
+    help="A flight recorder for AI agents: import, read and verify agent session logs.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Database: a file path or sqlite:///path. Default: $AGENTTRAIL_DATABASE_URL, "
+        "else ./agenttrail.db.",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+
+
+def _open(db: str | None, *, create: bool = False) -> LogStore:
+    return open_store(db, create=create)
+
+
+def find_session(store: LogStore, text: str) -> Session:
+    """The session whose id is ``text`` or, failing that, starts with it (a unique prefix).
+
+    Raises:
+        SessionNotFound: no session matches.
+        InputError: the prefix matches several sessions.
+    """
+    try:
+        return store.get_session(text)
+    except SessionNotFound:
+        matches = [s for s in store.sessions() if s.id.startswith(text)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            ids = ", ".join(s.id for s in matches[:5])
+            raise InputError(
+                f"session prefix {text!r} matches {len(matches)} sessions: {ids}"
+            ) from None
+        raise
+
+
+@app.command("import")
+def import_command(
+    files: Annotated[list[Path], typer.Argument(help="Transcript files to import.")],
+    format: Annotated[
+        str | None,
+        typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMATS)}."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Import transcripts; print each session id on its own line.
+
+    Every file is read before anything is written; each session is written in one
+    transaction. Importing a file again writes nothing new.
+
+    Example: agenttrail import ~/.claude/projects/*/*.jsonl
+    """
+    with _open(db, create=True) as store:
+        reports = import_paths(store, files, format=format)
+    for report in reports:
+        _print_report(report)
+
+
+def _print_report(report: ImportReport) -> None:
+    out.print(report.session_id, markup=False)
+    for warning in report.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    note = f", {report.skipped} already present" if report.skipped else ""
+    err.print(f"{report.path}: {report.written} events written{note}", markup=False)
+
+
+@app.command()
+def sessions(db: DbOption = None, json: JsonOption = False) -> None:
+    """List sessions: id, started, agent, events, title.
+
+    Example: agenttrail sessions --json | jq -r .id
+    """
+    with _open(db) as store:
+        rows = store.sessions()
+    if json:
+        for s in rows:
+            out.print(json_line(_session_record(s)), markup=False)
+        return
+    table = Table(expand=True)
+    for name in ("id", "started", "agent", "events", "title"):
+        table.add_column(name, no_wrap=name != "title", overflow="fold")
+    for s in rows:
+        table.add_row(
+            escape(s.id),
+            escape(s.started or ""),
+            escape(s.agent or ""),
+            str(s.head_seq),
+            escape((s.title or "").splitlines()[0] if s.title else ""),
+        )
+    out.print(table)
+
+
+def _session_record(s: Session) -> dict[str, object]:
+    return {
+        "id": s.id,
+        "title": s.title,
+        "agent": s.agent,
+        "user": s.user,
+        "workspace": s.workspace,
+        "started": s.started,
+        "events": s.head_seq,
+        "head": s.head_hash.hex(),
+        "metadata": s.metadata,
+    }
+
+
+@app.command()
+def show(
+    session: Annotated[str, typer.Argument(help="Session id or a unique prefix of it.")],
+    full: Annotated[bool, typer.Option("--full", help="Show whole tool results.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Print a session as a transcript: one row per event, a tool call and its result on one.
+
+    Example: agenttrail show sample-harvey-session
+    """
+    with _open(db) as store:
+        found = find_session(store, session)
+        render_session(out, found, store.read(found.id), full=full)
+
+
+@app.command()
+def export(
+    session: Annotated[str, typer.Argument(help="Session id or a unique prefix of it.")],
+    format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Export a session, one JSON object per event (session_id, seq, created_at, actor,
+    payload, hash).
+
+    Example: agenttrail export sample-harvey-session > harvey.jsonl
+    """
+    if format != "jsonl":
+        raise InputError(f"unknown export format {format!r} (use jsonl)")
+    with _open(db) as store:
+        found = find_session(store, session)
+        lines = jsonl_from_events(store.read(found.id))
+        if output is None:
+            for line in lines:
+                sys.stdout.write(line + "\n")
+            return
+        _write_atomically(output, lines)
+
+
+def _write_atomically(path: Path, lines: object) -> None:
+    """Write lines to a temporary file beside ``path``, then rename it into place."""
+    directory = path.resolve().parent
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            for line in lines:  # type: ignore[attr-defined]
+                handle.write(line + "\n")
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def verify(
+    session: Annotated[
+        str | None, typer.Argument(help="Session id or prefix; all sessions when omitted.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Recompute the hash chain; exit 0 when intact, 1 naming the session and first bad seq.
+
+    Example: agenttrail verify && echo intact
+    """
+    with _open(db) as store:
+        ids = [find_session(store, session).id] if session is not None else None
+        verdicts = verify_chain(store, ids)
+    broken = 0
+    for v in verdicts:
+        if v.ok:
+            out.print(
+                f"ok    {v.session_id}  {v.events} events  head {v.head_hash.hex()[:16]}",
+                markup=False,
+            )
+        else:
+            broken += 1
+            out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
+    err.print(f"{len(verdicts) - broken} of {len(verdicts)} sessions intact", markup=False)
+    if broken:
+        raise typer.Exit(1)
+
+
+@app.command()
+def quickstart(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Claude Code transcripts; default ~/.claude/projects/**/*.jsonl."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Import your Claude Code transcripts (or record our sample session when there are
+    none), show the latest as a transcript, and verify the whole log.
+
+    Example: agenttrail quickstart
+    """
+    files = _transcripts(paths)
+    with _open(db, create=True) as store:
+        shown: str | None = None
+        for path in files:
+            try:
+                reports = import_paths(store, [path])
+            except FormatError as e:
+                err.print(f"skipped: {e}", markup=False)
+                continue
+            for report in reports:
+                _print_report(report)
+        imported = [s for s in store.sessions() if s.metadata.get("format") == "claude_code"]
+        if imported:
+            shown = max(imported, key=lambda s: s.started or s.created_at).id
+        else:
+            err.print(
+                "no Claude Code transcripts found: recording the sample session", markup=False
+            )
+            shown = record_sample(store)
+        render_session(out, store.get_session(shown), store.read(shown))
+        verdicts = verify_chain(store)
+    broken = [v for v in verdicts if not v.ok]
+    for v in broken:
+        out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
+    events = sum(v.events for v in verdicts)
+    out.print(
+        f"verify: {len(verdicts) - len(broken)} of {len(verdicts)} sessions intact "
+        f"({events} events) in {store.url}",
+        markup=False,
+    )
+    if broken:
+        raise typer.Exit(1)
+
+
+def _transcripts(paths: list[Path] | None) -> list[Path]:
+    if paths:
+        found: list[Path] = []
+        for path in paths:
+            found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
+        return found
+    root = Path.home() / ".claude" / "projects"
+    return sorted(root.rglob("*.jsonl")) if root.is_dir() else []
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"agenttrail {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    """A flight recorder for AI agents: import, read and verify agent session logs."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the exit code (``agenttrail`` console script)."""
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except AgentTrailError as e:
+        err.print(f"error: {e}", markup=False)
+        return e.exit_code
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:
+        e.show()
+        return 2
+    except click.exceptions.Abort:
+        err.print("aborted", markup=False)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`agenttrail export … | head`): not an error.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return code if isinstance(code, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
