@@ -35,8 +35,9 @@ def store(db_path: Path) -> Iterator[LogStore]:
         opened.close()
 
 
-def run_cli(*args: str, cwd: Path | None = None, input: str | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the real ``agenttrail`` command in a subprocess; returns its exit code and output."""
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
     return subprocess.run(

@@ -103,13 +103,20 @@ def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[Se
     """
     if session_ids is None:
         ids = [s.id for s in store.sessions()]
-        known = set(ids)
-        ids += sorted(store.event_session_ids() - known)
+        stray = store.event_session_ids() - set(ids)
+        ids += sorted(sid for sid in stray if isinstance(sid, str))
+        # A session id changed by hand into bytes that are not text lands as a BLOB.
+        odd = [
+            SessionVerdict(repr(sid), 0, GENESIS_HASH, 1, "session id is not text")
+            for sid in stray
+            if not isinstance(sid, str)
+        ]
     else:
         ids = list(session_ids)
         for sid in ids:
             store.get_session(sid)
-    return [_verify_session(store, sid) for sid in ids]
+        odd = []
+    return [_verify_session(store, sid) for sid in ids] + odd
 
 
 def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
@@ -119,6 +126,8 @@ def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
     count = 0
     for seq, created_at, data, stored in store.read_rows(session_id):
         count += 1
+        if type(seq) is not int or not _is_ascii_text(created_at) or type(data) is not bytes:
+            return SessionVerdict(session_id, count, prev, expected, "row is not well-formed")
         if seq != expected:
             why = f"seq {expected} is missing" if seq > expected else f"seq {seq} out of order"
             return SessionVerdict(session_id, count, prev, expected, why)
@@ -147,3 +156,7 @@ def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
             session_id, count, prev, max(last, 1), "session head hash does not match the last row"
         )
     return SessionVerdict(session_id, count, prev)
+
+
+def _is_ascii_text(value: object) -> bool:
+    return isinstance(value, str) and value.isascii()

@@ -28,7 +28,7 @@ from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.importer import ImportReport, import_paths
 from agenttrail.sample import record_sample
 from agenttrail.store import LogStore, Session, open_store
-from agenttrail.terminal import render_session
+from agenttrail.terminal import render_session, safe
 
 __all__ = ["app", "main"]
 
@@ -41,8 +41,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+# soft_wrap: a data or error line is never broken at the terminal width.
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[
     str | None,
@@ -127,12 +128,11 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     for name in ("id", "started", "agent", "events", "title"):
         table.add_column(name, no_wrap=name != "title", overflow="fold")
     for s in rows:
+        title = (s.title or "").splitlines()[0] if s.title else ""
         table.add_row(
-            escape(s.id),
-            escape(s.started or ""),
-            escape(s.agent or ""),
+            *(escape(safe(v)) for v in (s.id, s.started or "", s.agent or "")),
             str(s.head_seq),
-            escape((s.title or "").splitlines()[0] if s.title else ""),
+            escape(safe(title)),
         )
     out.print(table)
 

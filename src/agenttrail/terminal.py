@@ -7,6 +7,7 @@ is flagged with ⚠ and the reason. Text from the log is never read as Rich mark
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -19,13 +20,28 @@ from agenttrail.events import Event, payload_text, tool_status
 from agenttrail.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
 from agenttrail.store import Session
 
-__all__ = ["render_session", "transcript_table"]
+__all__ = ["render_session", "safe", "transcript_table"]
 
 ARGS_CHARS = 160
 """Widest tool-call argument text shown in a row before it is cut (characters)."""
 
 RESULT_LINES = 6
 """Lines of a tool result shown under its call unless ``full`` is asked for."""
+
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def safe(text: str) -> str:
+    """Text from the log made safe for a terminal: control characters (an ESC could move the
+    cursor or clear the screen) and lone surrogates (not encodable) become visible escapes
+    such as ``\\x1b`` and ``\\udc81``; newlines and tabs stay."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
 
 _ACTOR_STYLE = {"user": "bold cyan", "agent": "green", "system": "grey50", "trigger": "magenta"}
 
@@ -42,8 +58,8 @@ def render_session(
         full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
     """
     header = Text()
-    header.append(session.title or "(untitled session)", style="bold")
-    header.append(f"\nsession {session.id}", style="dim")
+    header.append(safe(session.title or "(untitled session)"), style="bold")
+    header.append(f"\nsession {safe(session.id)}", style="dim")
     for label, value in (
         ("agent", session.agent),
         ("user", session.user),
@@ -51,7 +67,7 @@ def render_session(
         ("started", session.started),
     ):
         if value:
-            header.append(f"\n{label}: {value}", style="dim")
+            header.append(f"\n{label}: {safe(value)}", style="dim")
     console.print(header)
     console.print(transcript_table(list(events), full=full))
 
@@ -76,7 +92,7 @@ def transcript_table(events: list[Event], *, full: bool = False) -> Table:
         table.add_row(
             seq,
             event.created_at[11:19],
-            Text(event.actor, style=_ACTOR_STYLE.get(event.actor, "")),
+            Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
             kind,
             text,
         )
@@ -89,15 +105,15 @@ Row = tuple[str, Text, Text]
 def _message(event: Event, pairing: Pairing, full: bool) -> Row:
     payload = event.payload
     role = str(payload.get("role", "?"))
-    text = Text(payload_text(payload.get("content")))
+    text = Text(safe(payload_text(payload.get("content"))))
     blocks = payload.get("blocks")
     if isinstance(blocks, list):
         kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)} - {"text"})
         if kinds:
-            text.append(f"\n[{', '.join(kinds)} blocks kept]", style="dim")
-    text.append(_meta_line(payload.get("meta")), style="dim")
+            text.append(safe(f"\n[{', '.join(kinds)} blocks kept]"), style="dim")
+    text.append(safe(_meta_line(payload.get("meta"))), style="dim")
     name = payload.get("character")
-    label = f"{role} {name}" if isinstance(name, str) and name else role
+    label = safe(f"{role} {name}" if isinstance(name, str) and name else role)
     style = "grey50" if event.actor == "system" else ""
     return str(event.seq), Text(label, style=style), text
 
@@ -110,33 +126,38 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
         args_text = args_text[:ARGS_CHARS] + "…"
     who = payload.get("character")
     prefix = f"{who}." if isinstance(who, str) and who else ""
-    text = Text(f"{prefix}{payload.get('name', '?')}({args_text})")
+    text = Text(safe(f"{prefix}{payload.get('name', '?')}({args_text})"))
     result = pairing.result_of.get(event.seq)
     seq = str(event.seq)
     if result is not None:
         seq = f"{event.seq}→{result.seq}"
         status = tool_status(result.payload)
-        text.append(f" — {status}", style="green" if status.ok else "bold red")
-        text.append("\n" + _clip(payload_text(result.payload.get("output")), full), style="dim")
+        text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
+        output = _clip(payload_text(result.payload.get("output")), full)
+        text.append("\n" + safe(output), style="dim")
     return seq, Text("tool", style="yellow"), text
 
 
 def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
     payload = event.payload
     status = tool_status(payload)
-    text = Text(f"{payload.get('name') or ''} result for {payload.get('toolCallId')!r} — {status}")
-    text.append("\n" + _clip(payload_text(payload.get("output")), full), style="dim")
+    text = Text(
+        safe(f"{payload.get('name') or ''} result for {payload.get('toolCallId')!r} — {status}")
+    )
+    text.append("\n" + safe(_clip(payload_text(payload.get("output")), full)), style="dim")
     return str(event.seq), Text("tool result", style="yellow"), text
 
 
 def _error(event: Event, pairing: Pairing, full: bool) -> Row:
-    text = Text(str(event.payload.get("message", "")), style="red")
+    text = Text(safe(str(event.payload.get("message", ""))), style="red")
     return str(event.seq), Text("error", style="bold red"), text
 
 
 def _rag(event: Event, pairing: Pairing, full: bool) -> Row:
     p = event.payload
-    text = Text(f"{p.get('chunks')} chunks from {p.get('store')}, top score {p.get('top_score')}")
+    text = Text(
+        safe(f"{p.get('chunks')} chunks from {p.get('store')}, top score {p.get('top_score')}")
+    )
     return str(event.seq), Text("rag", style="blue"), text
 
 
@@ -147,13 +168,13 @@ def _recall(event: Event, pairing: Pairing, full: bool) -> Row:
         for r in (results if isinstance(results, list) else [])
         if isinstance(r, dict)
     ]
-    return str(event.seq), Text("recall", style="blue"), Text("\n".join(lines))
+    return str(event.seq), Text("recall", style="blue"), Text(safe("\n".join(lines)))
 
 
 def _shell(event: Event, pairing: Pairing, full: bool) -> Row:
     p = event.payload
-    text = Text(f"$ {p.get('command')} — exit {p.get('exit_code')}")
-    text.append("\n" + _clip(payload_text(p.get("output")), full), style="dim")
+    text = Text(safe(f"$ {p.get('command')} — exit {p.get('exit_code')}"))
+    text.append("\n" + safe(_clip(payload_text(p.get("output")), full)), style="dim")
     return str(event.seq), Text("shell", style="blue"), text
 
 
@@ -164,20 +185,28 @@ def _annotation(event: Event, pairing: Pairing, full: bool) -> Row:
         body = _clip(json_line(p.get("data")), False, chars=ARGS_CHARS)
     return (
         str(event.seq),
-        Text(str(p.get("kind", "note")), style="grey50"),
-        Text(body, style="grey50"),
+        Text(safe(str(p.get("kind", "note"))), style="grey50"),
+        Text(safe(body), style="grey50"),
     )
 
 
 def _session_end(event: Event, pairing: Pairing, full: bool) -> Row:
     reason = event.payload.get("reason") or "closed"
-    return str(event.seq), Text("end", style="grey50"), Text(f"session {reason}", style="grey50")
+    return (
+        str(event.seq),
+        Text("end", style="grey50"),
+        Text(safe(f"session {reason}"), style="grey50"),
+    )
 
 
 def _generic(event: Event, pairing: Pairing, full: bool) -> Row:
     body = {k: v for k, v in event.payload.items() if k != "type"}
     kind = event.type or "(untyped)"
-    return str(event.seq), Text(kind, style="italic"), Text(_clip(json_line(body), full))
+    return (
+        str(event.seq),
+        Text(safe(kind), style="italic"),
+        Text(safe(_clip(json_line(body), full))),
+    )
 
 
 _WRITERS: dict[str, Callable[[Event, Pairing, bool], Row]] = {

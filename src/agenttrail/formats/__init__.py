@@ -10,13 +10,20 @@ not the store: they return payloads, and :mod:`agenttrail.importer` writes them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 from agenttrail.errors import FormatError
 from agenttrail.formats import anthropic, claude_code, jsonl, openai
-from agenttrail.formats._common import ImportedSession, content_session_id
+from agenttrail.formats._common import (
+    ImportedSession,
+    content_session_id,
+    decode_text,
+    iter_jsonl,
+    load_json,
+)
 
 __all__ = ["FORMATS", "ImportedSession", "detect", "read_file"]
 
@@ -35,6 +42,13 @@ def detect(path: Path, data: bytes) -> ModuleType:
     for module in FORMATS.values():
         if module.sniff(path, data):
             return module
+    # Nothing claims the file: say what is wrong with it as precisely as we can.
+    text = decode_text(path, data).lstrip()
+    if text.startswith("{") and _first_line_is_json(text):
+        for _ in iter_jsonl(path, data):  # JSON Lines: name the first bad line
+            pass
+    elif text.startswith(("{", "[")):
+        load_json(path, data)  # one JSON document: name where it breaks
     names = ", ".join(FORMATS)
     raise FormatError(f"unknown format (not one of: {names}); pass --format", path=str(path))
 
@@ -72,3 +86,11 @@ def _with_content_id(
     """Give a session from a source without ids an id derived from the file's bytes."""
     session_id = content_session_id(name, data if index == 0 else data + str(index).encode())
     return replace(session, session=replace(session.session, id=session_id))
+
+
+def _first_line_is_json(text: str) -> bool:
+    try:
+        json.loads(text.split("\n", 1)[0])
+    except json.JSONDecodeError:
+        return False
+    return True

@@ -1,0 +1,182 @@
+"""The hash chain: verify passes on intact logs and finds the first bad seq after any change.
+
+The attacker owns the file: they drop the guard triggers, then change, delete or insert rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+import struct
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+
+from agenttrail import events
+from agenttrail.chain import GENESIS_HASH, event_hash, verify
+from agenttrail.store import LogStore, NewSession, open_store
+from tests.conftest import run_cli
+
+
+def _fill(store: LogStore, session_id: str = "s", n: int = 5) -> None:
+    store.create_session(NewSession(id=session_id))
+    for i in range(n):
+        store.append(session_id, events.message("user" if i % 2 else "assistant", f"m{i} é"))
+
+
+def _attack(db_path: Path, *statements: str, params: tuple[object, ...] = ()) -> None:
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'trigger'"
+        ).fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
+        for statement in statements:
+            conn.execute(statement, params if "?" in statement else ())
+    finally:
+        conn.close()
+
+
+def test_the_hash_is_the_documented_preimage_hashed_with_sha256() -> None:
+    # docs/log-format.md, "The hash chain": built here with struct, independently of chain.py.
+    prev, seq, created, sid, payload = (
+        bytes(range(32)),
+        7,
+        "2026-06-24T10:00:05.000000Z",
+        "sé",
+        b"\xa0",
+    )
+    preimage = (
+        b"agenttrail-chain-v1\x00"
+        + prev
+        + struct.pack(">Q", seq)
+        + struct.pack(">I", len(created))
+        + created.encode()
+        + struct.pack(">I", len(sid.encode()))
+        + sid.encode()
+        + struct.pack(">Q", len(payload))
+        + payload
+    )
+    assert event_hash(prev, seq, created, sid, payload) == hashlib.sha256(preimage).digest()
+    assert bytes(32) == GENESIS_HASH
+
+
+def test_an_intact_log_verifies(store: LogStore) -> None:
+    _fill(store, "a")
+    _fill(store, "b", 3)
+    store.create_session(NewSession(id="empty"))
+    verdicts = {v.session_id: v for v in verify(store)}
+    assert all(v.ok for v in verdicts.values())
+    assert verdicts["a"].events == 5 and verdicts["empty"].events == 0
+    assert verdicts["a"].head_hash == store.get_session("a").head_hash
+
+
+def test_cli_verify_names_the_session_and_first_bad_seq_after_a_change(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        _fill(store, "s", 6)
+        _fill(store, "t", 2)
+    assert run_cli("verify", "--db", str(db_path)).returncode == 0
+    _attack(db_path, "UPDATE session_events SET payload = x'a0' WHERE session_id = 's' AND seq = 3")
+    result = run_cli("verify", "--db", str(db_path))
+    assert result.returncode == 1
+    assert "FAIL  s  seq 3" in result.stdout
+    assert "ok    t" in result.stdout
+    assert run_cli("verify", "t", "--db", str(db_path)).returncode == 0
+
+
+def test_cli_verify_catches_a_deleted_row(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        _fill(store, "s", 6)
+    _attack(db_path, "DELETE FROM session_events WHERE seq = 4")
+    result = run_cli("verify", "s", "--db", str(db_path))
+    assert (result.returncode, "seq 4" in result.stdout) == (1, True), result.stdout
+
+
+def test_cli_verify_catches_a_deleted_last_row_by_the_session_head(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        _fill(store, "s", 6)
+    _attack(db_path, "DELETE FROM session_events WHERE seq = 6")
+    result = run_cli("verify", "--db", str(db_path))
+    assert result.returncode == 1
+    assert "FAIL  s  seq 6: seq 6 is missing (head is seq 6)" in result.stdout
+
+
+def test_cli_verify_catches_an_inserted_row(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        _fill(store, "s", 4)
+        forged = next(iter(store.read("s", after_seq=3))).hash
+    # A row appended by hand with a correctly chained hash: only the head gives it away.
+    data = b"\xa1dtypeex"
+    created = "2026-06-24T10:00:05.000000Z"
+    digest = event_hash(forged, 5, created, "s", data)
+    _attack(
+        db_path,
+        "INSERT INTO session_events VALUES ('s', 5, ?, ?, ?)",
+        params=(created, data, digest),
+    )
+    result = run_cli("verify", "--db", str(db_path))
+    assert result.returncode == 1
+    assert "FAIL  s  seq 5: rows beyond the session head" in result.stdout
+
+
+def test_rows_moved_to_an_unknown_session_are_reported(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        _fill(store, "s", 3)
+    _attack(db_path, "UPDATE session_events SET session_id = 'ghost' WHERE seq = 3")
+    with open_store(db_path) as store:
+        bad = {v.session_id: v.bad_seq for v in verify(store) if not v.ok}
+    assert bad == {"s": 3, "ghost": 1}
+
+
+_COLUMNS = ("session_id", "seq", "created_at", "payload", "hash")
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    row=st.integers(1, 4),
+    column=st.sampled_from(_COLUMNS),
+    position=st.integers(0, 10_000),
+    flip=st.integers(1, 255),
+)
+def test_verify_detects_any_single_byte_change_of_any_stored_row(
+    row: int, column: str, position: int, flip: int
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        db_path = Path(tmp) / "t.db"
+        with open_store(db_path) as store:
+            _fill(store, "sess", 4)
+            store.append("sess", events.tool_result("c1", "x", output="∑ " * 40))
+        conn = sqlite3.connect(db_path)
+        value = conn.execute(
+            f"SELECT {column} FROM session_events WHERE session_id = 'sess' AND seq = ?", (row,)
+        ).fetchone()[0]
+        conn.close()
+        if column == "seq":
+            changed: object = value ^ flip
+        else:
+            raw = bytearray(value.encode() if isinstance(value, str) else value)
+            raw[position % len(raw)] ^= flip
+            changed = bytes(raw)
+            if isinstance(value, str):
+                # Text that is still UTF-8 stays text; anything else lands as a BLOB.
+                with contextlib.suppress(UnicodeDecodeError):
+                    changed = bytes(raw).decode("utf-8")
+        try:
+            _attack(
+                db_path,
+                f"UPDATE session_events SET {column} = ? WHERE session_id = 'sess' AND seq = ?",
+                params=(changed, row),
+            )
+        except sqlite3.IntegrityError:
+            reject()  # the primary key makes this change impossible to store at all
+        with open_store(db_path) as store:
+            verdicts = verify(store)
+        assert not all(v.ok for v in verdicts)
+        assert any(v.session_id == "sess" and not v.ok for v in verdicts)

@@ -1,0 +1,83 @@
+"""Canonical CBOR payloads and JSON lines: official vectors and lossless text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agenttrail.codec import decode_payload, encode_payload, json_line, normalize_timestamp
+from agenttrail.errors import PayloadError
+from tests.conftest import VECTORS
+
+# RFC 8949 Appendix A examples, read in place: ../shared/vectors/cbor/appendix_a.json
+# (cbor/test-vectors at 42d0e6e, see ../shared/vectors/cbor/SOURCE).
+_APPENDIX_A = json.loads((VECTORS / "cbor" / "appendix_a.json").read_text())
+
+
+def _json_shaped(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_shaped(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_json_shaped(v) for v in value)
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+_CANONICAL = [
+    v for v in _APPENDIX_A if v.get("roundtrip") and "decoded" in v and _json_shaped(v["decoded"])
+]
+
+
+@pytest.mark.parametrize("vector", _CANONICAL, ids=lambda v: v["hex"][:24])
+def test_appendix_a_values_encode_to_the_rfc_bytes(vector: dict[str, object]) -> None:
+    # The payload wraps the value as {"v": value}: a1 61 76 is the map head and key "v".
+    encoded = encode_payload({"v": vector["decoded"]})
+    assert encoded.hex() == "a16176" + str(vector["hex"])
+    assert decode_payload(encoded) == {"v": vector["decoded"]}
+
+
+def test_enough_appendix_a_vectors_apply() -> None:
+    # Guard against the filter above silently skipping the file (59 have a decoded value).
+    assert len(_CANONICAL) >= 40
+
+
+@given(st.text(st.characters(codec=None, categories=None)))
+def test_any_python_str_reads_back_equal(text: str) -> None:
+    payload = {"type": "message", "role": "user", "content": text, text: [text]}
+    assert decode_payload(encode_payload(payload)) == payload
+    assert json.loads(json_line(payload)) == payload
+    json_line(payload).encode("utf-8")  # the JSON form is always valid UTF-8
+
+
+def test_lone_surrogates_use_the_documented_tag() -> None:
+    encoded = encode_payload({"t": "a\udc81"})
+    # docs/log-format.md: tag 1096046419 = 0x41545753 (da 41545753) around WTF-8 bytes.
+    assert encoded.hex() == "a16174" + "da41545753" + "44" + "61edb281"
+    assert json_line({"t": "a\udc81"}) == '{"t":"a\\udc81"}'
+
+
+def test_refusals_name_the_path() -> None:
+    with pytest.raises(PayloadError, match=r"payload\.a\[1\]\.b: inf"):
+        encode_payload({"a": [0, {"b": float("inf")}]})
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(300):
+        node["x"] = {}
+        node = node["x"]  # type: ignore[assignment]
+    with pytest.raises(PayloadError, match="deeper than"):
+        encode_payload(deep)
+
+
+@pytest.mark.parametrize(
+    ("given_value", "expected"),
+    [
+        ("2026-02-10T21:11:56.846Z", "2026-02-10T21:11:56.846000Z"),
+        ("2025-05-12T20:27:36-04:00", "2025-05-13T00:27:36.000000Z"),
+        ("2026-06-24 10:00:00", "2026-06-24T10:00:00.000000Z"),
+        (1731368634, "2024-11-11T23:43:54.000000Z"),
+    ],
+)
+def test_timestamps_normalise_to_utc_microseconds(given_value: object, expected: str) -> None:
+    assert normalize_timestamp(given_value) == expected  # type: ignore[arg-type]
