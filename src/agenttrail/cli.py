@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -84,7 +83,9 @@ def find_session(store: LogStore, text: str) -> Session:
 
 @app.command("import")
 def import_command(
-    files: Annotated[list[Path], typer.Argument(help="Transcript files to import.")],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE...", help="Transcript files to import.")
+    ],
     format: Annotated[
         str | None,
         typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMATS)}."),
@@ -153,7 +154,9 @@ def _session_record(s: Session) -> dict[str, object]:
 
 @app.command()
 def show(
-    session: Annotated[str, typer.Argument(help="Session id or a unique prefix of it.")],
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
     full: Annotated[bool, typer.Option("--full", help="Show whole tool results.")] = False,
     db: DbOption = None,
 ) -> None:
@@ -168,7 +171,9 @@ def show(
 
 @app.command()
 def export(
-    session: Annotated[str, typer.Argument(help="Session id or a unique prefix of it.")],
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
     format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
@@ -209,7 +214,10 @@ def _write_atomically(path: Path, lines: object) -> None:
 @app.command()
 def verify(
     session: Annotated[
-        str | None, typer.Argument(help="Session id or prefix; all sessions when omitted.")
+        str | None,
+        typer.Argument(
+            metavar="[SESSION]", help="Session id or prefix; all sessions when omitted."
+        ),
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -239,7 +247,10 @@ def verify(
 def quickstart(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Claude Code transcripts; default ~/.claude/projects/**/*.jsonl."),
+        typer.Argument(
+            metavar="[PATH...]",
+            help="Claude Code transcripts; default ~/.claude/projects/**/*.jsonl.",
+        ),
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -308,26 +319,24 @@ def _root(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; return the exit code (``agenttrail`` console script)."""
+    """Run the CLI; return the exit code (``agenttrail`` console script).
+
+    Usage errors are Typer's own (a usage line, exit 2); an :class:`AgentTrailError` becomes
+    one ``error: …`` line on stderr and the error's exit code.
+    """
     try:
-        code = app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="agenttrail")
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except AgentTrailError as e:
         err.print(f"error: {e}", markup=False)
         return e.exit_code
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.ClickException as e:
-        e.show()
-        return 2
-    except click.exceptions.Abort:
-        err.print("aborted", markup=False)
-        return 130
     except BrokenPipeError:
         # The reader went away (`agenttrail export … | head`): not an error.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    return code if isinstance(code, int) else 0
+    return 0
 
 
 if __name__ == "__main__":

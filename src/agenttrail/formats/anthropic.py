@@ -1,17 +1,979 @@
-"""Placeholder: being written."""
+"""Anthropic Messages API recordings: request/response pairs, bare bodies, message lists, SSE.
+
+Inputs recognised (Messages API reference: https://docs.anthropic.com/en/api/messages)::
+
+    exchanges   [{"request": {method, url, headers, body}, "response": {status_code, headers,
+                  body}}, ...] or one such object (anthropic-sdk-python's inline snapshots)
+    request     {model, messages: [{role, content}], system?, ...}      a bare request body
+    response    {type: "message", role: "assistant", id, model, content: [...], usage, ...}
+    messages    [{role: "user"|"assistant", content: str | [block, ...]}, ...]
+    sse         event: message_start / content_block_* / message_delta / message_stop lines
+                (https://docs.anthropic.com/en/docs/build-with-claude/streaming)
+
+Mapping (conventions in ``/work/shared`` helper notes, DESIGN.md §Vocabulary):
+
+- ``system`` (a string or text blocks) → a ``system`` message with actor ``system``, once at
+  the start and again only when a later request changes it.
+- A user message: ``tool_result`` blocks → ``tool_result`` events (``toolCallId`` = the
+  block's ``tool_use_id`` verbatim, ``output`` = its ``content`` verbatim, ``is_error`` kept),
+  then the other blocks as one user message. Actor ``user`` is stored when the message holds
+  no tool results (a prompt); text sent beside tool results may be runtime text, so its actor
+  is left to be derived.
+- An assistant message: one ``message`` (text blocks joined with ``\\n``; ``blocks`` = the
+  non-tool blocks verbatim when they are more than one plain text block; ``messageId``,
+  ``stopReason``, ``container`` and ``meta`` for a response), then in content order one
+  ``tool_call`` per ``tool_use`` / ``server_tool_use`` / ``mcp_tool_use`` block (``caller``
+  kept verbatim, ``server=True`` for server tools) and one ``tool_result`` per server tool
+  result block (``*_tool_result``; ``is_error`` true when its content is a
+  ``*_tool_result_error``, https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/code-execution-tool).
+- A response with HTTP status ≥ 400, or an ``error`` body / SSE ``error`` event → an ``error``
+  event (``code`` = status, ``errorType`` = ``error.type``;
+  https://docs.anthropic.com/en/api/errors).
+
+Each request carries the whole history, so a file of exchanges is one session: exchange k
+appends the request's messages after the longest common prefix with the conversation so far
+(the previous request's messages and the previous response), compared by role, text and tool
+ids. A request that does not extend that conversation is appended from where it differs, with
+a warning naming the exchange. Pairing of calls and results is left to
+:func:`agenttrail.pairing.pair_tool_calls` (by id over the whole session).
+
+Truncated SSE streams (no ``message_stop``) are assembled from what arrived, with a warning; a
+last event whose JSON was cut off is dropped with a warning. Malformed JSON anywhere else, and
+a content block without a ``type``, raise :class:`~agenttrail.errors.FormatError`.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
-from agenttrail.formats._common import ImportedSession
+from agenttrail import events
+from agenttrail.errors import FormatError
+from agenttrail.formats._common import (
+    ImportedSession,
+    decode_text,
+    load_json,
+    timestamp_or_none,
+)
+from agenttrail.store import NewEvent, NewSession
+
+__all__ = ["NAME", "read", "sniff"]
 
 NAME = "anthropic"
 
+_PROVIDER = "anthropic"
+
+_CALL_TYPES = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
+"""Assistant block type → whether the tool runs on Anthropic's side (``server=True``)."""
+
+_SNIFF_PARSE_LIMIT = 8 * 1024 * 1024
+"""Files up to this size (bytes) are parsed whole by :func:`sniff` for a precise answer;
+recordings are far smaller, and a larger file is judged by its first bytes only."""
+
+_SNIFF_PREFIX = 64 * 1024
+"""Bytes :func:`sniff` looks at when it does not parse the whole file."""
+
+_ANTHROPIC_BLOCKS = frozenset(
+    {
+        "text",
+        "image",
+        "document",
+        "search_result",
+        "tool_use",
+        "tool_result",
+        "thinking",
+        "redacted_thinking",
+        "server_tool_use",
+        "mcp_tool_use",
+        "container_upload",
+    }
+)
+"""Content block types of the Messages API (besides any ``*_tool_result``)."""
+
+_NOT_A_TURN = re.compile(r"/count_tokens/?$|/v1/(?:models|files|messages/batches)(?:/|$)")
+"""Endpoints in a recording that produce no turn (token counting, models, files, batches);
+Bedrock and Vertex URLs (``…/invoke``, ``…:rawPredict``) are turns and are not matched."""
+
+_OPENAI_MESSAGE_KEYS = frozenset({"tool_calls", "tool_call_id", "function_call"})
+_OPENAI_ROLES = frozenset({"system", "developer", "tool", "function"})
+_ANTHROPIC_REQUEST_KEYS = frozenset({"system", "stop_sequences", "top_k", "anthropic_version"})
+
+
+# --- recognising the input ------------------------------------------------------------------
+
 
 def sniff(path: Path, data: bytes) -> bool:
-    return False
+    """True when ``data`` is an Anthropic Messages recording, body, message list or SSE stream.
+
+    Not claimed: OpenAI Chat Completions messages (``tool_calls``, ``tool`` / ``system``
+    roles, string content only), JSON Lines files (Claude Code transcripts, agenttrail's own
+    export). Files up to 8 MiB are parsed for the answer; malformed ones are judged by their
+    first bytes so that :func:`read` can name the fault.
+    """
+    head = data[:_SNIFF_PREFIX].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head.startswith((b"event:", b"data:", b":")):
+        return b"message_start" in head
+    if not head.startswith((b"{", b"[")):
+        return False
+    if len(data) <= _SNIFF_PARSE_LIMIT:
+        try:
+            doc = json.loads(data.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            pass
+        else:
+            return _kind(doc) is not None
+    return _looks_anthropic(head.decode("utf-8", errors="replace"))
+
+
+def _kind(doc: Any) -> str | None:
+    """What a parsed document is: ``exchanges``, ``request``, ``response``, ``messages``."""
+    if isinstance(doc, dict):
+        if _is_exchange(doc):
+            return "exchanges"
+        if doc.get("type") == "message" and doc.get("role") == "assistant":
+            return "response" if isinstance(doc.get("content"), list) else None
+        if "messages" in doc and "model" in doc:
+            messages = doc["messages"]
+            if not isinstance(messages, list) or not _anthropic_messages(messages):
+                return None
+            marked = any(k in doc for k in _ANTHROPIC_REQUEST_KEYS) or _has_blocks(messages)
+            return "request" if marked else None
+        return None
+    if isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc):
+        if all(_is_exchange(x) for x in doc):
+            return "exchanges"
+        if _anthropic_messages(doc) and _has_blocks(doc):
+            return "messages"
+    return None
+
+
+def _is_exchange(item: dict[str, Any]) -> bool:
+    request, response = item.get("request"), item.get("response")
+    if not isinstance(request, dict) or not isinstance(response, dict):
+        return False
+    url = request.get("url")
+    if isinstance(url, str) and ("anthropic.com" in url or "/v1/messages" in url):
+        return True
+    if _header(request.get("headers"), "anthropic-version") is not None:
+        return True
+    body = request.get("body")  # Bedrock and Vertex name the version in the body instead
+    return isinstance(body, dict) and "anthropic_version" in body
+
+
+def _anthropic_messages(messages: list[Any]) -> bool:
+    """Every item is ``{role: user|assistant, content}`` with no OpenAI-only keys."""
+    for message in messages:
+        if not isinstance(message, dict) or "role" not in message or "content" not in message:
+            return False
+        role = message["role"]
+        if not isinstance(role, str) or role in _OPENAI_ROLES:
+            return False
+        if _OPENAI_MESSAGE_KEYS & message.keys():
+            return False
+    return True
+
+
+def _has_blocks(messages: list[dict[str, Any]]) -> bool:
+    """Some message's content is a list of blocks, all of Messages API types."""
+    found = False
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                kind = block.get("type") if isinstance(block, dict) else None
+                if not isinstance(kind, str):
+                    continue
+                if kind not in _ANTHROPIC_BLOCKS and not kind.endswith("_tool_result"):
+                    return False
+                found = True
+    return found
+
+
+_ANTHROPIC_MARKS = re.compile(
+    r'api\.anthropic\.com|"anthropic-version"|"type"\s*:\s*"(?:tool_use|tool_result|'
+    r'server_tool_use|thinking|redacted_thinking)"|"type"\s*:\s*"message"\s*,\s*"role"\s*:\s*'
+    r'"assistant"'
+)
+_JSONL_MARKS = re.compile(r'"(?:parentUuid|sessionId|leafUuid)"|"seq"\s*:.*"hash"\s*:')
+
+
+def _looks_anthropic(head: str) -> bool:
+    """A guess from the first bytes, for files too big to parse or malformed."""
+    first = head.split("\n", 1)[0]
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        pass
+    else:
+        return False  # a whole JSON value on the first line and more after it: JSON Lines
+    if _JSONL_MARKS.search(head) or '"tool_calls"' in head or "chatcmpl" in head:
+        return False
+    return _ANTHROPIC_MARKS.search(head) is not None
+
+
+# --- reading --------------------------------------------------------------------------------
 
 
 def read(path: Path, data: bytes) -> list[ImportedSession]:
-    return []
+    """Read one Anthropic recording into one session.
+
+    Args:
+        path: the file's path (named in errors and warnings; ``path.name`` in metadata).
+        data: the file's bytes: JSON (exchanges, a request or response body, a message list)
+            or a Server-Sent Events stream of the Messages API.
+
+    Returns:
+        One :class:`ImportedSession` with ``id`` ``None`` (the recordings carry no session
+        id) and events in conversation order, each with a stable ``key``.
+
+    Raises:
+        FormatError: not UTF-8, malformed JSON or SSE data, a document of none of the shapes
+            above, or a field of the wrong type (e.g. a content block without ``type``); the
+            message names the file and the line or field.
+    """
+    builder = _Builder(path)
+    text = decode_text(path, data)
+    if text.lstrip().startswith(("event:", "data:", ":")):
+        kind = "sse"
+        for k, item in enumerate(_assemble_sse(builder, text), start=1):
+            if isinstance(item, _Streamed):
+                builder.response(item.body, f"line {item.line}", k, arguments=item.arguments)
+            else:
+                builder.error(None, item.data, f"x{k}:error", None)
+    else:
+        doc = load_json(path, data)
+        found = _kind(doc)
+        if found is None:
+            raise FormatError(
+                "not an Anthropic Messages recording: expected request/response exchanges, a "
+                "request or response body, a message list or an SSE stream",
+                path=str(path),
+            )
+        kind = found
+        if kind == "exchanges":
+            items = doc if isinstance(doc, list) else [doc]
+            for k, item in enumerate(items, start=1):
+                builder.exchange(item, f"[{k - 1}]" if isinstance(doc, list) else "", k)
+        elif kind == "request":
+            builder.request(doc, "", 1, None)
+        elif kind == "response":
+            builder.response(doc, "", 1)
+        else:
+            builder.history(_messages(builder, doc, ""), "", 1, None)
+    return [builder.session(kind)]
+
+
+@dataclass
+class _Builder:
+    """Turns messages, responses and errors into events, keeping the conversation so far."""
+
+    path: Path
+    events: list[NewEvent] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    conversation: list[Any] = field(default_factory=list)
+    """Fingerprints of the messages sent and received so far (see :func:`_fingerprint`)."""
+    system: Any = None
+    title: str | None = None
+    started: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    exchanges: int = 0
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    def fail(self, message: str, at: str) -> FormatError:
+        return FormatError(message, path=self.where, field=at.lstrip(".") or None)
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(f"{self.path.name}: {text}")
+
+    def add(self, payload: dict[str, Any], key: str, created_at: str | None) -> None:
+        self.events.append(NewEvent(payload, created_at, key))
+        if self.started is None and created_at is not None:
+            self.started = created_at
+
+    def session(self, kind: str) -> ImportedSession:
+        metadata = {"format": NAME, "source": self.path.name, "input": kind, **self.meta}
+        if self.exchanges:
+            metadata["exchanges"] = self.exchanges
+        new = NewSession(
+            title=self.title,
+            agent=metadata.pop("agent", None),
+            started=self.started,
+            metadata=metadata,
+        )
+        return ImportedSession(new, self.events, self.warnings)
+
+    # -- exchanges ---------------------------------------------------------------------------
+
+    def exchange(self, item: dict[str, Any], at: str, k: int) -> None:
+        """One recorded request/response pair (exchange ``k``, 1-based)."""
+        self.exchanges += 1
+        request = _mapping(self, item.get("request"), f"{at}.request")
+        response = _mapping(self, item.get("response"), f"{at}.response")
+        headers = response.get("headers")
+        created = _http_date(_header(headers, "date"))
+        request_id = _header(headers, "request-id")
+        if k == 1:
+            self._session_meta(request)
+        url = request.get("url")
+        path = urlsplit(url).path if isinstance(url, str) else ""
+        if _NOT_A_TURN.search(path):
+            self.warn(f"exchange {k}: {path} is not a Messages API call; skipped")
+            return
+        body = _body(self, request.get("body"), f"{at}.request.body")
+        if not isinstance(body, dict):
+            raise self.fail("expected a JSON object", f"{at}.request.body")
+        self.request(body, f"{at}.request.body", k, created)
+        status = response.get("status_code")
+        if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+            raise self.fail("expected an integer HTTP status", f"{at}.response.status_code")
+        reply = _body(self, response.get("body"), f"{at}.response.body")
+        if isinstance(reply, str) and reply.lstrip().startswith(("event:", "data:")):
+            streamed = _assemble_sse(self, reply, f"{at}.response.body")
+            for n, part in enumerate(streamed):
+                key = f"x{k}:s{n}"
+                if isinstance(part, _Streamed):
+                    self.response(
+                        part.body,
+                        f"{at}.response.body",
+                        k,
+                        created,
+                        request_id,
+                        arguments=part.arguments,
+                        key=key,
+                    )
+                else:  # an error event inside a stream that began with HTTP 200
+                    self.error(None, part.data, f"{key}:error", created, request_id)
+        elif (status is not None and status >= 400) or _is_error_body(reply):
+            self.error(status, reply, f"x{k}:error", created, request_id)
+        else:
+            reply = _mapping(self, reply, f"{at}.response.body")
+            self.response(reply, f"{at}.response.body", k, created, request_id)
+
+    def _session_meta(self, request: dict[str, Any]) -> None:
+        headers = request.get("headers")
+        url = request.get("url")
+        found = {
+            "agent": _header(headers, "user-agent"),
+            "url": url if isinstance(url, str) else None,
+            "anthropic_version": _header(headers, "anthropic-version"),
+            "anthropic_beta": _header(headers, "anthropic-beta"),
+            "helper": _header(headers, "x-stainless-helper"),
+        }
+        self.meta.update((k, v) for k, v in found.items() if v is not None)
+
+    def request(self, body: dict[str, Any], at: str, k: int, created: str | None) -> None:
+        """A request body: its system prompt and the messages not yet in the conversation."""
+        messages = _messages(self, body.get("messages"), f"{at}.messages")
+        if isinstance(body.get("model"), str) and "model" not in self.meta:
+            self.meta["model"] = body["model"]
+        tools = body.get("tools")
+        if isinstance(tools, list) and "tools" not in self.meta:
+            self.meta["tools"] = [t.get("name") for t in tools if isinstance(t, dict)]
+        self.history(messages, f"{at}.messages", k, created, body.get("system"), f"{at}.system")
+
+    def history(
+        self,
+        messages: list[dict[str, Any]],
+        at: str,
+        k: int,
+        created: str | None,
+        system: Any = None,
+        system_at: str = "system",
+    ) -> None:
+        """Append the messages of request ``k`` that are not yet in the conversation."""
+        prints = [_fingerprint(m) for m in messages]
+        same = 0
+        while (
+            same < min(len(prints), len(self.conversation))
+            and prints[same] == self.conversation[same]
+        ):
+            same += 1
+        if same < len(self.conversation):
+            so_far = len(self.conversation)
+            if same < len(messages):
+                how = f"its message {same + 1} differs from message {same + 1} of {so_far}"
+                done = f"its messages {same + 1}-{len(messages)} are appended as sent"
+            else:
+                how = f"it sends only {len(messages)} of the {so_far} messages"
+                done = "nothing is appended"
+            self.warn(
+                f"exchange {k}: the request does not extend the conversation so far ({how}); {done}"
+            )
+        self._system(system, system_at, k, created)
+        for i in range(same, len(messages)):
+            self.message(messages[i], f"{at}[{i}]", f"x{k}:m{i}", created)
+        self.conversation = prints
+
+    def _system(self, system: Any, at: str, k: int, created: str | None) -> None:
+        """Emit the system prompt when it is new or differs from the one in force."""
+        if system is None or system == self.system:
+            return
+        self.system = system
+        if isinstance(system, str):
+            payload = events.message("system", system, actor="system")
+        elif isinstance(system, list):
+            blocks = _blocks(self, system, at)
+            payload = events.message("system", _text(blocks), actor="system", blocks=_keep(blocks))
+        else:
+            raise self.fail("expected a string or a list of text blocks", at)
+        self.add(payload, f"x{k}:system", created)
+
+    # -- messages ----------------------------------------------------------------------------
+
+    def message(self, message: dict[str, Any], at: str, key: str, created: str | None) -> None:
+        """A message of a request's history (or of a bare message list)."""
+        role, content = message["role"], message["content"]
+        if role == "user":
+            self._user(content, at, key, created)
+        else:
+            self._assistant(content, f"{at}.content", key, created, {})
+
+    def _user(self, content: Any, at: str, key: str, created: str | None) -> None:
+        if isinstance(content, str):
+            self._title(content)
+            self.add(events.message("user", content, actor="user"), key, created)
+            return
+        blocks = _blocks(self, content, f"{at}.content")
+        others = []
+        results = 0
+        for j, block in enumerate(blocks):
+            if _is_result(block["type"]):
+                results += 1
+                payload = _result(self, block, f"{at}.content[{j}]")
+                self.add(payload, f"{key}:b{j}", created)
+            else:
+                others.append(block)
+        if others or not results:
+            text = _text(others)
+            self._title(text)
+            actor = None if results else "user"
+            payload = events.message("user", text, actor=actor, blocks=_keep(others))
+            self.add(payload, key, created)
+
+    def _assistant(
+        self,
+        content: Any,
+        at: str,
+        key: str,
+        created: str | None,
+        extra: dict[str, Any],
+        *,
+        message_id: str | None = None,
+        arguments: dict[int, str] | None = None,
+    ) -> None:
+        blocks = (
+            [{"type": "text", "text": content}]
+            if isinstance(content, str)
+            else _blocks(self, content, at)
+        )
+        others = [b for b in blocks if not _is_tool(b["type"])]
+        payload = events.message("assistant", _text(others), blocks=_keep(others), **extra)
+        self.add(payload, key, created)
+        for j, block in enumerate(blocks):
+            kind = block["type"]
+            where = f"{at}[{j}]"
+            if kind in _CALL_TYPES:
+                raw = (arguments or {}).get(j)
+                call = _call(self, block, where, message_id, raw)
+                self.add(call, f"{key}:b{j}", created)
+            elif _is_result(kind):
+                self.add(_result(self, block, where), f"{key}:b{j}", created)
+
+    def response(
+        self,
+        body: dict[str, Any],
+        at: str,
+        k: int,
+        created: str | None = None,
+        request_id: str | None = None,
+        *,
+        arguments: dict[int, str] | None = None,
+        key: str | None = None,
+    ) -> None:
+        """A successful response: one assistant message with meta, then its tool events."""
+        if body.get("type") == "error":
+            self.error(None, body, f"{key or f'x{k}'}:error", created, request_id)
+            return
+        content = body.get("content")
+        if not isinstance(content, list):
+            raise self.fail("expected a list of content blocks", f"{at}.content")
+        message_id = _optional(self, body, "id", str, at)
+        model = _optional(self, body, "model", str, at)
+        meta = events.meta(
+            model=model,
+            provider=_PROVIDER,
+            usage=_usage(self, body.get("usage"), f"{at}.usage"),
+            location="remote",
+        )
+        extra = {
+            "meta": meta,
+            "messageId": message_id,
+            "stopReason": body.get("stop_reason"),
+            "stopSequence": body.get("stop_sequence"),
+            "container": body.get("container"),
+            "requestId": request_id,
+        }
+        self._assistant(
+            content,
+            f"{at}.content",
+            key or f"x{k}:response",
+            created,
+            extra,
+            message_id=message_id,
+            arguments=arguments,
+        )
+        self.conversation = [*self.conversation, _fingerprint(body)]
+
+    def error(
+        self,
+        status: int | None,
+        body: Any,
+        key: str,
+        created: str | None,
+        request_id: str | None = None,
+    ) -> None:
+        """An error response: ``{"type": "error", "error": {"type", "message"}}`` or any body."""
+        error_type = None
+        if _is_error_body(body):
+            detail = body["error"]
+            message = detail.get("message")
+            message = message if isinstance(message, str) else events.payload_text(detail)
+            error_type = detail.get("type")
+            request_id = body.get("request_id") or request_id
+        elif isinstance(body, str) and body:
+            message = body
+        elif body is not None:
+            message = events.payload_text(body)
+        else:
+            message = f"HTTP {status}"
+        payload = events.error(message, code=status, errorType=error_type, requestId=request_id)
+        self.add(payload, key, created)
+
+    def _title(self, text: str) -> None:
+        if self.title is None and text.strip():
+            self.title = text.strip().split("\n", 1)[0].strip()[:80]
+
+
+# --- helpers: validation and mapping --------------------------------------------------------
+
+
+def _mapping(builder: _Builder, value: Any, at: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise builder.fail("expected a JSON object", at)
+    return value
+
+
+def _body(builder: _Builder, value: Any, at: str) -> Any:
+    """A recorded body: a JSON value, or JSON / SSE text as recorded."""
+    if isinstance(value, str):
+        stripped = value.lstrip()
+        if stripped.startswith(("{", "[")):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError as e:
+                raise builder.fail(f"invalid JSON: {e.msg} (column {e.colno})", at) from None
+    return value
+
+
+def _is_error_body(body: Any) -> bool:
+    return (
+        isinstance(body, dict)
+        and body.get("type") == "error"
+        and isinstance(body.get("error"), dict)
+    )
+
+
+def _optional(builder: _Builder, obj: dict[str, Any], name: str, kind: type, at: str) -> Any:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, kind):
+        raise builder.fail(f"expected {kind.__name__}", f"{at}.{name}")
+    return value
+
+
+def _messages(builder: _Builder, value: Any, at: str) -> list[dict[str, Any]]:
+    """Validate ``[{role: user|assistant, content: str | [block, ...]}, ...]``."""
+    if not isinstance(value, list):
+        raise builder.fail("expected a list of messages", at)
+    for i, message in enumerate(value):
+        where = f"{at}[{i}]"
+        if not isinstance(message, dict):
+            raise builder.fail("expected a JSON object", where)
+        if message.get("role") not in ("user", "assistant"):
+            raise builder.fail(
+                f"expected 'user' or 'assistant', not {message.get('role')!r}", f"{where}.role"
+            )
+        content = message.get("content")
+        if isinstance(content, list):
+            _blocks(builder, content, f"{where}.content")
+        elif not isinstance(content, str):
+            raise builder.fail("expected a string or a list of content blocks", f"{where}.content")
+    return value
+
+
+def _blocks(builder: _Builder, value: Any, at: str) -> list[dict[str, Any]]:
+    """Validate a list of content blocks, each an object with a string ``type``."""
+    if not isinstance(value, list):
+        raise builder.fail("expected a list of content blocks", at)
+    for j, block in enumerate(value):
+        if not isinstance(block, dict):
+            raise builder.fail("expected a content block object", f"{at}[{j}]")
+        if not isinstance(block.get("type"), str):
+            problem = "missing" if "type" not in block else "expected a string"
+            raise builder.fail(f"content block type {problem}", f"{at}[{j}].type")
+    return value
+
+
+def _is_result(kind: str) -> bool:
+    return kind == "tool_result" or kind.endswith("_tool_result")
+
+
+def _is_tool(kind: str) -> bool:
+    return kind in _CALL_TYPES or _is_result(kind)
+
+
+def _text(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        b["text"] for b in blocks if b["type"] == "text" and isinstance(b.get("text"), str)
+    )
+
+
+def _keep(blocks: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The blocks verbatim, unless they are at most one plain ``{type: text, text}`` block."""
+    plain = all(b["type"] == "text" and b.keys() == {"type", "text"} for b in blocks)
+    return None if plain and len(blocks) <= 1 else blocks
+
+
+def _call(
+    builder: _Builder, block: dict[str, Any], at: str, message_id: str | None, raw: str | None
+) -> dict[str, Any]:
+    """A ``tool_call`` from a ``tool_use`` / ``server_tool_use`` / ``mcp_tool_use`` block."""
+    kind = block["type"]
+    call_id = _optional(builder, block, "id", str, at) or ""
+    name = _optional(builder, block, "name", str, at) or ""
+    return events.tool_call(
+        call_id,
+        name,
+        block.get("input"),
+        arguments=raw,
+        messageId=message_id,
+        caller=block.get("caller"),
+        server=True if _CALL_TYPES[kind] else None,
+        blockType=kind if kind == "mcp_tool_use" else None,
+        serverName=block.get("server_name"),
+        cache_control=block.get("cache_control"),
+    )
+
+
+def _result(builder: _Builder, block: dict[str, Any], at: str) -> dict[str, Any]:
+    """A ``tool_result`` from a ``tool_result`` or server ``*_tool_result`` block."""
+    kind = block["type"]
+    tool_use_id = _optional(builder, block, "tool_use_id", str, at)
+    is_error = _optional(builder, block, "is_error", bool, at)
+    output = block.get("content")
+    server = kind != "tool_result"
+    if server and is_error is None and isinstance(output, dict):
+        # Server tools report failure as content {"type": "<tool>_tool_result_error",
+        # "error_code": ...} (Anthropic docs, code execution / web search tool).
+        result_type = output.get("type")
+        if isinstance(result_type, str) and result_type.endswith("_error"):
+            is_error = True
+    return events.tool_result(
+        tool_use_id,
+        output=output,
+        is_error=is_error,
+        server=True if server else None,
+        resultType=kind if server else None,
+        cache_control=block.get("cache_control"),
+    )
+
+
+def _usage(builder: _Builder, value: Any, at: str) -> dict[str, int | None] | None:
+    """Token counts; a count the response does not report is ``None``, a reported 0 stays 0."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise builder.fail("expected a JSON object", at)
+    counts: dict[str, int | None] = {}
+    for name in (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ):
+        count = value.get(name)
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+            raise builder.fail("expected an integer token count", f"{at}.{name}")
+        counts[name] = count
+    return events.usage(
+        input=counts["input_tokens"],
+        output=counts["output_tokens"],
+        cache_read=counts["cache_read_input_tokens"],
+        cache_write=counts["cache_creation_input_tokens"],
+    )
+
+
+def _fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
+    """What decides whether two messages are the same: role, texts, tool ids, result content.
+
+    Empty text blocks and ``cache_control`` are ignored: clients drop the one and add the
+    other when they send a response back as history.
+    """
+    content = message.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    parts: list[tuple[Any, ...]] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            if block.get("text"):
+                parts.append(("text", block.get("text")))
+        elif kind in _CALL_TYPES:
+            parts.append((kind, block.get("id"), block.get("name")))
+        elif isinstance(kind, str) and _is_result(kind):
+            body = json.dumps(block.get("content"), sort_keys=True)
+            parts.append((kind, block.get("tool_use_id"), body, bool(block.get("is_error"))))
+        elif kind == "thinking":
+            parts.append((kind, block.get("thinking")))
+        else:
+            rest = {k: v for k, v in block.items() if k != "cache_control"}
+            parts.append((kind, json.dumps(rest, sort_keys=True)))
+    return (message.get("role"), tuple(parts))
+
+
+def _header(headers: Any, name: str) -> str | None:
+    """A header's value, by case-insensitive name, from a mapping or a list of pairs."""
+    pairs: list[Any] = []
+    if isinstance(headers, dict):
+        pairs = list(headers.items())
+    elif isinstance(headers, list):
+        pairs = [p for p in headers if isinstance(p, list | tuple) and len(p) == 2]
+    for key, value in pairs:
+        if isinstance(key, str) and key.lower() == name:
+            if isinstance(value, list) and value:
+                value = value[0]
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _http_date(value: str | None) -> str | None:
+    """An HTTP ``Date`` header (RFC 9110 §5.6.7) in ``created_at`` form, else ``None``."""
+    if value is None:
+        return None
+    try:
+        return timestamp_or_none(parsedate_to_datetime(value))
+    except (TypeError, ValueError, IndexError):
+        return timestamp_or_none(value)
+
+
+# --- SSE ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Streamed:
+    """A message assembled from a stream."""
+
+    body: dict[str, Any]
+    """The message as the non-streaming API would have returned it."""
+    line: int
+    """Line of its ``message_start`` event."""
+    arguments: dict[int, str] = field(default_factory=dict)
+    """Content index → the tool input JSON text as streamed (``input_json_delta``)."""
+
+
+@dataclass
+class _StreamError:
+    """An ``error`` event in a stream."""
+
+    data: dict[str, Any]
+    line: int
+
+
+def _sse_events(text: str) -> list[tuple[int, str | None, str, bool]]:
+    """``(line, event name, data, ended by a blank line)`` per event (WHATWG HTML §9.2.6)."""
+    found: list[tuple[int, str | None, str, bool]] = []
+    name: str | None = None
+    data: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.rstrip("\r")
+        if not line:
+            if data:
+                found.append((start, name, "\n".join(data), True))
+            name, data, start = None, [], 0
+            continue
+        if line.startswith(":"):
+            continue
+        key, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if key == "event":
+            name = value
+        elif key == "data":
+            data.append(value)
+            start = start or number
+    if data:
+        found.append((start, name, "\n".join(data), False))
+    return found
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a stream's lines are: the file itself, or a recorded response body (``at``)."""
+
+    builder: _Builder
+    at: str | None = None
+
+    def fail(self, message: str, line: int, name: str | None = None) -> FormatError:
+        if self.at is None:
+            return FormatError(message, path=self.builder.where, line=line, field=name)
+        where = f"{self.at} (SSE line {line})" + (f".{name}" if name else "")
+        return self.builder.fail(message, where)
+
+    def warn(self, line: int, text: str) -> None:
+        prefix = f"line {line}" if self.at is None else f"{self.at.lstrip('.')}, SSE line {line}"
+        self.builder.warn(f"{prefix}: {text}")
+
+
+def _assemble_sse(
+    builder: _Builder, text: str, at: str | None = None
+) -> list[_Streamed | _StreamError]:
+    """Assemble Messages API stream events into messages, as the SDK's accumulator does.
+
+    Text deltas are concatenated, ``input_json_delta`` fragments joined then parsed (the first
+    may be empty), usage from ``message_start`` is updated by ``message_delta``
+    (https://docs.anthropic.com/en/docs/build-with-claude/streaming). ``at`` names the
+    recorded body the text came from, ``None`` for the file itself.
+
+    Raises:
+        FormatError: an event's data is not JSON (unless it is the last, cut-off event) or
+            not of the documented shape; names the line.
+    """
+    where = _Where(builder, at)
+    out: list[_Streamed | _StreamError] = []
+    current: _Streamed | None = None
+    buffers: dict[int, str] = {}
+    stopped = False
+
+    def finish() -> None:
+        nonlocal current
+        if current is None:
+            return
+        if not stopped:
+            where.warn(
+                current.line,
+                "the message started here has no message_stop (truncated?); it is "
+                "assembled from what arrived",
+            )
+        content = current.body["content"]
+        for index, raw in buffers.items():
+            if not raw:
+                continue  # no input_json_delta: the input of content_block_start stands
+            current.arguments[index] = raw
+            try:
+                content[index]["input"] = json.loads(raw)
+            except json.JSONDecodeError:
+                content[index]["input"] = raw
+                where.warn(
+                    current.line,
+                    f"the message started here has tool input that is not JSON (block "
+                    f"{index}); kept as text",
+                )
+        current.body["content"] = [b for b in content if b is not None]
+        out.append(current)
+        current = None
+
+    for line, name, raw, ended in _sse_events(text):
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as e:
+            if not ended:
+                where.warn(line, "the last event is cut off (truncated?) and dropped")
+                break
+            raise where.fail(
+                f"invalid JSON in SSE data: {e.msg} (column {e.colno})", line
+            ) from None
+        if not isinstance(data, dict):
+            raise where.fail("SSE data is not a JSON object", line)
+        kind = data.get("type", name)
+        if kind == "message_start":
+            finish()
+            message = data.get("message")
+            if not isinstance(message, dict):
+                raise where.fail("expected an object", line, "message")
+            body = dict(message)
+            body["content"] = list(body.get("content") or [])
+            body["usage"] = dict(body.get("usage") or {})
+            current, buffers, stopped = _Streamed(body, line), {}, False
+        elif kind in ("ping", None):
+            continue
+        elif kind == "error":
+            out.append(_StreamError(data, line))
+        elif current is None:
+            raise where.fail(f"{kind} before message_start", line)
+        elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
+            _block_event(where, current, buffers, kind, data, line)
+        elif kind == "message_delta":
+            delta = data.get("delta")
+            if isinstance(delta, dict):
+                current.body.update(delta)
+            usage = data.get("usage")
+            if isinstance(usage, dict):
+                current.body["usage"].update((k, v) for k, v in usage.items() if v is not None)
+        elif kind == "message_stop":
+            stopped = True
+            finish()
+        else:
+            where.warn(line, f"unknown stream event {kind!r} ignored")
+    finish()
+    return out
+
+
+def _block_event(
+    where: _Where,
+    current: _Streamed,
+    buffers: dict[int, str],
+    kind: str,
+    data: dict[str, Any],
+    line: int,
+) -> None:
+    """Apply one ``content_block_start`` / ``_delta`` / ``_stop`` event to ``current``."""
+    content: list[Any] = current.body["content"]
+    index = data.get("index")
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise where.fail("expected a non-negative integer", line, "index")
+    if kind == "content_block_start":
+        block = data.get("content_block")
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise where.fail("expected a content block with a type", line, "content_block.type")
+        content.extend([None] * (index + 1 - len(content)))
+        content[index] = dict(block)
+        if block["type"] in _CALL_TYPES:
+            buffers[index] = ""
+        return
+    if index >= len(content) or content[index] is None:
+        raise where.fail(f"{kind} for block {index}, which never started", line)
+    if kind == "content_block_stop":
+        return
+    block = content[index]
+    delta = data.get("delta")
+    if not isinstance(delta, dict):
+        raise where.fail("expected an object", line, "delta")
+    dtype = delta.get("type")
+    if dtype == "text_delta":
+        block["text"] = block.get("text", "") + str(delta.get("text", ""))
+    elif dtype == "input_json_delta":
+        buffers[index] = buffers.get(index, "") + str(delta.get("partial_json", ""))
+    elif dtype == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + str(delta.get("thinking", ""))
+    elif dtype == "signature_delta":
+        block["signature"] = delta.get("signature")
+    elif dtype == "citations_delta":
+        block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
+    else:
+        where.warn(line, f"unknown delta type {dtype!r} ignored")

@@ -159,6 +159,12 @@ class LogStore(Protocol):
         """Release the connection."""
         ...
 
+    def __enter__(self) -> LogStore:
+        """Use as a context manager; ``close`` on exit."""
+        ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
 
 def open_store(
     url: str | os.PathLike[str] | None = None,

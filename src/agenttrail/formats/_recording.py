@@ -1,0 +1,279 @@
+"""Recorded HTTP traffic, whatever the provider: VCR cassettes and ``{request, response}`` records.
+
+These containers hold one API call per entry; the provider's format modules interpret the
+bodies. Shapes read::
+
+    interactions: [{request: {body, uri, method, headers},          a vcrpy cassette (YAML or
+                    response: {status: {code}, headers, body: {string}}}]    JSON; bodies may be
+                                                                    !!binary, gzip included)
+    {request, response} or a list of them     ``request`` is a body or ``{method, url, headers,
+                                              body}``; ``response`` a body or ``{status_code,
+                                              headers, body}`` (the Anthropic SDK's snapshots)
+
+vcrpy's layout: https://vcrpy.readthedocs.io/en/latest/advanced.html; server-sent events:
+WHATWG HTML §9.2 (https://html.spec.whatwg.org/multipage/server-sent-events.html).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agenttrail.errors import FormatError
+from agenttrail.formats._common import timestamp_or_none
+
+__all__ = [
+    "Exchange",
+    "fail",
+    "from_cassette",
+    "from_record",
+    "join",
+    "load_yaml",
+    "request_body",
+    "sse_data",
+    "type_name",
+]
+
+
+@dataclass
+class Exchange:
+    """One request and its response as found in a file; bodies not yet interpreted."""
+
+    number: int
+    """1-based position in the file; names the exchange in keys and warnings."""
+    where: str
+    """Field path of the exchange in the file (``interactions[0]``, ``[2]``, ``""``)."""
+    request: dict[str, Any] | None = None
+    """The request body, parsed; ``None`` when not recorded."""
+    request_where: str = ""
+    """Field path of the request body."""
+    list_where: str | None = None
+    """Field path of the request's message or item list when the file holds a bare list."""
+    response: Any = None
+    """The response body: a mapping, JSON or server-sent-event text, or ``None``."""
+    response_where: str = ""
+    """Field path of the response body."""
+    status: int | None = None
+    """HTTP status code, when recorded."""
+    date: str | None = None
+    """The response's ``Date`` header in ``created_at`` form."""
+    uri: str | None = None
+    """The request URL, when recorded."""
+    method: str | None = None
+    """The HTTP method, when recorded."""
+    user_agent: str | None = None
+    """The client named in the request's ``user-agent`` header (``OpenAI/Python 1.54.3``)."""
+
+
+def join(where: str, name: str) -> str:
+    """A field path one level down: ``join("a[0]", "b")`` is ``a[0].b``."""
+    return f"{where}.{name}" if where else name
+
+
+def fail(
+    path: Path, message: str, where: str | None = None, line: int | None = None
+) -> FormatError:
+    """The :class:`FormatError` for ``path``, naming the field path and line when known."""
+    return FormatError(message, path=str(path), line=line, field=where or None)
+
+
+def type_name(value: Any) -> str:
+    """A JSON-ish name for a value's type, for error messages."""
+    return "null" if value is None else type(value).__name__
+
+
+def load_yaml(path: Path, text: str) -> Any:
+    """Parse YAML with ``yaml.safe_load`` (no object construction from tags).
+
+    Raises:
+        FormatError: not YAML; names the line.
+    """
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise fail(path, f"invalid YAML: {e.problem or e.context}", line=line) from None
+    except yaml.YAMLError as e:
+        raise fail(path, f"invalid YAML: {e}") from None
+
+
+def from_record(record: dict[str, Any], number: int, where: str, path: Path) -> Exchange:
+    """One ``{request, response}`` record; either side may be missing (``None``).
+
+    Raises:
+        FormatError: a side of the wrong type, a request body that is not a JSON object, or
+            a status that is not an integer; names the field.
+    """
+    exchange = Exchange(number, where)
+    request, response = record.get("request"), record.get("response")
+    if isinstance(request, dict) and "body" in request and request.keys() & _REQUEST_WRAPPER:
+        exchange.request_where = join(where, "request.body")
+        exchange.request = request_body(request.get("body"), path, exchange.request_where)
+        _request_details(exchange, request, request.get("url", request.get("uri")))
+    elif isinstance(request, dict):
+        exchange.request, exchange.request_where = request, join(where, "request")
+    elif request is not None:
+        raise fail(path, f"expected an object, not {type_name(request)}", join(where, "request"))
+    # a Responses API body has "status" too, but never "body"
+    if isinstance(response, dict) and "body" in response and response.keys() & _RESPONSE_WRAPPER:
+        status = response.get("status_code", response.get("status"))
+        if isinstance(status, dict):
+            status = status.get("code")
+        exchange.status = _status(status, path, join(where, "response.status_code"))
+        exchange.date = _date(_header(response.get("headers"), "date"))
+        exchange.response_where = join(where, "response.body")
+        exchange.response = _text(response.get("body"), path, exchange.response_where)
+    elif isinstance(response, dict | str):
+        exchange.response, exchange.response_where = response, join(where, "response")
+    elif response is not None:
+        raise fail(path, f"expected an object, not {type_name(response)}", join(where, "response"))
+    return exchange
+
+
+_REQUEST_WRAPPER = frozenset({"method", "url", "uri", "headers"})
+_RESPONSE_WRAPPER = frozenset({"status_code", "status", "headers"})
+
+
+def from_cassette(doc: dict[str, Any], path: Path) -> list[Exchange]:
+    """The interactions of a vcrpy cassette; each must have its request and its response.
+
+    Raises:
+        FormatError: ``interactions`` is not a list, an interaction lacks a side (a truncated
+            cassette), a request body is not a JSON object, a status is not an integer.
+    """
+    interactions = doc.get("interactions")
+    if not isinstance(interactions, list):
+        raise fail(path, f"expected a list, not {type_name(interactions)}", "interactions")
+    found = []
+    for index, interaction in enumerate(interactions):
+        where = f"interactions[{index}]"
+        if not isinstance(interaction, dict):
+            raise fail(path, f"expected a mapping, not {type_name(interaction)}", where)
+        request, response = interaction.get("request"), interaction.get("response")
+        if not isinstance(request, dict):
+            raise _missing(path, request, f"{where}.request")
+        exchange = Exchange(index + 1, where, request_where=f"{where}.request.body")
+        body = request.get("body")
+        if isinstance(body, dict) and "string" in body:
+            body = body["string"]
+        exchange.request = request_body(body, path, exchange.request_where)
+        _request_details(exchange, request, request.get("uri"))
+        if not isinstance(response, dict):
+            raise _missing(path, response, f"{where}.response")
+        status = response.get("status")
+        code = status.get("code") if isinstance(status, dict) else status
+        exchange.status = _status(code, path, f"{where}.response.status.code")
+        exchange.date = _date(_header(response.get("headers"), "date"))
+        body = response.get("body")
+        exchange.response_where = f"{where}.response.body.string"
+        exchange.response = _text(
+            body.get("string") if isinstance(body, dict) else body, path, exchange.response_where
+        )
+        found.append(exchange)
+    return found
+
+
+def _missing(path: Path, part: Any, where: str) -> FormatError:
+    problem = "missing (truncated cassette?)" if part is None else "expected a mapping"
+    return fail(path, problem, where)
+
+
+def _request_details(exchange: Exchange, request: dict[str, Any], uri: Any) -> None:
+    exchange.uri = uri if isinstance(uri, str) else None
+    method = request.get("method")
+    exchange.method = method if isinstance(method, str) else None
+    exchange.user_agent = _header(request.get("headers"), "user-agent")
+
+
+def request_body(value: Any, path: Path, where: str) -> dict[str, Any] | None:
+    """A request body as a mapping: JSON text parsed; empty → ``None``.
+
+    Raises:
+        FormatError: not JSON, or JSON that is not an object; names the field.
+    """
+    value = _text(value, path, where)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as e:
+            raise fail(
+                path, f"invalid JSON: {e.msg} (body line {e.lineno}, column {e.colno})", where
+            ) from None
+    if not isinstance(value, dict):
+        raise fail(path, f"expected a JSON object, not {type_name(value)}", where)
+    return value
+
+
+def _status(value: Any, path: Path, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise fail(path, f"expected an integer HTTP status, not {type_name(value)}", where)
+
+
+def _text(value: Any, path: Path, where: str) -> Any:
+    """A body as text: bytes are decoded (gzip-compressed ones inflated first)."""
+    if not isinstance(value, bytes):
+        return value
+    if value.startswith(b"\x1f\x8b"):
+        try:
+            value = gzip.decompress(value)
+        except (OSError, EOFError) as e:
+            raise fail(path, f"gzip body does not inflate: {e}", where) from None
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise fail(path, f"body is not UTF-8 (byte {e.start})", where) from None
+
+
+def _header(headers: Any, name: str) -> str | None:
+    """A header's first value, names compared case-insensitively (vcrpy stores lists)."""
+    if not isinstance(headers, dict):
+        return None
+    for key, value in headers.items():
+        if isinstance(key, str) and key.lower() == name:
+            if isinstance(value, list):
+                value = value[0] if value else None
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _date(value: str | None) -> str | None:
+    """An HTTP ``Date`` header (RFC 9110 §5.6.7) in ``created_at`` form."""
+    if value is None:
+        return None
+    try:
+        return timestamp_or_none(parsedate_to_datetime(value))
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def sse_data(text: str) -> Iterator[tuple[int, str]]:
+    """``(line, data)`` of each server-sent event: its ``data:`` lines joined with newlines,
+    dispatched at a blank line (WHATWG HTML §9.2.6); ``event:``, ``id:`` and comments are
+    skipped. ``line`` is the 1-based line of the event's first ``data:`` line in ``text``."""
+    lines: list[str] = []
+    first = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line:
+            if lines:
+                yield first, "\n".join(lines)
+                lines = []
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            first = first if lines else number
+            lines.append(value[1:] if value.startswith(" ") else value)
+    if lines:
+        yield first, "\n".join(lines)
