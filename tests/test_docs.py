@@ -1,0 +1,101 @@
+"""The documentation is executable: README commands, CLI help, and the outsider's verifier.
+
+Like sqlite-utils' and Datasette's ``tests/test_docs.py``: a command missing from the docs, a
+README whose test command drifts from CI, or a by-hand verifier that no longer matches the
+chain fails the suite.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+import typer
+
+from agenttrail import Recorder
+from agenttrail.cli import app
+from agenttrail.sample import SAMPLE_SESSION_ID, record_sample
+from agenttrail.store import open_store
+from tests.conftest import ROOT, run_cli
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+LOG_FORMAT = (ROOT / "docs" / "log-format.md").read_text(encoding="utf-8")
+
+
+def _code_blocks(text: str, lang: str) -> list[str]:
+    return [m.group(1).strip() for m in re.finditer(rf"```{lang}\n(.*?)```", text, re.S)]
+
+
+def test_the_readme_opens_with_exactly_two_setup_commands() -> None:
+    head = README.split("---", 1)[0]
+    commands = _code_blocks(head, "sh")
+    assert len(commands) == 2
+    main_job, tests = commands
+    assert "agenttrail quickstart" in main_job
+    assert "pytest" in tests
+
+
+def test_ci_runs_the_readmes_test_command() -> None:
+    tests_command = _code_blocks(README, "sh")[1]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert tests_command in ci.splitlines()
+
+
+def _commands() -> list[str]:
+    return sorted(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_is_documented_and_has_help(command: str) -> None:
+    assert f"`agenttrail {command}" in README
+    result = run_cli(command, "--help")
+    assert result.returncode == 0
+    assert "Example:" in result.stdout
+
+
+def _outsider_script(db: Path, session: str) -> str:
+    block = LOG_FORMAT.split("### Verify with sqlite3 and sha256sum only", 1)[1]
+    script = _code_blocks(block, "sh")[0]
+    return script.replace(
+        "DB=agenttrail.db SESSION=sample-harvey-session", f"DB='{db}' SESSION='{session}'"
+    )
+
+
+@pytest.mark.skipif(
+    not all(shutil.which(tool) for tool in ("sqlite3", "xxd", "sha256sum")),
+    reason="needs the sqlite3, xxd and sha256sum commands",
+)
+def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> None:
+    db = tmp_path / "agenttrail.db"
+    with open_store(db) as store:
+        record_sample(store)
+        rec = Recorder.start(store, session_id="hard é")
+        with rec.turn(model="m") as turn:
+            turn.user("café \udc81 done")
+            call = turn.tool_call("read_file", {"path": "big"})
+            turn.tool_result(call, "x" * (512 * 1024))
+        heads = {s.id: (s.head_seq, s.head_hash.hex()) for s in store.sessions()}
+    for session, (head_seq, head_hash) in heads.items():
+        out = subprocess.run(
+            ["sh", "-c", _outsider_script(db, session)], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        assert out[:-1] == [f"seq {n}: ok" for n in range(1, head_seq + 1)]
+        assert out[-1] == f"head|{head_seq}|{head_hash}"
+    # The same script catches a row changed by someone who dropped the triggers.
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DROP TRIGGER session_events_no_update")
+    conn.execute(
+        "UPDATE session_events SET payload = CAST(replace(CAST(payload AS TEXT), '2+2', '2+3') "
+        "AS BLOB) WHERE session_id = ? AND seq = 2",
+        (SAMPLE_SESSION_ID,),
+    )
+    conn.close()
+    out = subprocess.run(
+        ["sh", "-c", _outsider_script(db, SAMPLE_SESSION_ID)], capture_output=True, text=True
+    ).stdout.splitlines()
+    assert out[:2] == ["seq 1: ok", "seq 2: BAD"]
+    assert run_cli("verify", "--db", str(db)).returncode == 1

@@ -1,0 +1,45 @@
+"""The public surface changes only on purpose (httpx ``tests/test_exported_members.py``)."""
+
+import agenttrail
+
+
+def test_exported_members() -> None:
+    assert sorted(agenttrail.__all__) == sorted(
+        [
+            "Actor",
+            "AgentTrailError",
+            "Anomaly",
+            "AppendOnlyViolation",
+            "Appended",
+            "ChainBroken",
+            "Event",
+            "FormatError",
+            "ImportReport",
+            "InputError",
+            "LogStore",
+            "NewEvent",
+            "NewSession",
+            "Pairing",
+            "PayloadError",
+            "PayloadTooLarge",
+            "Recorder",
+            "Session",
+            "SessionExists",
+            "SessionNotFound",
+            "SessionVerdict",
+            "StoreError",
+            "Turn",
+            "__version__",
+            "event_actor",
+            "import_paths",
+            "meta",
+            "open_log",
+            "open_store",
+            "pair_tool_calls",
+            "tool_status",
+            "usage",
+            "verify",
+        ]
+    )
+    for name in agenttrail.__all__:
+        assert hasattr(agenttrail, name), name
