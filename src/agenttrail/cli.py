@@ -126,12 +126,16 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
             out.print(json_line(_session_record(s)), markup=False)
         return
     table = Table(expand=True)
-    for name in ("id", "started", "agent", "events", "title"):
-        table.add_column(name, no_wrap=name != "title", overflow="fold")
+    table.add_column("id", overflow="fold", ratio=2)
+    table.add_column("started", no_wrap=True)
+    table.add_column("agent", overflow="fold", ratio=1)
+    table.add_column("events", justify="right", no_wrap=True)
+    table.add_column("title", overflow="fold", ratio=3)
     for s in rows:
         title = (s.title or "").splitlines()[0] if s.title else ""
+        started = (s.started or s.created_at)[:16].replace("T", " ")
         table.add_row(
-            *(escape(safe(v)) for v in (s.id, s.started or "", s.agent or "")),
+            *(escape(safe(v)) for v in (s.id, started, s.agent or "")),
             str(s.head_seq),
             escape(safe(title)),
         )

@@ -25,8 +25,15 @@ __all__ = ["render_session", "safe", "transcript_table"]
 ARGS_CHARS = 160
 """Widest tool-call argument text shown in a row before it is cut (characters)."""
 
+ANNOTATION_CHARS = 100
+"""Characters of a runtime annotation's data shown: annotations are quiet asides."""
+
 RESULT_LINES = 6
 """Lines of a tool result shown under its call unless ``full`` is asked for."""
+
+RESULT_CHARS = 480
+"""Characters of a tool result shown under its call unless ``full`` is asked for: one line
+of minified JSON can otherwise fill the screen."""
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
@@ -105,7 +112,7 @@ Row = tuple[str, Text, Text]
 def _message(event: Event, pairing: Pairing, full: bool) -> Row:
     payload = event.payload
     role = str(payload.get("role", "?"))
-    text = Text(safe(payload_text(payload.get("content"))))
+    text = Text(safe(payload_text(payload.get("content")).strip()))
     blocks = payload.get("blocks")
     if isinstance(blocks, list):
         kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)} - {"text"})
@@ -182,7 +189,7 @@ def _annotation(event: Event, pairing: Pairing, full: bool) -> Row:
     p = event.payload
     body = p.get("text")
     if not isinstance(body, str):
-        body = _clip(json_line(p.get("data")), False, chars=ARGS_CHARS)
+        body = _clip(json_line(p.get("data")), False, chars=ANNOTATION_CHARS)
     return (
         str(event.seq),
         Text(safe(str(p.get("kind", "note"))), style="grey50"),
@@ -249,7 +256,10 @@ def _clip(text: str, full: bool, *, chars: int | None = None) -> str:
     if full:
         return text
     lines = text.splitlines()
-    if len(lines) <= RESULT_LINES:
+    shown = "\n".join(lines[:RESULT_LINES])
+    if len(shown) > RESULT_CHARS:
+        shown = shown[:RESULT_CHARS]
+    if shown == text:
         return text
-    hidden = len(lines) - RESULT_LINES
-    return "\n".join(lines[:RESULT_LINES]) + f"\n… {hidden} more lines (--full shows them)"
+    hidden = len(text) - len(shown)
+    return f"{shown}… ({hidden:,} more characters; --full shows them)"
