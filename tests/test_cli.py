@@ -11,7 +11,7 @@ import pytest
 from agenttrail import Recorder, events
 from agenttrail.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.store import NewEvent, NewSession, open_store
-from tests.conftest import run_cli
+from tests.conftest import REALDATA, run_cli
 
 
 def _snapshot(db_path: Path) -> list[tuple[object, ...]]:
@@ -198,3 +198,18 @@ def test_the_environment_names_the_database(tmp_path: Path) -> None:
         record_sample(store)
     result = run_cli("sessions", "--json", env={"AGENTTRAIL_DATABASE_URL": f"sqlite:///{db}"})
     assert json.loads(result.stdout)["id"] == SAMPLE_SESSION_ID
+
+
+def test_a_truncated_real_transcript_is_refused_naming_the_line(tmp_path: Path) -> None:
+    # ../shared/realdata/claude-code-spotter/short.jsonl (marot/spotter, SOURCES.md), cut in
+    # the middle of its 7th line as a crash mid-write would leave it.
+    lines = (REALDATA / "claude-code-spotter" / "short.jsonl").read_bytes().split(b"\n")
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"\n".join(lines[:6]) + b"\n" + lines[6][: len(lines[6]) // 2])
+    db = tmp_path / "log.db"
+    result = run_cli("import", str(torn), "--db", str(db))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {torn}:7: invalid JSON")
+    assert len(result.stderr.splitlines()) == 1
+    with open_store(db) as store:
+        assert store.sessions() == []

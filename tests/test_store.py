@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import tempfile
 import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agenttrail import events
 from agenttrail.codec import encode_payload
@@ -24,7 +27,7 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
-from agenttrail.store import LogStore, NewEvent, NewSession, open_store
+from agenttrail.store import Appended, LogStore, NewEvent, NewSession, open_store
 
 
 def test_a_new_session_is_empty_and_reads_nothing(store: LogStore) -> None:
@@ -285,3 +288,62 @@ def test_processes_and_threads_appending_to_one_session_never_gap(db_path: Path)
         from agenttrail.chain import verify
 
         assert verify(store)[0].ok
+
+
+# -- properties (Hypothesis) ---------------------------------------------------------------
+
+_settings = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@_settings
+@given(
+    plan=st.lists(
+        st.lists(st.tuples(st.integers(1, 5), st.booleans()), min_size=1, max_size=6),
+        min_size=2,
+        max_size=5,
+    )
+)
+def test_seq_stays_gapless_and_unique_under_concurrent_batches(
+    plan: list[list[tuple[int, bool]]],
+) -> None:
+    # Each thread appends batches of random size; some events reuse an idempotency key that
+    # another thread may already have written, so some appends are duplicates.
+    with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp) / "t.db") as store:
+        sid = store.create_session(NewSession()).id
+        results: list[Appended] = []
+        lock = threading.Lock()
+
+        def writer(n: int, batches: list[tuple[int, bool]]) -> None:
+            for size, shared in batches:
+                batch = [
+                    NewEvent({"type": "x", "w": n, "i": i}, key=f"shared-{i}" if shared else None)
+                    for i in range(size)
+                ]
+                got = store.append_batch(sid, batch)
+                with lock:
+                    results.extend(got)
+
+        threads = [threading.Thread(target=writer, args=(n, b)) for n, b in enumerate(plan)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        written = sorted(r.seq for r in results if not r.duplicate)
+        assert written == list(range(1, len(written) + 1))
+        assert [e.seq for e in store.read(sid)] == written
+        assert store.get_session(sid).head_seq == len(written)
+
+
+@_settings
+@given(texts=st.lists(st.text(st.characters(codec=None, categories=None)), min_size=1, max_size=5))
+def test_any_text_round_trips_through_the_store(texts: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp) / "t.db") as store:
+        sid = store.create_session(NewSession()).id
+        store.append_batch(sid, [NewEvent(events.message("user", t, note={t: [t]})) for t in texts])
+        got = [e.payload for e in store.read(sid)]
+        assert [p["content"] for p in got] == texts
+        assert [p["note"] for p in got] == [{t: [t]} for t in texts]
