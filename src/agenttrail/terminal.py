@@ -256,10 +256,8 @@ def _clip(text: str, full: bool, *, chars: int | None = None) -> str:
     if full:
         return text
     lines = text.splitlines()
-    shown = "\n".join(lines[:RESULT_LINES])
-    if len(shown) > RESULT_CHARS:
-        shown = shown[:RESULT_CHARS]
-    if shown == text:
+    if len(lines) <= RESULT_LINES and len(text) <= RESULT_CHARS:
         return text
+    shown = "\n".join(lines[:RESULT_LINES])[:RESULT_CHARS]
     hidden = len(text) - len(shown)
     return f"{shown}… ({hidden:,} more characters; --full shows them)"
