@@ -23,6 +23,7 @@ from agenttrail.chain import verify as verify_chain
 from agenttrail.codec import json_line
 from agenttrail.errors import AgentTrailError, FormatError, InputError, SessionNotFound
 from agenttrail.formats import FORMATS
+from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.importer import ImportReport, import_paths
 from agenttrail.sample import record_sample
@@ -213,6 +214,29 @@ def _write_atomically(path: Path, lines: object) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+@app.command()
+def fountain(
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Render a session as a Fountain screenplay (Harvey session format v1.2).
+
+    Example: agenttrail fountain sample-harvey-session -o harvey.spmd
+    """
+    with _open(db) as store:
+        found = find_session(store, session)
+        text = fountain_from_events(found, list(store.read(found.id)))
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write_atomically(output, [text.removesuffix("\n")])
 
 
 @app.command()

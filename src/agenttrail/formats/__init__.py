@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agenttrail.errors import FormatError
-from agenttrail.formats import anthropic, claude_code, jsonl, openai
+from agenttrail.formats import anthropic, claude_code, fountain, jsonl, openai
 from agenttrail.formats._common import (
     ImportedSession,
     content_session_id,
@@ -28,7 +28,7 @@ from agenttrail.formats._common import (
 __all__ = ["FORMATS", "ImportedSession", "detect", "read_file"]
 
 FORMATS: dict[str, ModuleType] = {
-    module.NAME: module for module in (jsonl, claude_code, anthropic, openai)
+    module.NAME: module for module in (jsonl, fountain, claude_code, anthropic, openai)
 }
 """Format name → module, in the order ``detect`` asks them."""
 
@@ -91,6 +91,6 @@ def _with_content_id(
 def _first_line_is_json(text: str) -> bool:
     try:
         json.loads(text.split("\n", 1)[0])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # JSONDecodeError, an over-long integer, deep nesting
         return False
     return True
