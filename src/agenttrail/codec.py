@@ -235,4 +235,5 @@ def normalize_timestamp(value: str | int | float | datetime) -> str:
 
 
 def _format(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # Not strftime: glibc writes year 1 as "1", and the form must stay 27 characters.
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S.%f}Z"

@@ -601,3 +601,16 @@ def test_keys_are_unique_and_stable() -> None:
         assert len(set(keys)) == len(keys)
         assert keys == [e.key for e in two.events]
         assert all(e.payload["source"] for e in one.events)
+
+
+def test_a_timestamp_before_year_1000_keeps_four_digits(store: LogStore, tmp_path: Path) -> None:
+    """``created_at`` is always 27 characters; ``strftime`` would write year 1 as ``1-01-01…``."""
+    lines = [
+        {"type": "user", "uuid": "u1", "timestamp": "0001-01-01T00:00:00Z", "sessionId": "s"},
+        {"type": "user", "uuid": "u2", "timestamp": "2025-01-01T00:00:00Z", "sessionId": "s"},
+    ]
+    for line in lines:
+        line["message"] = {"role": "user", "content": "hi"}
+    [report] = import_paths(store, [write_jsonl(tmp_path / "s.jsonl", lines)])
+    times = [event.created_at for event in store.read(report.session_id)]
+    assert times == ["0001-01-01T00:00:00.000000Z", "2025-01-01T00:00:00.000000Z"]

@@ -1,4 +1,4 @@
-"""Every format's sniffing and reading, fed arbitrary JSON: a FormatError or sessions, never a crash.
+"""Every format's sniffing and reading fed arbitrary JSON: a FormatError or sessions, never a crash.
 
 Bad input must end as one clear line (issue 2, "Bad input"), so no importer may let a
 TypeError or KeyError escape on a shape it did not expect.
@@ -6,10 +6,15 @@ TypeError or KeyError escape on a shape it did not expect.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import re
 import tempfile
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -61,12 +66,123 @@ _json = st.recursive(
 )
 
 
+_ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
+_START: dict[str, Any] = {"type": "message_start", "message": {}}
+
+
+def _stream(*events: dict[str, Any]) -> dict[str, Any]:
+    """A recorded Anthropic exchange whose response body is these server-sent events."""
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events)
+    return {
+        "request": {"url": _ANTHROPIC_URL, "body": {"messages": []}},
+        "response": {"status_code": 200, "body": body},
+    }
+
+
+def _block_start(block: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    return {"type": "content_block_start", "index": index, "content_block": block}
+
+
+def _delta(delta: dict[str, Any], index: int = 0) -> dict[str, Any]:
+    return {"type": "content_block_delta", "index": index, "delta": delta}
+
+
+_FAR_DATE = "Mon, 01 Jan 99999999999999999999 00:00:00 GMT"
+_EXPORT_LINE = {"session_id": "s", "seq": 1, "payload": {}, "hash": "00"}
+
+
 @settings(max_examples=300, deadline=None)
 @given(doc=_json, as_lines=st.booleans())
 @example(doc=[{"role": ["user"], "content": "x"}], as_lines=False)
 @example(doc={"request": {"body": {"messages": [{"role": {}, "content": []}]}}}, as_lines=False)
 @example(doc={"type": "user", "message": {"content": [{"type": 1}]}, "uuid": 5}, as_lines=True)
 @example(doc={"interactions": [{"request": 1, "response": None}]}, as_lines=False)
+# claude_code.sniff: a list or object ``type`` looked up in a frozenset
+@example(doc={"type": []}, as_lines=False)
+# openai._is_items_list / _has_anthropic_blocks / _comparable: the same, for item and part types
+@example(doc=[{"type": []}], as_lines=False)
+@example(doc=[{"role": "user", "content": [{"type": {}}]}], as_lines=False)
+# claude_code._subagent_id / _summary_title: agentId and leafUuid put in / looked up in a set
+@example(doc={"type": "x", "isSidechain": True, "agentId": []}, as_lines=True)
+@example(doc={"type": "summary", "summary": "s", "leafUuid": []}, as_lines=True)
+# urlsplit's ValueError: anthropic._Builder.exchange, openai._endpoint (sniff and read)
+@example(
+    doc={"request": {"url": "https://[api.anthropic.com/v1/messages", "body": {}}, "response": {}},
+    as_lines=False,
+)
+@example(doc={"request": {"url": "http://[x/chat/completions", "body": {}}}, as_lines=False)
+@example(doc={"interactions": [{"request": {"uri": "http://[x"}}]}, as_lines=False)
+# parsedate_to_datetime's OverflowError: anthropic._http_date, _recording._date
+@example(
+    doc={
+        "request": {"url": _ANTHROPIC_URL, "body": {"messages": []}},
+        "response": {"status_code": 200, "headers": {"date": _FAR_DATE}, "body": {"content": []}},
+    },
+    as_lines=False,
+)
+@example(
+    doc={
+        "request": {"messages": [{"role": "user", "content": "x"}]},
+        "response": {"status_code": 200, "headers": {"date": _FAR_DATE}, "body": {"choices": []}},
+    },
+    as_lines=False,
+)
+# openai._Builder.item_key: an unhashable item id in the comparison key
+@example(doc={"model": "m", "input": [{"type": "reasoning", "id": [1]}]}, as_lines=False)
+# Infinity reaching codec.json_line (claude_code._api_error, anthropic._Builder.error)
+@example(
+    doc={
+        "type": "assistant",
+        "isApiErrorMessage": True,
+        "message": {"content": [{"type": "x", "v": float("inf")}]},
+    },
+    as_lines=True,
+)
+@example(
+    doc={
+        "request": {"url": _ANTHROPIC_URL, "body": {"messages": []}},
+        "response": {"status_code": 500, "body": [-math.inf]},
+    },
+    as_lines=False,
+)
+# jsonl: created_at and session_id that agenttrail.chain cannot encode
+@example(doc={**_EXPORT_LINE, "created_at": "é" * 26 + "Z"}, as_lines=True)
+@example(
+    doc={**_EXPORT_LINE, "session_id": "\ud800", "created_at": "2024-01-01T00:00:00.000000Z"},
+    as_lines=True,
+)
+# anthropic._assemble_sse / _block_event: stream events of the wrong shape
+@example(doc=_stream({"type": "message_start", "message": {"content": 5}}), as_lines=False)
+@example(doc=_stream({"type": "message_start", "message": {"usage": "ab"}}), as_lines=False)
+@example(
+    doc=_stream(
+        {"type": "message_start", "message": {"content": [1]}},
+        _delta({"type": "text_delta", "text": "a"}),
+    ),
+    as_lines=False,
+)
+@example(doc=_stream(_START, {"type": "message_delta", "delta": {"content": 1}}), as_lines=False)
+@example(
+    doc=_stream(_START, {"type": "message_delta", "delta": {"usage": 1}, "usage": {"a": 1}}),
+    as_lines=False,
+)
+@example(doc=_stream(_START, _block_start({"type": "text"}, index=10**15)), as_lines=False)
+@example(
+    doc=_stream(
+        _START,
+        _block_start({"type": "text", "text": 1}),
+        _delta({"type": "text_delta", "text": "a"}),
+    ),
+    as_lines=False,
+)
+@example(
+    doc=_stream(
+        _START,
+        _block_start({"type": "text", "citations": 1}),
+        _delta({"type": "citations_delta", "citation": {}}),
+    ),
+    as_lines=False,
+)
 def test_no_format_crashes_on_arbitrary_json(doc: object, as_lines: bool) -> None:
     text = json.dumps(doc)
     if as_lines:
@@ -75,7 +191,64 @@ def test_no_format_crashes_on_arbitrary_json(doc: object, as_lines: bool) -> Non
         path = Path(tmp) / "doc.json"
         path.write_text(text or "null", encoding="utf-8")
         for name in [None, *FORMATS]:
-            try:
+            with contextlib.suppress(FormatError):
                 read_file(path, name)
-            except FormatError:
-                pass
+
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(_DEEP, id="nested-too-deep"),
+        pytest.param('{"type": "user"}\n' + _DEEP, id="nested-too-deep-line"),
+        pytest.param("1" * 5000, id="integer-too-long"),
+        pytest.param(
+            '{"model": "m", "messages": [{"role": "user", "content": "hi", "n": NaN}]}', id="nan"
+        ),
+        pytest.param(
+            '{"type": "user", "message": {"content": [{"type": "text", "x": 1e999}]}}', id="1e999"
+        ),
+        pytest.param('[{"role": "user", "content": "x", "n": -Infinity}]', id="infinity"),
+    ],
+)
+def test_json_that_cannot_be_held_is_a_format_error(tmp_path: Path, text: str) -> None:
+    """What ``json.loads`` raises on or lets through beyond RFC 8259: refused, with a place."""
+    path = tmp_path / "doc.json"
+    path.write_text(text, encoding="utf-8")
+    for name in [None, *FORMATS]:
+        with pytest.raises(FormatError, match=re.escape(str(path))):
+            read_file(path, name)
+
+
+_CASSETTE_HEAD = """\
+interactions:
+- request:
+    uri: https://api.openai.com/v1/chat/completions
+    body: '{"messages": [{"role": "user", "content": "hi"}]}'
+  response:
+    status: {code: 200}
+"""
+
+
+@pytest.mark.parametrize(
+    ("tail", "problem"),
+    [
+        pytest.param("    date: 2024-13-45\n", "not a valid timestamp", id="bad-date"),
+        pytest.param("    code: !!int abc\n", "not a valid int", id="bad-int"),
+        pytest.param("    when: !!timestamp x\n", "not a valid timestamp", id="bad-timestamp"),
+        pytest.param("    headers: {1: a}\n", "key 1 is not text", id="int-key"),
+        pytest.param("    headers: &h {self: *h}\n", r"alias \*h inside", id="recursive-alias"),
+        pytest.param("    body: " + "[" * 5000 + "\n", "nested too deeply", id="nested-too-deep"),
+    ],
+)
+def test_yaml_cassette_pyyaml_cannot_construct_is_a_format_error(
+    tmp_path: Path, tail: str, problem: str
+) -> None:
+    """A cassette's YAML that PyYAML would crash on or build a self-containing value from."""
+    path = tmp_path / "cassette.yaml"
+    path.write_text(_CASSETTE_HEAD + tail, encoding="utf-8")
+    for name in [None, "openai"]:
+        with pytest.raises(FormatError, match=problem):
+            read_file(path, name)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,10 +18,12 @@ from agenttrail.store import NewEvent, NewSession
 
 __all__ = [
     "ImportedSession",
+    "JSONValueError",
     "content_session_id",
     "decode_text",
     "iter_jsonl",
     "load_json",
+    "loads",
     "timestamp_or_none",
 ]
 
@@ -57,37 +61,152 @@ def decode_text(path: Path, data: bytes) -> str:
         ) from None
 
 
-def load_json(path: Path, data: bytes) -> Any:
-    """Parse a whole file as one JSON document.
+class JSONValueError(ValueError):
+    """JSON text that parses but holds a value no format may take in (see :func:`loads`).
+
+    ``field`` is the value's path inside the parsed document (``a.b[0]``, ``""`` for the top
+    or when unknown); :meth:`within` places it under the field path of the text itself.
+    """
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
+
+    def within(self, where: str) -> str:
+        """The full field path: ``where`` (the text's own path) followed by :attr:`field`."""
+        if not self.field or not where:
+            return where or self.field
+        return f"{where}{self.field}" if self.field.startswith("[") else f"{where}.{self.field}"
+
+
+class _BadNumber(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class _Marker:
+    """Stands for a refused number while :func:`_locate` looks for where it is."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _refuse(text: str) -> Any:
+    raise _BadNumber(f"{text} is not JSON (RFC 8259 §6 allows no NaN or Infinity)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        shown = text if len(text) <= 24 else f"{text[:20]}..."
+        raise _BadNumber(f"{shown} is beyond the range of a double (RFC 8259 §6)")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # more digits than sys.get_int_max_str_digits()
+        raise _BadNumber(
+            f"an integer of {len(text)} digits is longer than agenttrail reads "
+            f"({sys.get_int_max_str_digits()} digits; RFC 8259 §6 lets readers limit range)"
+        ) from None
+
+
+_STRICT = json.JSONDecoder(parse_float=_finite_float, parse_int=_int, parse_constant=_refuse)
+
+
+def loads(text: str) -> Any:
+    """Parse JSON text, refusing what RFC 8259 §6 does not allow as a number.
+
+    ``json.loads`` accepts ``NaN`` and ``Infinity`` and turns ``1e999`` into infinity; none of
+    them can be stored (:func:`agenttrail.codec.encode_payload`) or written back as JSON, so
+    they are refused here, as are integers longer than Python converts
+    (``sys.get_int_max_str_digits()``) and nesting too deep to parse.
 
     Raises:
-        FormatError: not UTF-8 or not JSON; names the line and column.
+        json.JSONDecodeError: not JSON.
+        JSONValueError: such a number (its ``field`` names where) or nesting too deep.
+    """
+    try:
+        return _STRICT.decode(text)
+    except _BadNumber as e:
+        raise JSONValueError(e.reason, _locate(text)) from None
+    except RecursionError:
+        raise JSONValueError("nested too deeply to read") from None
+
+
+def _locate(text: str) -> str:
+    """The field path of the first refused number in ``text`` (which parses otherwise)."""
+
+    def float_or_marker(value: str) -> Any:
+        number = float(value)
+        return number if math.isfinite(number) else _Marker(value)
+
+    def int_or_marker(value: str) -> Any:
+        try:
+            return int(value)
+        except ValueError:
+            return _Marker(value)
+
+    try:
+        doc = json.loads(
+            text, parse_float=float_or_marker, parse_int=int_or_marker, parse_constant=_Marker
+        )
+    except RecursionError:  # deeper than the first pass got before it stopped
+        return ""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, _Marker):
+            return where
+        if isinstance(value, dict):
+            items = [(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            items = [(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(items))
+    return ""
+
+
+def load_json(path: Path, data: bytes) -> Any:
+    """Parse a whole file as one JSON document (:func:`loads`: no NaN or infinity).
+
+    Raises:
+        FormatError: not UTF-8 or not JSON; names the line and column, or the field.
     """
     text = decode_text(path, data)
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(
             f"invalid JSON: {e.msg} (column {e.colno})", path=str(path), line=e.lineno
         ) from None
+    except JSONValueError as e:
+        raise FormatError(str(e), path=str(path), field=e.field or None) from None
 
 
 def iter_jsonl(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
     """Yield ``(line number, value)`` for each non-blank line of a JSON Lines file.
 
     Raises:
-        FormatError: a line is not JSON (a truncated last line included); names the line.
+        FormatError: a line is not JSON (a truncated last line included) or holds a number
+            :func:`loads` refuses; names the line (and the field).
     """
     text = decode_text(path, data)
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            value = loads(line)
         except json.JSONDecodeError as e:
             raise FormatError(
                 f"invalid JSON: {e.msg} (column {e.colno})", path=str(path), line=number
             ) from None
+        except JSONValueError as e:
+            raise FormatError(str(e), path=str(path), line=number, field=e.field or None) from None
+        yield number, value
 
 
 def content_session_id(format_name: str, data: bytes) -> str:

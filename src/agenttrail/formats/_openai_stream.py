@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agenttrail.formats._common import JSONValueError, loads
 from agenttrail.formats._recording import fail, sse_data
 
 __all__ = ["assemble"]
@@ -48,10 +49,14 @@ def assemble(text: str, path: Path, where: str) -> tuple[dict[str, Any] | None, 
         if data.strip() == "[DONE]":
             break
         try:
-            chunk = json.loads(data)
+            chunk = loads(data)
         except json.JSONDecodeError as e:
             raise fail(
                 path, f"server-sent event at body line {line}: invalid JSON: {e.msg}", where
+            ) from None
+        except JSONValueError as e:
+            raise fail(
+                path, f"server-sent event at body line {line}: {e}", e.within(where)
             ) from None
         if not isinstance(chunk, dict):
             raise fail(

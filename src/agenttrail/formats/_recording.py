@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import timestamp_or_none
+from agenttrail.formats._common import JSONValueError, loads, timestamp_or_none
 
 __all__ = [
     "Exchange",
@@ -89,20 +90,76 @@ def type_name(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
+class _Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` (no object construction from tags) that also refuses, as YAML
+    errors with a line, what it would otherwise let through or crash on: a scalar its tag
+    cannot read (``2024-13-45``, ``!!int abc``), a mapping key that is not text (JSON has
+    only text keys), and an alias inside the node it names (a value that contains itself)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._open: list[str] = []
+        """Anchors of the nodes being composed, outermost first."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
+        anchor = event.anchor
+        if isinstance(event, yaml.AliasEvent):
+            if anchor in self._open:
+                mark = event.start_mark if isinstance(event.start_mark, yaml.Mark) else None
+                raise yaml.composer.ComposerError(
+                    None, None, f"alias *{anchor} inside the node it names", mark
+                )
+            return super().compose_node(parent, index)
+        if anchor is None:
+            return super().compose_node(parent, index)
+        self._open.append(anchor)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._open.pop()
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, AttributeError) as e:  # a scalar its tag's constructor refuses
+            kind = node.tag.rsplit(":", 1)[-1]
+            shown = "a value"
+            if isinstance(node, yaml.ScalarNode):
+                value = str(node.value)
+                shown = repr(value if len(value) <= 40 else f"{value[:37]}...")
+            why = f" ({str(e).split(': ', 1)[0]})" if isinstance(e, ValueError) else ""
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{shown} is not a valid {kind}{why}", node.start_mark
+            ) from None
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep)
+        for key in mapping:
+            if not isinstance(key, str):
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is not text (quote it)", node.start_mark
+                )
+        return mapping
+
+
 def load_yaml(path: Path, text: str) -> Any:
-    """Parse YAML with ``yaml.safe_load`` (no object construction from tags).
+    """Parse YAML safely (no object construction from tags) into JSON-shaped values.
 
     Raises:
-        FormatError: not YAML; names the line.
+        FormatError: not YAML, a scalar that does not read as its type, a key that is not
+            text, a recursive alias or nesting too deep; names the line when known.
     """
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader: no objects built from tags
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else None
         raise fail(path, f"invalid YAML: {e.problem or e.context}", line=line) from None
     except yaml.YAMLError as e:
         raise fail(path, f"invalid YAML: {e}") from None
+    except RecursionError:
+        raise fail(path, "invalid YAML: nested too deeply to read") from None
 
 
 def from_record(record: dict[str, Any], number: int, where: str, path: Path) -> Exchange:
@@ -117,7 +174,7 @@ def from_record(record: dict[str, Any], number: int, where: str, path: Path) -> 
     if isinstance(request, dict) and "body" in request and request.keys() & _REQUEST_WRAPPER:
         exchange.request_where = join(where, "request.body")
         exchange.request = request_body(request.get("body"), path, exchange.request_where)
-        _request_details(exchange, request, request.get("url", request.get("uri")))
+        _request_details(exchange, request, "url" if "url" in request else "uri", path, where)
     elif isinstance(request, dict):
         exchange.request, exchange.request_where = request, join(where, "request")
     elif request is not None:
@@ -165,7 +222,7 @@ def from_cassette(doc: dict[str, Any], path: Path) -> list[Exchange]:
         if isinstance(body, dict) and "string" in body:
             body = body["string"]
         exchange.request = request_body(body, path, exchange.request_where)
-        _request_details(exchange, request, request.get("uri"))
+        _request_details(exchange, request, "uri", path, where)
         if not isinstance(response, dict):
             raise _missing(path, response, f"{where}.response")
         status = response.get("status")
@@ -186,8 +243,21 @@ def _missing(path: Path, part: Any, where: str) -> FormatError:
     return fail(path, problem, where)
 
 
-def _request_details(exchange: Exchange, request: dict[str, Any], uri: Any) -> None:
+def _request_details(
+    exchange: Exchange, request: dict[str, Any], key: str, path: Path, where: str
+) -> None:
+    """URL, method and client of a request; ``key`` names its URL (``url`` or ``uri``).
+
+    Raises:
+        FormatError: a URL that does not parse (an unclosed IPv6 bracket, say).
+    """
+    uri = request.get(key)
     exchange.uri = uri if isinstance(uri, str) else None
+    if exchange.uri is not None:
+        try:
+            urlsplit(exchange.uri)
+        except ValueError as e:
+            raise fail(path, f"not a URL: {e}", join(where, f"request.{key}")) from None
     method = request.get("method")
     exchange.method = method if isinstance(method, str) else None
     exchange.user_agent = _header(request.get("headers"), "user-agent")
@@ -204,11 +274,13 @@ def request_body(value: Any, path: Path, where: str) -> dict[str, Any] | None:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads(value)
         except json.JSONDecodeError as e:
             raise fail(
                 path, f"invalid JSON: {e.msg} (body line {e.lineno}, column {e.colno})", where
             ) from None
+        except JSONValueError as e:
+            raise fail(path, str(e), e.within(where)) from None
     if not isinstance(value, dict):
         raise fail(path, f"expected a JSON object, not {type_name(value)}", where)
     return value
@@ -255,7 +327,7 @@ def _date(value: str | None) -> str | None:
         return None
     try:
         return timestamp_or_none(parsedate_to_datetime(value))
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # a year or zone beyond range
         return None
 
 

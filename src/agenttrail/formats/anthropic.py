@@ -56,8 +56,10 @@ from agenttrail import events
 from agenttrail.errors import FormatError
 from agenttrail.formats._common import (
     ImportedSession,
+    JSONValueError,
     decode_text,
     load_json,
+    loads,
     timestamp_or_none,
 )
 from agenttrail.store import NewEvent, NewSession
@@ -123,7 +125,7 @@ def sniff(path: Path, data: bytes) -> bool:
     if len(data) <= _SNIFF_PARSE_LIMIT:
         try:
             doc = json.loads(data.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (ValueError, RecursionError):  # not UTF-8 or JSON, an over-long int, too deep
             pass
         else:
             return _kind(doc) is not None
@@ -207,7 +209,7 @@ def _looks_anthropic(head: str) -> bool:
     first = head.split("\n", 1)[0]
     try:
         json.loads(first)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         pass
     else:
         return False  # a whole JSON value on the first line and more after it: JSON Lines
@@ -323,7 +325,12 @@ class _Builder:
         if k == 1:
             self._session_meta(request)
         url = request.get("url")
-        path = urlsplit(url).path if isinstance(url, str) else ""
+        path = ""
+        if isinstance(url, str):
+            try:
+                path = urlsplit(url).path
+            except ValueError as e:  # a bad IPv6 literal, say
+                raise self.fail(f"not a URL: {e}", f"{at}.request.url") from None
         if _NOT_A_TURN.search(path):
             self.warn(f"exchange {k}: {path} is not a Messages API call; skipped")
             return
@@ -577,9 +584,11 @@ def _body(builder: _Builder, value: Any, at: str) -> Any:
         stripped = value.lstrip()
         if stripped.startswith(("{", "[")):
             try:
-                return json.loads(value)
+                return loads(value)
             except json.JSONDecodeError as e:
                 raise builder.fail(f"invalid JSON: {e.msg} (column {e.colno})", at) from None
+            except JSONValueError as e:
+                raise builder.fail(str(e), e.within(at)) from None
     return value
 
 
@@ -768,7 +777,7 @@ def _http_date(value: str | None) -> str | None:
         return None
     try:
         return timestamp_or_none(parsedate_to_datetime(value))
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):  # a year or zone beyond range
         return timestamp_or_none(value)
 
 
@@ -876,8 +885,8 @@ def _assemble_sse(
                 continue  # no input_json_delta: the input of content_block_start stands
             current.arguments[index] = raw
             try:
-                content[index]["input"] = json.loads(raw)
-            except json.JSONDecodeError:
+                content[index]["input"] = loads(raw)
+            except ValueError:  # not JSON, or a number JSON does not allow
                 content[index]["input"] = raw
                 where.warn(
                     current.line,
@@ -890,7 +899,7 @@ def _assemble_sse(
 
     for line, name, raw, ended in _sse_events(text):
         try:
-            data = json.loads(raw)
+            data = loads(raw)
         except json.JSONDecodeError as e:
             if not ended:
                 where.warn(line, "the last event is cut off (truncated?) and dropped")
@@ -898,6 +907,8 @@ def _assemble_sse(
             raise where.fail(
                 f"invalid JSON in SSE data: {e.msg} (column {e.colno})", line
             ) from None
+        except JSONValueError as e:
+            raise where.fail(f"SSE data: {e}", line, e.field or None) from None
         if not isinstance(data, dict):
             raise where.fail("SSE data is not a JSON object", line)
         kind = data.get("type", name)
@@ -907,8 +918,19 @@ def _assemble_sse(
             if not isinstance(message, dict):
                 raise where.fail("expected an object", line, "message")
             body = dict(message)
-            body["content"] = list(body.get("content") or [])
-            body["usage"] = dict(body.get("usage") or {})
+            content = body.get("content")
+            if content is not None and not isinstance(content, list):
+                raise where.fail("expected a list of content blocks", line, "message.content")
+            for index, block in enumerate(content or []):
+                if not isinstance(block, dict):
+                    raise where.fail(
+                        "expected a content block object", line, f"message.content[{index}]"
+                    )
+            usage = body.get("usage")
+            if usage is not None and not isinstance(usage, dict):
+                raise where.fail("expected an object", line, "message.usage")
+            body["content"] = list(content or [])
+            body["usage"] = dict(usage or {})
             current, buffers, stopped = _Streamed(body, line), {}, False
         elif kind in ("ping", None):
             continue
@@ -921,6 +943,12 @@ def _assemble_sse(
         elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, dict):
+                for name in ("content", "usage"):  # built from the other events, never replaced
+                    if name in delta:
+                        problem = (
+                            f"unexpected in a message_delta (the {name} comes from other events)"
+                        )
+                        raise where.fail(problem, line, f"delta.{name}")
                 current.body.update(delta)
             usage = data.get("usage")
             if isinstance(usage, dict):
@@ -951,7 +979,10 @@ def _block_event(
         block = data.get("content_block")
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise where.fail("expected a content block with a type", line, "content_block.type")
-        content.extend([None] * (index + 1 - len(content)))
+        if index > len(content):  # blocks start in order (the SDK's accumulator appends them)
+            raise where.fail(f"block {index} starts before block {len(content)}", line, "index")
+        if index == len(content):
+            content.append(None)
         content[index] = dict(block)
         if block["type"] in _CALL_TYPES:
             buffers[index] = ""
@@ -965,15 +996,26 @@ def _block_event(
     if not isinstance(delta, dict):
         raise where.fail("expected an object", line, "delta")
     dtype = delta.get("type")
-    if dtype == "text_delta":
-        block["text"] = block.get("text", "") + str(delta.get("text", ""))
-    elif dtype == "input_json_delta":
-        buffers[index] = buffers.get(index, "") + str(delta.get("partial_json", ""))
-    elif dtype == "thinking_delta":
-        block["thinking"] = block.get("thinking", "") + str(delta.get("thinking", ""))
+    if dtype in ("text_delta", "thinking_delta", "input_json_delta"):
+        name = {"text_delta": "text", "thinking_delta": "thinking"}.get(dtype, "partial_json")
+        piece = delta.get(name, "")
+        if not isinstance(piece, str):
+            raise where.fail("expected a string", line, f"delta.{name}")
+        if dtype == "input_json_delta":
+            buffers[index] = buffers.get(index, "") + piece
+            return
+        so_far = block.get(name, "")
+        if not isinstance(so_far, str):
+            raise where.fail(f"a {dtype} for block {index}, whose {name} is not a string", line)
+        block[name] = so_far + piece
     elif dtype == "signature_delta":
         block["signature"] = delta.get("signature")
     elif dtype == "citations_delta":
-        block["citations"] = [*(block.get("citations") or []), delta.get("citation")]
+        citations = block.get("citations") or []
+        if not isinstance(citations, list):
+            raise where.fail(
+                f"a citations_delta for block {index}, whose citations are not a list", line
+            )
+        block["citations"] = [*citations, delta.get("citation")]
     else:
         where.warn(line, f"unknown delta type {dtype!r} ignored")

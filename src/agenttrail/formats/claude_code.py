@@ -157,11 +157,14 @@ def sniff(path: Path, data: bytes) -> bool:
         tried += 1
         try:
             value = json.loads(line)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             continue
+        if not isinstance(value, dict):
+            return False
+        kind = value.get("type")
         return (
-            isinstance(value, dict)
-            and value.get("type") in RECORD_TYPES
+            isinstance(kind, str)
+            and kind in RECORD_TYPES
             and any(name in value for name in _CLAUDE_FIELDS)
         )
     return False
@@ -613,23 +616,24 @@ def _own_time(record: Record) -> str | None:
 
 def _subagent_id(records: Iterable[Record]) -> str | None:
     """The agentId when every line that says whether it is a sidechain is one, of one agent."""
-    agents: set[Any] = set()
+    agents: set[str | None] = set()
     for record in records:
         if "isSidechain" not in record:
             continue
         if record["isSidechain"] is not True:
             return None
-        agents.add(record.get("agentId"))
+        agents.add(_str_or_none(record.get("agentId")))
     if len(agents) == 1:
         agent = agents.pop()
-        return agent if isinstance(agent, str) and agent else None
+        return agent or None
     return None
 
 
 def _summary_title(records: list[Record], uuids: set[str]) -> str | None:
     summaries = [r for r in records if r["type"] == "summary" and isinstance(r.get("summary"), str)]
     for record in summaries:
-        if record.get("leafUuid") in uuids:
+        leaf = record.get("leafUuid")
+        if isinstance(leaf, str) and leaf in uuids:
             return _first_line(record["summary"])
     return _first_line(summaries[0]["summary"]) if summaries else None
 

@@ -13,6 +13,7 @@ line whose hash does not match, so an altered export cannot be imported as genui
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ __all__ = ["NAME", "jsonl_from_events", "read", "sniff"]
 NAME = "jsonl"
 
 _REQUIRED = ("session_id", "seq", "created_at", "payload", "hash")
+
+_CREATED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+"""The one ``created_at`` form the store writes (ASCII digits only: it is hashed as ASCII)."""
 
 
 def jsonl_from_events(events: Iterable[Event]) -> Iterator[str]:
@@ -104,9 +108,14 @@ def _record(line: Any, where: str, number: int) -> dict[str, Any]:
     for name, kind in kinds.items():
         if not isinstance(line[name], kind) or isinstance(line[name], bool):
             raise FormatError(f"expected {kind.__name__}", path=where, line=number, field=name)
-    created = line["created_at"]
-    if len(created) != 27 or not created.endswith("Z"):
+    if not _CREATED_AT.fullmatch(line["created_at"]):
         raise FormatError(
             "not YYYY-MM-DDTHH:MM:SS.ffffffZ", path=where, line=number, field="created_at"
         )
+    try:
+        line["session_id"].encode("utf-8")  # hashed as UTF-8 (agenttrail.chain)
+    except UnicodeEncodeError:
+        raise FormatError(
+            "not valid Unicode text (a lone surrogate)", path=where, line=number, field="session_id"
+        ) from None
     return line

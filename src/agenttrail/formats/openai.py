@@ -71,7 +71,14 @@ from urllib.parse import urlsplit
 
 from agenttrail import events
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import ImportedSession, decode_text, load_json, timestamp_or_none
+from agenttrail.formats._common import (
+    ImportedSession,
+    JSONValueError,
+    decode_text,
+    load_json,
+    loads,
+    timestamp_or_none,
+)
 from agenttrail.formats._openai_stream import assemble
 from agenttrail.formats._recording import (
     Exchange,
@@ -223,7 +230,7 @@ def _is_message_list(value: list[Any]) -> bool:
 def _is_items_list(value: list[Any]) -> bool:
     if not all(isinstance(i, dict) and ("role" in i or "type" in i) for i in value):
         return False
-    return any(i.get("type") in _RESPONSES_ITEMS for i in value) and not any(
+    return any(_str_in(i.get("type"), _RESPONSES_ITEMS) for i in value) and not any(
         _has_anthropic_blocks(i) for i in value
     )
 
@@ -235,9 +242,14 @@ def _has_anthropic_blocks(message: dict[str, Any]) -> bool:
     for block in content:
         if isinstance(block, dict):
             kind = block.get("type")
-            if kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in block):
+            if _str_in(kind, _ANTHROPIC_BLOCKS) or (kind == "image" and "source" in block):
                 return True
     return False
+
+
+def _str_in(value: Any, names: frozenset[str]) -> bool:
+    """``value`` is one of ``names`` (a set lookup that a list or object cannot break)."""
+    return isinstance(value, str) and value in names
 
 
 def _is_anthropic_body(body: dict[str, Any]) -> bool:
@@ -283,14 +295,18 @@ def _maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return value
 
 
 def _endpoint(uri: str) -> str | None:
-    """``chat`` or ``responses`` for a conversation endpoint's URL, else ``None``."""
-    path = urlsplit(uri).path.rstrip("/")
+    """``chat`` or ``responses`` for a conversation endpoint's URL, else ``None`` (also for
+    text that does not parse as a URL)."""
+    try:
+        path = urlsplit(uri).path.rstrip("/")
+    except ValueError:
+        return None
     if path.endswith("/chat/completions"):
         return "chat"
     if path.endswith("/responses"):
@@ -481,13 +497,15 @@ class _Builder:
                 self.warn(exchange, problem)
             return body
         try:
-            value = json.loads(raw)
+            value = loads(raw)
         except json.JSONDecodeError as e:
             if failed:  # an HTML or plain-text error page: keep its text as the message
                 return {"error": {"message": raw.strip()}}
             raise self.fail(
                 f"invalid JSON: {e.msg} (body line {e.lineno}, column {e.colno})", where
             ) from None
+        except JSONValueError as e:
+            raise self.fail(str(e), e.within(where)) from None
         if not isinstance(value, dict):
             raise self.fail(f"expected a JSON object, not {type_name(value)}", where)
         return value
@@ -597,11 +615,12 @@ class _Builder:
         return name
 
     def arguments(self, value: Any, where: str) -> tuple[Any, Any]:
-        """``(input, raw arguments)``: a JSON string parsed when it parses, kept raw beside."""
+        """``(input, raw arguments)``: a JSON string parsed when it parses (strictly:
+        :func:`~agenttrail.formats._common.loads`), kept raw beside."""
         if isinstance(value, str):
             try:
-                return json.loads(value), value
-            except (ValueError, RecursionError):
+                return loads(value), value
+            except ValueError:  # not JSON, NaN or 1e999 included: the input is the text
                 return value, value
         if value is None or isinstance(value, dict | list):
             return value, None
@@ -661,7 +680,10 @@ class _Builder:
                 raise self.fail(
                     f"expected a content part object, not {type_name(part)}", f"{where}[{i}]"
                 )
-            if part.get("type") in _TEXT_PARTS and isinstance(part.get("text"), str):
+            kind = part.get("type")
+            if kind is not None and not isinstance(kind, str):
+                raise self.fail(f"expected a string, not {type_name(kind)}", f"{where}[{i}].type")
+            if _str_in(part.get("type"), _TEXT_PARTS) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
         plain = not value or (len(value) == 1 and len(texts) == 1 and _plain_part(value[0]))
         return "\n".join(texts), None if plain else value
@@ -816,6 +838,9 @@ class _Builder:
         kind = item.get("type")
         if kind is not None and not isinstance(kind, str):
             raise self.fail(f"expected a string, not {type_name(kind)}", f"{where}.type")
+        item_id = item.get("id")
+        if item_id is not None and not isinstance(item_id, str):
+            raise self.fail(f"expected a string, not {type_name(item_id)}", f"{where}.id")
         if kind is None or kind == "message":
             role = item.get("role")
             if not isinstance(role, str):
@@ -827,7 +852,7 @@ class _Builder:
             raise self.fail(f"expected a string, not {type_name(call_id)}", f"{where}.call_id")
         if call_id is not None:
             return ("output" if kind.endswith("_output") else "call", call_id)
-        return ("item", kind, item.get("id") or json.dumps(item, sort_keys=True, default=str))
+        return ("item", kind, item_id or json.dumps(item, sort_keys=True, default=str))
 
     def input_items(
         self,
@@ -989,7 +1014,9 @@ def _comparable(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") in _TEXT_PARTS and isinstance(p.get("text"), str)
+        isinstance(p, dict)
+        and _str_in(p.get("type"), _TEXT_PARTS)
+        and isinstance(p.get("text"), str)
         for p in content
     ):
         return "\n".join(p["text"] for p in content)
