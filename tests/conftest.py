@@ -13,10 +13,19 @@ import pytest
 from agenttrail.store import LogStore, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = (ROOT / ".." / "shared").resolve()
-"""Third-party data and vectors, read in place (never copied into the repo)."""
+SHARED = Path(os.environ.get("AGENTTRAIL_SHARED") or ROOT / ".." / "shared").resolve()
+"""Third-party data and vectors, read in place (never copied into the repo): the ``shared``
+folder beside the checkout, or ``$AGENTTRAIL_SHARED``."""
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not (SHARED / "realdata" / "SOURCES.md").is_file():
+        raise pytest.UsageError(
+            f"third-party test data not found at {SHARED}: the tests read ../shared/realdata "
+            "and ../shared/vectors beside the checkout; set AGENTTRAIL_SHARED to their folder"
+        )
 
 
 @pytest.fixture
