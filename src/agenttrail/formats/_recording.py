@@ -35,6 +35,8 @@ __all__ = [
     "fail",
     "from_cassette",
     "from_record",
+    "header",
+    "http_date",
     "join",
     "load_yaml",
     "request_body",
@@ -185,7 +187,7 @@ def from_record(record: dict[str, Any], number: int, where: str, path: Path) -> 
         if isinstance(status, dict):
             status = status.get("code")
         exchange.status = _status(status, path, join(where, "response.status_code"))
-        exchange.date = _date(_header(response.get("headers"), "date"))
+        exchange.date = http_date(header(response.get("headers"), "date"))
         exchange.response_where = join(where, "response.body")
         exchange.response = _text(response.get("body"), path, exchange.response_where)
     elif isinstance(response, dict | str):
@@ -228,7 +230,7 @@ def from_cassette(doc: dict[str, Any], path: Path) -> list[Exchange]:
         status = response.get("status")
         code = status.get("code") if isinstance(status, dict) else status
         exchange.status = _status(code, path, f"{where}.response.status.code")
-        exchange.date = _date(_header(response.get("headers"), "date"))
+        exchange.date = http_date(header(response.get("headers"), "date"))
         body = response.get("body")
         exchange.response_where = f"{where}.response.body.string"
         exchange.response = _text(
@@ -260,7 +262,7 @@ def _request_details(
             raise fail(path, f"not a URL: {e}", join(where, f"request.{key}")) from None
     method = request.get("method")
     exchange.method = method if isinstance(method, str) else None
-    exchange.user_agent = _header(request.get("headers"), "user-agent")
+    exchange.user_agent = header(request.get("headers"), "user-agent")
 
 
 def request_body(value: Any, path: Path, where: str) -> dict[str, Any] | None:
@@ -309,11 +311,17 @@ def _text(value: Any, path: Path, where: str) -> Any:
         raise fail(path, f"body is not UTF-8 (byte {e.start})", where) from None
 
 
-def _header(headers: Any, name: str) -> str | None:
-    """A header's first value, names compared case-insensitively (vcrpy stores lists)."""
-    if not isinstance(headers, dict):
-        return None
-    for key, value in headers.items():
+def header(headers: Any, name: str) -> str | None:
+    """A header's first value by lower-case ``name``, compared case-insensitively.
+
+    ``headers`` is a mapping (vcrpy stores each value as a list) or a list of pairs.
+    """
+    pairs: list[Any] = []
+    if isinstance(headers, dict):
+        pairs = list(headers.items())
+    elif isinstance(headers, list):
+        pairs = [p for p in headers if isinstance(p, list | tuple) and len(p) == 2]
+    for key, value in pairs:
         if isinstance(key, str) and key.lower() == name:
             if isinstance(value, list):
                 value = value[0] if value else None
@@ -321,14 +329,14 @@ def _header(headers: Any, name: str) -> str | None:
     return None
 
 
-def _date(value: str | None) -> str | None:
-    """An HTTP ``Date`` header (RFC 9110 §5.6.7) in ``created_at`` form."""
+def http_date(value: str | None) -> str | None:
+    """An HTTP ``Date`` header (RFC 9110 §5.6.7) in ``created_at`` form, else ``None``."""
     if value is None:
         return None
     try:
         return timestamp_or_none(parsedate_to_datetime(value))
     except (TypeError, ValueError, IndexError, OverflowError):  # a year or zone beyond range
-        return None
+        return timestamp_or_none(value)
 
 
 def sse_data(text: str) -> Iterator[tuple[int, str]]:

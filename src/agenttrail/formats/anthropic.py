@@ -47,7 +47,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -60,8 +59,8 @@ from agenttrail.formats._common import (
     decode_text,
     load_json,
     loads,
-    timestamp_or_none,
 )
+from agenttrail.formats._recording import header, http_date
 from agenttrail.store import NewEvent, NewSession
 
 __all__ = ["NAME", "read", "sniff"]
@@ -161,7 +160,7 @@ def _is_exchange(item: dict[str, Any]) -> bool:
     url = request.get("url")
     if isinstance(url, str) and ("anthropic.com" in url or "/v1/messages" in url):
         return True
-    if _header(request.get("headers"), "anthropic-version") is not None:
+    if header(request.get("headers"), "anthropic-version") is not None:
         return True
     body = request.get("body")  # Bedrock and Vertex name the version in the body instead
     return isinstance(body, dict) and "anthropic_version" in body
@@ -320,8 +319,8 @@ class _Builder:
         request = _mapping(self, item.get("request"), f"{at}.request")
         response = _mapping(self, item.get("response"), f"{at}.response")
         headers = response.get("headers")
-        created = _http_date(_header(headers, "date"))
-        request_id = _header(headers, "request-id")
+        created = http_date(header(headers, "date"))
+        request_id = header(headers, "request-id")
         if k == 1:
             self._session_meta(request)
         url = request.get("url")
@@ -368,11 +367,11 @@ class _Builder:
         headers = request.get("headers")
         url = request.get("url")
         found = {
-            "agent": _header(headers, "user-agent"),
+            "agent": header(headers, "user-agent"),
             "url": url if isinstance(url, str) else None,
-            "anthropic_version": _header(headers, "anthropic-version"),
-            "anthropic_beta": _header(headers, "anthropic-beta"),
-            "helper": _header(headers, "x-stainless-helper"),
+            "anthropic_version": header(headers, "anthropic-version"),
+            "anthropic_beta": header(headers, "anthropic-beta"),
+            "helper": header(headers, "x-stainless-helper"),
         }
         self.meta.update((k, v) for k, v in found.items() if v is not None)
 
@@ -754,31 +753,6 @@ def _fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
             rest = {k: v for k, v in block.items() if k != "cache_control"}
             parts.append((kind, json.dumps(rest, sort_keys=True)))
     return (message.get("role"), tuple(parts))
-
-
-def _header(headers: Any, name: str) -> str | None:
-    """A header's value, by case-insensitive name, from a mapping or a list of pairs."""
-    pairs: list[Any] = []
-    if isinstance(headers, dict):
-        pairs = list(headers.items())
-    elif isinstance(headers, list):
-        pairs = [p for p in headers if isinstance(p, list | tuple) and len(p) == 2]
-    for key, value in pairs:
-        if isinstance(key, str) and key.lower() == name:
-            if isinstance(value, list) and value:
-                value = value[0]
-            return value if isinstance(value, str) else None
-    return None
-
-
-def _http_date(value: str | None) -> str | None:
-    """An HTTP ``Date`` header (RFC 9110 §5.6.7) in ``created_at`` form, else ``None``."""
-    if value is None:
-        return None
-    try:
-        return timestamp_or_none(parsedate_to_datetime(value))
-    except (TypeError, ValueError, IndexError, OverflowError):  # a year or zone beyond range
-        return timestamp_or_none(value)
 
 
 # --- SSE ------------------------------------------------------------------------------------
