@@ -25,7 +25,6 @@ from agenttrail.errors import (
     PayloadTooLarge,
     SessionExists,
     SessionNotFound,
-    StoreError,
 )
 from agenttrail.store import Appended, LogStore, NewEvent, NewSession, open_store
 
@@ -210,15 +209,20 @@ def test_a_refusal_reaches_callers_as_an_agenttrail_error(store: LogStore) -> No
 def test_a_file_that_is_not_a_log_is_refused(tmp_path: Path) -> None:
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"\x00\xffnot sqlite at all" * 100)
-    with pytest.raises(StoreError, match="not an agenttrail database"):
+    with pytest.raises(InputError, match="not an agenttrail database"):
         open_store(garbage)
     other = tmp_path / "other.db"
     conn = sqlite3.connect(other)
     conn.execute("CREATE TABLE t (x)")
     conn.commit()
     conn.close()
-    with pytest.raises(StoreError, match="not an agenttrail log"):
+    with pytest.raises(InputError, match="not an agenttrail log"):
         open_store(other)
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="not an agenttrail database"):
+        open_store(empty, create=False)  # reading never turns a file into a log
+    assert empty.read_bytes() == b""
     with pytest.raises(InputError, match="no agenttrail database"):
         open_store(tmp_path / "missing.db", create=False)
 

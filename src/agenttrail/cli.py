@@ -8,8 +8,10 @@ agenttrail error ends as one ``error: …`` line on stderr and exit code 2 for b
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -25,9 +27,9 @@ from agenttrail.errors import AgentTrailError, FormatError, InputError, SessionN
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_events
-from agenttrail.importer import ImportReport, import_paths
+from agenttrail.importer import ImportReport, read_paths, write_sessions
 from agenttrail.sample import record_sample
-from agenttrail.store import LogStore, Session, open_store
+from agenttrail.store import LogStore, Session, open_store, payload_limit
 from agenttrail.terminal import render_session, safe
 
 __all__ = ["app", "main"]
@@ -100,8 +102,10 @@ def import_command(
 
     Example: agenttrail import ~/.claude/projects/*/*.jsonl
     """
+    # Read everything first: a bad file leaves the database, or its absence, as it was.
+    parsed = read_paths(files, format=format, max_payload_bytes=payload_limit())
     with _open(db, create=True) as store:
-        reports = import_paths(store, files, format=format)
+        reports = write_sessions(store, parsed)
     for report in reports:
         _print_report(report)
 
@@ -111,7 +115,8 @@ def _print_report(report: ImportReport) -> None:
     for warning in report.warnings:
         err.print(f"warning: {warning}", markup=False)
     note = f", {report.skipped} already present" if report.skipped else ""
-    err.print(f"{report.path}: {report.written} events written{note}", markup=False)
+    written = f"{report.written} event{'' if report.written == 1 else 's'} written"
+    err.print(f"{report.path}: {written}{note}", markup=False)
 
 
 @app.command()
@@ -121,15 +126,15 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     Example: agenttrail sessions --json | jq -r .id
     """
     with _open(db) as store:
-        rows = store.sessions()
+        rows = sorted(store.sessions(), key=lambda s: s.started or s.created_at)
     if json:
         for s in rows:
             out.print(json_line(_session_record(s)), markup=False)
         return
     table = Table(expand=True)
-    table.add_column("id", overflow="fold", ratio=2)
+    table.add_column("id", no_wrap=True)  # whole, so it can be copied
     table.add_column("started", no_wrap=True)
-    table.add_column("agent", overflow="fold", ratio=1)
+    table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=14)
     table.add_column("events", justify="right", no_wrap=True)
     table.add_column("title", overflow="fold", ratio=3)
     for s in rows:
@@ -162,7 +167,9 @@ def show(
     session: Annotated[
         str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
     ],
-    full: Annotated[bool, typer.Option("--full", help="Show whole tool results.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Show tool results and runtime notes whole.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Print a session as a transcript: one row per event, a tool call and its result on one.
@@ -202,13 +209,23 @@ def export(
         _write_atomically(output, lines)
 
 
-def _write_atomically(path: Path, lines: object) -> None:
-    """Write lines to a temporary file beside ``path``, then rename it into place."""
-    directory = path.resolve().parent
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+def _write_atomically(path: Path, lines: Iterable[str]) -> None:
+    """Write lines to a temporary file beside ``path``, then rename it into place.
+
+    Raises:
+        InputError: ``path`` is a folder, or its folder does not exist or is not writable.
+    """
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; name a file to write")
+    try:
+        fd, temp = tempfile.mkstemp(
+            dir=path.absolute().parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            for line in lines:  # type: ignore[attr-defined]
+            for line in lines:
                 handle.write(line + "\n")
         os.replace(temp, path)
     except BaseException:
@@ -287,20 +304,25 @@ def quickstart(
 
     Example: agenttrail quickstart
     """
-    files = _transcripts(paths)
-    with _open(db, create=True) as store:
-        shown: str | None = None
-        for path in files:
+    limit = payload_limit()
+    if paths:  # named by the user: a bad one is bad input
+        parsed = read_paths(_expand(paths), max_payload_bytes=limit)
+    else:  # found under ~/.claude/projects: one odd file does not stop the others
+        parsed = []
+        for path in _claude_transcripts():
             try:
-                reports = import_paths(store, [path])
+                parsed += read_paths([path], max_payload_bytes=limit)
             except FormatError as e:
                 err.print(f"skipped: {e}", markup=False)
-                continue
-            for report in reports:
-                _print_report(report)
-        imported = [s for s in store.sessions() if s.metadata.get("format") == "claude_code"]
-        if imported:
-            shown = max(imported, key=lambda s: s.started or s.created_at).id
+    with _open(db, create=True) as store:
+        reports = write_sessions(store, parsed)
+        for report in reports:
+            _print_report(report)
+        candidates = [store.get_session(r.session_id) for r in reports] or [
+            s for s in store.sessions() if s.metadata.get("format") == "claude_code"
+        ]
+        if candidates:
+            shown = max(candidates, key=lambda s: s.started or s.created_at).id
         else:
             err.print(
                 "no Claude Code transcripts found: recording the sample session", markup=False
@@ -321,12 +343,20 @@ def quickstart(
         raise typer.Exit(1)
 
 
-def _transcripts(paths: list[Path] | None) -> list[Path]:
-    if paths:
-        found: list[Path] = []
-        for path in paths:
-            found.extend(sorted(path.rglob("*.jsonl")) if path.is_dir() else [path])
-        return found
+def _expand(paths: list[Path]) -> list[Path]:
+    """Files named, with folders replaced by the ``*.jsonl`` files below them."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(path.rglob("*.jsonl")))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise InputError(f"{path}: no such file or folder")
+    return found
+
+
+def _claude_transcripts() -> list[Path]:
     root = Path.home() / ".claude" / "projects"
     return sorted(root.rglob("*.jsonl")) if root.is_dir() else []
 
@@ -352,6 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     Usage errors are Typer's own (a usage line, exit 2); an :class:`AgentTrailError` becomes
     one ``error: …`` line on stderr and the error's exit code.
     """
+    # Die quietly when the reader of our output goes away (`agenttrail export … | head`),
+    # as Unix tools do, instead of a broken-pipe error at exit.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         app(args=argv, prog_name="agenttrail")
     except SystemExit as e:
@@ -359,11 +392,6 @@ def main(argv: list[str] | None = None) -> int:
     except AgentTrailError as e:
         err.print(f"error: {e}", markup=False)
         return e.exit_code
-    except BrokenPipeError:
-        # The reader went away (`agenttrail export … | head`): not an error.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
     return 0
 
 

@@ -9,15 +9,16 @@ carries an idempotency key, and agenttrail's own export is matched by its chain 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
 from agenttrail.formats import ImportedSession, read_file
-from agenttrail.store import LogStore
+from agenttrail.formats._common import title_from
+from agenttrail.store import LogStore, NewSession
 
-__all__ = ["ImportReport", "import_paths"]
+__all__ = ["ImportReport", "import_paths", "read_paths", "write_sessions"]
 
 
 @dataclass(frozen=True)
@@ -54,23 +55,42 @@ def import_paths(
             payload that cannot be stored; raised before anything is written.
         InputError: an export's session already exists with different events.
     """
+    parsed = read_paths(paths, format=format, max_payload_bytes=store.max_payload_bytes)
+    return write_sessions(store, parsed)
+
+
+def read_paths(
+    paths: Iterable[Path], *, format: str | None = None, max_payload_bytes: int
+) -> list[tuple[Path, ImportedSession]]:
+    """Read and check every file without touching a store: ``(path, session)`` pairs.
+
+    Raises:
+        FormatError: as :func:`import_paths`; every payload is checked against
+            ``max_payload_bytes`` (bytes of CBOR) here, so a later write cannot fail on it.
+    """
     parsed: list[tuple[Path, ImportedSession]] = []
     for path in paths:
         for imported in read_file(path, format):
-            _check_payloads(store, path, imported)
+            _check_payloads(max_payload_bytes, path, imported)
             parsed.append((path, imported))
+    return parsed
+
+
+def write_sessions(
+    store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
+) -> list[ImportReport]:
+    """Write sessions read by :func:`read_paths`, one transaction each."""
     return [_write(store, path, imported) for path, imported in parsed]
 
 
-def _check_payloads(store: LogStore, path: Path, imported: ImportedSession) -> None:
+def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:
     for index, event in enumerate(imported.events, start=1):
         try:
             size = len(encode_payload(event.payload))
         except InputError as e:
             raise FormatError(f"event {index}: {e}", path=str(path)) from None
-        if size > store.max_payload_bytes:
-            error = PayloadTooLarge(size, store.max_payload_bytes)
-            raise FormatError(f"event {index}: {error}", path=str(path))
+        if size > limit:
+            raise FormatError(f"event {index}: {PayloadTooLarge(size, limit)}", path=str(path))
 
 
 def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportReport:
@@ -78,7 +98,7 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
     assert session_id is not None, "read_file gives every session an id"
     if imported.exported_hashes is not None:
         return _write_export(store, path, imported, session_id)
-    results = store.append_batch(session_id, imported.events, create=imported.session)
+    results = store.append_batch(session_id, imported.events, create=_filled(imported))
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
 
@@ -100,7 +120,7 @@ def _write_export(
                 f"(they differ at seq {seq})"
             )
     fresh = imported.events[head_seq:]
-    results = store.append_batch(session_id, fresh, create=imported.session) if fresh else []
+    results = store.append_batch(session_id, fresh, create=_filled(imported)) if fresh else []
     for result in results:
         if result.hash != expected[result.seq - 1]:
             raise StoreError(
@@ -110,3 +130,23 @@ def _write_export(
     return ImportReport(
         path, session_id, len(results), min(head_seq, len(expected)), imported.warnings
     )
+
+
+def _filled(imported: ImportedSession) -> NewSession:
+    """The session to create, with a title and start time taken from its events if missing."""
+    session = imported.session
+    if session.title is not None and session.started is not None:
+        return session
+    title = session.title
+    if title is None:
+        prompt = next(
+            (
+                e.payload.get("content")
+                for e in imported.events
+                if e.payload.get("type") == "message" and e.payload.get("role") == "user"
+            ),
+            None,
+        )
+        title = title_from(prompt) if isinstance(prompt, str) else None
+    started = session.started or next((e.created_at for e in imported.events if e.created_at), None)
+    return replace(session, title=title, started=started)

@@ -25,6 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from agenttrail import events
+from agenttrail.codec import now_timestamp
 from agenttrail.events import Actor
 from agenttrail.store import Appended, LogStore, NewSession
 
@@ -57,7 +58,12 @@ class Recorder:
         started: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Recorder:
-        """Create a session and return its recorder. Raises ``SessionExists`` on a taken id."""
+        """Create a session and return its recorder; ``started`` defaults to now.
+
+        Raises:
+            SessionExists: the id is taken.
+        """
+        started = started or now_timestamp()
         session = store.create_session(
             NewSession(session_id, title, agent, user, workspace, started, metadata or {})
         )

@@ -35,13 +35,16 @@ RESULT_CHARS = 480
 """Characters of a tool result shown under its call unless ``full`` is asked for: one line
 of minified JSON can otherwise fill the screen."""
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def safe(text: str) -> str:
     """Text from the log made safe for a terminal: control characters (an ESC could move the
-    cursor or clear the screen) and lone surrogates (not encodable) become visible escapes
-    such as ``\\x1b`` and ``\\udc81``; newlines and tabs stay."""
+    cursor or clear the screen), bidi controls (they reorder what is shown, CVE-2021-42574) and
+    lone surrogates (not encodable) become visible escapes such as ``\\x1b``, ``\\u202e`` and
+    ``\\udc81``; newlines and tabs stay."""
     return _UNSAFE.sub(_escape, text)
 
 
@@ -140,8 +143,11 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
         seq = f"{event.seq}→{result.seq}"
         status = tool_status(result.payload)
         text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
-        output = _clip(payload_text(result.payload.get("output")), full)
-        text.append("\n" + safe(output), style="dim")
+        output = payload_text(result.payload.get("output"))
+        if not status.ok and output.strip().removeprefix("error:").strip() == status.detail:
+            output = ""  # the status line already says all of it
+        if output:
+            text.append("\n" + safe(_clip(output, full)), style="dim")
     return seq, Text("tool", style="yellow"), text
 
 
@@ -189,7 +195,8 @@ def _annotation(event: Event, pairing: Pairing, full: bool) -> Row:
     p = event.payload
     body = p.get("text")
     if not isinstance(body, str):
-        body = _clip(json_line(p.get("data")), False, chars=ANNOTATION_CHARS)
+        body = json_line(p.get("data"))
+        body = body if full else _clip(body, False, chars=ANNOTATION_CHARS)
     return (
         str(event.seq),
         Text(safe(str(p.get("kind", "note"))), style="grey50"),
@@ -236,15 +243,17 @@ def _meta_line(meta: Any) -> str:
     usage = meta.get("usage")
     if isinstance(usage, dict):
         counts = [
-            f"{label} {usage[key] if usage.get(key) is not None else '?'}"
+            f"{label} {usage[key]}"
             for key, label in (
                 ("input", "in"),
                 ("output", "out"),
                 ("cache_read", "cache read"),
                 ("cache_write", "cache write"),
             )
+            if usage.get(key) is not None  # unknown counts are left out, never shown as 0
         ]
-        parts.append("tokens " + ", ".join(counts))
+        if counts:
+            parts.append("tokens " + ", ".join(counts))
     if meta.get("duration_ms") is not None:
         parts.append(f"{meta['duration_ms']} ms")
     return "\nⓘ " + " · ".join(parts) if parts else ""

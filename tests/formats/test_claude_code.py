@@ -110,7 +110,9 @@ REAL_FILES: dict[str, dict[str, Any]] = {
         # 12 tool_result lines, 12 progress, 15 assistant lines of 3 message.ids with 12
         # tool_use (6 WebSearch in the first message, 6 WebFetch in the second).
         "session_id": "ae4a77f8-aedd-4bc1-888f-c94edc91af04:agent-aac57f5",
-        "title": "Search hex.pm for the latest versions of these Elixir packages and return the re",
+        # The first prompt's first line, cut to 80 characters with the ellipsis.
+        "title": "Search hex.pm for the latest versions of these Elixir packages and return "
+        "the r…",
         "counts": {
             "message:user:agent": 1,
             "message:assistant:agent": 3,
@@ -478,15 +480,25 @@ def test_no_session_id_gets_a_content_id(tmp_path: Path) -> None:
 
 
 def test_appended_lines_import_as_new_events_only(store: LogStore, tmp_path: Path) -> None:
+    # A live transcript imported mid-message (short.jsonl cut after line 5, inside the API
+    # message msg_01MKH1… that spans lines 5-10), then again once it is whole: the events
+    # already written are skipped, and the whole message is written, not lost as "present".
     lines = (SPOTTER / "short.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     path = tmp_path / "55604662-cf2a-4331-851a-ec234028f8ca.jsonl"
-    path.write_text("".join(lines[:8]), encoding="utf-8")
+    path.write_text("".join(lines[:5]), encoding="utf-8")
     [first] = import_paths(store, [path])
     path.write_text("".join(lines), encoding="utf-8")
     [second] = import_paths(store, [path])
-    assert second.skipped == first.written
-    total = len(list(store.read(second.session_id)))
-    assert total == first.written + second.written
+    assert second.skipped == first.written - 1  # all but the part-message
+    stored = list(store.read(second.session_id))
+    assert len(stored) == first.written + second.written
+    parts = [
+        e.payload
+        for e in stored
+        if e.payload.get("messageId") == "msg_01MKH1ccEGrZGNPvu8pYiiQa" and e.type == "message"
+    ]
+    assert [len(p.get("blocks") or []) for p in parts] == [0, 3]  # "\n\n" alone, then whole
+    assert any(b.get("type") == "thinking" for b in parts[-1]["blocks"])
 
 
 def test_sniff_claims_claude_code_only(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ __all__ = [
     "load_json",
     "loads",
     "timestamp_or_none",
+    "title_from",
 ]
 
 
@@ -216,6 +217,21 @@ def content_session_id(format_name: str, data: bytes) -> str:
     """
     digest = hashlib.sha256(b"agenttrail:" + format_name.encode() + b"\0" + data).digest()
     return str(uuid.UUID(bytes=digest[:16], version=5))
+
+
+TITLE_CHARS = 80
+"""Longest session title taken from a first prompt (characters, the ellipsis included)."""
+
+
+def title_from(text: str) -> str | None:
+    """A session title from a prompt: its first non-blank line, cut with ``…`` past
+    :data:`TITLE_CHARS`, lone surrogates shown as U+FFFD; ``None`` for blank text."""
+    for line in text.splitlines():
+        # A title is for display: a lone surrogate (not text) shows as U+FFFD.
+        line = line.strip().encode("utf-8", "replace").decode("utf-8")
+        if line:
+            return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+    return None
 
 
 def timestamp_or_none(value: Any) -> str | None:

@@ -6,7 +6,7 @@ character**, and ``\\u{HEX}`` stands for the code point HEX. The writer uses it 
 
 - *inline*, anywhere in a line: ``\\`` itself, a second ``[`` of ``[[`` and a second ``]`` of
   ``]]`` (notes), the ``*`` of ``/*`` and the ``/`` of ``*/`` (boneyard), line breaks,
-  control characters and lone surrogates (``\\u{a}``, ``\\u{dc81}``);
+  control characters, bidi controls and lone surrogates (``\\u{a}``, ``\\u{202e}``);
 - *line starts* in dialogue: a line that a Fountain parser could read as something other
   than dialogue (a scene heading, a character cue, a transition, ``THE END.``, a forced
   element ``! @ . > ~ = #``, a parenthetical, a blank-looking line) gets a leading ``\\``;
@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
+    "BIDI_CONTROLS",
     "dialogue_lines",
     "escape_inline",
     "is_plain_cue",
@@ -31,6 +32,12 @@ BLANK_IN_DIALOGUE = "  "
 
 _BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 """Characters some reader would take as the end of a line (``str.splitlines`` and others)."""
+
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+"""Invisible direction controls: they can make a line display in another order than it reads
+("Trojan Source", CVE-2021-42574), so they are always written as escapes."""
 
 _PAIRS = {"[": "[", "]": "]", "*": "/", "/": "*"}
 """Character → the preceding character that makes the pair structural: ``[[``, ``]]``, ``/*``,
@@ -47,6 +54,7 @@ def _needs_code(char: str) -> bool:
     code = ord(char)
     return (
         char in _BREAKS
+        or char in BIDI_CONTROLS
         or (code < 0x20 and char != "\t")
         or 0x7F <= code <= 0x9F
         or 0xD800 <= code <= 0xDFFF

@@ -59,6 +59,7 @@ from agenttrail.formats._common import (
     decode_text,
     load_json,
     loads,
+    title_from,
 )
 from agenttrail.formats._recording import header, http_date
 from agenttrail.store import NewEvent, NewSession
@@ -564,8 +565,8 @@ class _Builder:
         self.add(payload, key, created)
 
     def _title(self, text: str) -> None:
-        if self.title is None and text.strip():
-            self.title = text.strip().split("\n", 1)[0].strip()[:80]
+        if self.title is None:
+            self.title = title_from(text)
 
 
 # --- helpers: validation and mapping --------------------------------------------------------

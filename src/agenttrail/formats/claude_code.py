@@ -71,6 +71,7 @@ imported whole, in file order), and subagent files are not merged into their par
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -79,7 +80,7 @@ from typing import Any
 
 from agenttrail import events
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import ImportedSession, iter_jsonl, timestamp_or_none
+from agenttrail.formats._common import ImportedSession, iter_jsonl, timestamp_or_none, title_from
 from agenttrail.store import NewEvent, NewSession
 
 __all__ = ["NAME", "RECORD_TYPES", "read", "sniff"]
@@ -112,7 +113,6 @@ _SNIFF_LINES = 8
 """Non-blank lines ``sniff`` tries before giving up: enough to step over a torn first line,
 few enough to stay cheap on a large file."""
 
-_TITLE_CHARS = 80
 
 _RUNTIME_FLAGS = ("isMeta", "isCompactSummary", "isVisibleInTranscriptOnly")
 _RUNTIME_PREFIXES = (
@@ -342,7 +342,12 @@ class _Reader:
             messageId=msg_id,
             requestId=_str_or_none(line.record.get("requestId")),
         )
-        self._emit(line, ":message", payload, source)
+        # The key names every line merged in: when a live transcript is imported mid-message
+        # and again once the message is whole, the whole message is written (after the part
+        # seen first) instead of being skipped as already present.
+        merged = hashlib.sha256("\0".join(p.key for p in group).encode()).hexdigest()[:16]
+        suffix = ":message" if len(group) == 1 else f":message:{merged}"
+        self._emit(line, suffix, payload, source)
         for part, index, block in tools:
             self._emit(part, f":{index}", self._tool_block(part, index, block, msg_id), part.source)
 
@@ -647,10 +652,7 @@ def _first(records: Iterable[Record], name: str) -> str | None:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()[:_TITLE_CHARS]
-    return ""
+    return title_from(text) or ""
 
 
 def _str_or_none(value: Any) -> str | None:

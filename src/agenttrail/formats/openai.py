@@ -78,6 +78,7 @@ from agenttrail.formats._common import (
     load_json,
     loads,
     timestamp_or_none,
+    title_from,
 )
 from agenttrail.formats._openai_stream import assemble
 from agenttrail.formats._recording import (
@@ -409,8 +410,7 @@ class _Builder:
     def append(self, payload: dict[str, Any], key: str, time: str | None) -> None:
         self.events.append(NewEvent(payload, time, key))
         if self.title is None and payload.get("role") == "user":
-            lines = [line.strip() for line in str(payload.get("content", "")).splitlines()]
-            self.title = next((line[:80] for line in lines if line), None)
+            self.title = title_from(str(payload.get("content", "")))
 
     def session(self) -> ImportedSession:
         started = next((e.created_at for e in self.events if e.created_at), None)

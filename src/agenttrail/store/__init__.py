@@ -25,6 +25,7 @@ __all__ = [
     "NewSession",
     "Session",
     "open_store",
+    "payload_limit",
 ]
 
 DEFAULT_DATABASE = "agenttrail.db"
@@ -191,9 +192,7 @@ def open_store(
 
     text = os.fspath(url) if url is not None else os.environ.get("AGENTTRAIL_DATABASE_URL", "")
     text = text or DEFAULT_DATABASE
-    limit = max_payload_bytes if max_payload_bytes is not None else _env_limit()
-    if limit <= 0:
-        raise InputError(f"max_payload_bytes must be positive, not {limit}")
+    limit = payload_limit(max_payload_bytes)
     scheme, sep, rest = text.partition("://")
     if not sep:
         return SQLiteStore(Path(text), create=create, max_payload_bytes=limit)
@@ -206,11 +205,20 @@ def open_store(
     raise InputError(f"database URL {text!r}: unknown scheme {scheme!r} (use sqlite:///path)")
 
 
-def _env_limit() -> int:
-    raw = os.environ.get("AGENTTRAIL_MAX_PAYLOAD_BYTES")
-    if raw is None:
-        return DEFAULT_MAX_PAYLOAD_BYTES
-    try:
-        return int(raw)
-    except ValueError:
-        raise InputError(f"AGENTTRAIL_MAX_PAYLOAD_BYTES={raw!r} is not an integer") from None
+def payload_limit(max_payload_bytes: int | None = None) -> int:
+    """The payload limit in bytes: the argument, else ``AGENTTRAIL_MAX_PAYLOAD_BYTES``, else
+    :data:`DEFAULT_MAX_PAYLOAD_BYTES`.
+
+    Raises:
+        InputError: the limit is not a positive integer.
+    """
+    limit = max_payload_bytes
+    if limit is None:
+        raw = os.environ.get("AGENTTRAIL_MAX_PAYLOAD_BYTES")
+        try:
+            limit = DEFAULT_MAX_PAYLOAD_BYTES if raw is None else int(raw)
+        except ValueError:
+            raise InputError(f"AGENTTRAIL_MAX_PAYLOAD_BYTES={raw!r} is not an integer") from None
+    if limit <= 0:
+        raise InputError(f"the payload limit must be a positive number of bytes, not {limit}")
+    return limit

@@ -75,6 +75,7 @@ class SQLiteStore:
 
     def __init__(self, path: Path, *, create: bool = True, max_payload_bytes: int) -> None:
         self.path = path
+        self._create = create
         self.url = f"sqlite:///{path}"
         self.max_payload_bytes = max_payload_bytes
         if not create and not path.exists():
@@ -94,6 +95,9 @@ class SQLiteStore:
 
     def _setup(self) -> None:
         with self._translate():
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0 and not self._create:  # reading must not turn a file into a log
+                raise InputError(f"{self.path} is not an agenttrail database")
             # 16 KiB pages: a 1 KiB event and its neighbours share a page, and verify streams
             # a session about twice as fast as with 4 KiB pages (bench/append.py). Only takes
             # effect on a new file, before the first table.
@@ -106,7 +110,6 @@ class SQLiteStore:
             # NORMAL may lose the last transactions).
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version < SCHEMA_VERSION:
                 self._migrate()
             elif version > SCHEMA_VERSION:
@@ -121,7 +124,7 @@ class SQLiteStore:
             current = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
             if current == 0 and tables:
-                raise StoreError(f"{self.path} is a SQLite database but not an agenttrail log")
+                raise InputError(f"{self.path} is a SQLite database but not an agenttrail log")
             for step in range(current + 1, SCHEMA_VERSION + 1):
                 script = resources.files("agenttrail.store").joinpath(
                     f"schema/sqlite-{step:04d}.sql"
@@ -155,6 +158,10 @@ class SQLiteStore:
     def _insert_session(self, new: NewSession) -> str:
         session_id = new.id if new.id is not None else str(uuid.uuid4())
         _check_session_id(session_id)
+        for name in ("title", "agent", "user", "workspace", "started"):
+            value = getattr(new, name)
+            if value is not None and not _is_text(value):
+                raise InputError(f"session {name} {value!r} is not valid Unicode text")
         if self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
             raise SessionExists(session_id)
         self._conn.execute(
@@ -387,7 +394,7 @@ class _Translate:
         if "append-only" in text or "head only moves forward" in text:
             raise AppendOnlyViolation(f"{self.path}: {text}") from exc
         if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
-            raise StoreError(f"{self.path} is not an agenttrail database (not SQLite)") from exc
+            raise InputError(f"{self.path} is not an agenttrail database (not SQLite)") from exc
         raise StoreError(f"{self.path}: {text}") from exc
 
 
@@ -417,10 +424,19 @@ def _check_session_id(session_id: str) -> None:
         raise InputError(f"session id must be 1 to 200 characters, not {session_id!r}")
     if not session_id.isprintable() or session_id != session_id.strip():
         raise InputError(f"session id {session_id!r} has control or surrounding space characters")
+    if not _is_text(session_id):
+        raise InputError(f"session id {session_id!r} is not valid Unicode text")
+
+
+def _is_text(value: object) -> bool:
+    """True for a ``str`` that SQLite can store as TEXT: no lone surrogates."""
+    if not isinstance(value, str):
+        return False
     try:
-        session_id.encode("utf-8")
+        value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError(f"session id {session_id!r} is not valid Unicode text") from None
+        return False
+    return True
 
 
 def _check_created_at(created_at: str) -> None:
