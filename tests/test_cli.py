@@ -213,3 +213,52 @@ def test_a_truncated_real_transcript_is_refused_naming_the_line(tmp_path: Path) 
     assert len(result.stderr.splitlines()) == 1
     with open_store(db) as store:
         assert store.sessions() == []
+
+
+def test_a_failed_import_does_not_create_the_database(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"messages": [', encoding="utf-8")
+    result = run_cli("import", str(bad), "--db", str(tmp_path / "new.db"))
+    assert result.returncode == 2
+    assert not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.parametrize("target", ["missing-folder/x.jsonl", "."])
+def test_writing_to_a_bad_path_is_one_line_and_exit_2(tmp_path: Path, target: str) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)
+    for command in ("export", "fountain"):
+        result = run_cli(command, SAMPLE_SESSION_ID, "--db", str(db), "-o", str(tmp_path / target))
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in tmp_path.iterdir() if not p.name.endswith(".tmp")
+    )
+
+
+def test_quickstart_takes_named_paths_strictly_and_shows_what_it_imported(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    missing = run_cli("quickstart", str(tmp_path / "nope"), cwd=tmp_path, env=env)
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    # ../shared/realdata/otel-openai-v2-cassettes (SOURCES.md): OpenAI, not Claude Code.
+    cassette = (
+        REALDATA / "otel-openai-v2-cassettes" / "test_chat_completion_tool_calls_with_content.yaml"
+    )
+    result = run_cli("quickstart", str(cassette), cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "What's the weather in Seattle and San Francisco today?" in result.stdout
+    assert "sample session" not in result.stderr
+
+
+def test_direction_controls_never_reach_the_terminal_raw(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        rec = Recorder.start(store, session_id="bidi")
+        with rec.turn(model="m") as turn:
+            turn.user("pay \u202eevil\u202c now \x1b[2J")
+    shown = run_cli("show", "bidi", "--db", str(db)).stdout
+    assert "\u202e" not in shown and "\x1b" not in shown
+    assert "\\u202e" in shown and "\\x1b" in shown
+    screenplay = run_cli("fountain", "bidi", "--db", str(db)).stdout
+    assert "\u202e" not in screenplay and "\\u{202e}" in screenplay

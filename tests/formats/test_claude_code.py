@@ -111,8 +111,7 @@ REAL_FILES: dict[str, dict[str, Any]] = {
         # tool_use (6 WebSearch in the first message, 6 WebFetch in the second).
         "session_id": "ae4a77f8-aedd-4bc1-888f-c94edc91af04:agent-aac57f5",
         # The first prompt's first line, cut to 80 characters with the ellipsis.
-        "title": "Search hex.pm for the latest versions of these Elixir packages and return "
-        "the r…",
+        "title": "Search hex.pm for the latest versions of these Elixir packages and return the r…",
         "counts": {
             "message:user:agent": 1,
             "message:assistant:agent": 3,
