@@ -40,7 +40,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    rich_markup_mode="rich",
 )
 
 # soft_wrap: a data or error line is never broken at the terminal width.
@@ -87,7 +87,7 @@ def find_session(store: LogStore, text: str) -> Session:
 @app.command("import")
 def import_command(
     files: Annotated[
-        list[Path], typer.Argument(metavar="FILE...", help="Transcript files to import.")
+        list[Path], typer.Argument(metavar="FILE", help="Transcript files to import.")
     ],
     format: Annotated[
         str | None,
@@ -261,7 +261,7 @@ def verify(
     session: Annotated[
         str | None,
         typer.Argument(
-            metavar="[SESSION]", help="Session id or prefix; all sessions when omitted."
+            metavar="SESSION", help="Session id or prefix; all sessions when omitted."
         ),
     ] = None,
     db: DbOption = None,
@@ -293,7 +293,7 @@ def quickstart(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
-            metavar="[PATH...]",
+            metavar="PATH",
             help="Claude Code transcripts; default ~/.claude/projects/**/*.jsonl.",
         ),
     ] = None,
