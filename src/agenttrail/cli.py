@@ -260,9 +260,7 @@ def fountain(
 def verify(
     session: Annotated[
         str | None,
-        typer.Argument(
-            metavar="SESSION", help="Session id or prefix; all sessions when omitted."
-        ),
+        typer.Argument(metavar="SESSION", help="Session id or prefix; all sessions when omitted."),
     ] = None,
     db: DbOption = None,
 ) -> None:

@@ -17,6 +17,7 @@ from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionN
 from agenttrail.formats import ImportedSession, read_file
 from agenttrail.formats._common import title_from
 from agenttrail.store import LogStore, NewSession
+from agenttrail.traces import capture
 
 __all__ = ["ImportReport", "import_paths", "read_paths", "write_sessions"]
 
@@ -79,8 +80,14 @@ def read_paths(
 def write_sessions(
     store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
 ) -> list[ImportReport]:
-    """Write sessions read by :func:`read_paths`, one transaction each."""
-    return [_write(store, path, imported) for path, imported in parsed]
+    """Write sessions read by :func:`read_paths`, one transaction each, then their trace rows
+    (:func:`agenttrail.traces.capture`)."""
+    reports = []
+    for path, imported in parsed:
+        report = _write(store, path, imported)
+        capture(store, report.session_id)
+        reports.append(report)
+    return reports
 
 
 def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:

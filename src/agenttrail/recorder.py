@@ -21,13 +21,16 @@ Every method appends one event and returns its :class:`~agenttrail.store.Appende
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
-from agenttrail import events
+from agenttrail import events, traces
 from agenttrail.codec import now_timestamp
+from agenttrail.envelopes import DEFAULT_SPEC, EnvelopeSpec
 from agenttrail.events import Actor
 from agenttrail.store import Appended, LogStore, NewSession
+from agenttrail.traces import trace_row
 
 __all__ = ["Recorder", "Turn"]
 
@@ -40,10 +43,18 @@ class Recorder:
         session_id: an existing session.
     """
 
-    def __init__(self, store: LogStore, session_id: str) -> None:
+    def __init__(
+        self,
+        store: LogStore,
+        session_id: str,
+        *,
+        specs: Mapping[str, EnvelopeSpec] | None = None,
+    ) -> None:
         self.store = store
         self.session = store.get_session(session_id)
         self.session_id = session_id
+        self.specs = dict(specs or {})
+        """Envelope spec per tool name; tools not named use the seed's (trace rows)."""
 
     @classmethod
     def start(
@@ -57,6 +68,7 @@ class Recorder:
         workspace: str | None = None,
         started: str | None = None,
         metadata: dict[str, Any] | None = None,
+        specs: Mapping[str, EnvelopeSpec] | None = None,
     ) -> Recorder:
         """Create a session and return its recorder; ``started`` defaults to now.
 
@@ -67,7 +79,7 @@ class Recorder:
         session = store.create_session(
             NewSession(session_id, title, agent, user, workspace, started, metadata or {})
         )
-        return cls(store, session.id)
+        return cls(store, session.id, specs=specs)
 
     def append(
         self, payload: dict[str, Any], *, created_at: str | None = None, key: str | None = None
@@ -158,6 +170,9 @@ class Turn:
         self.location = location
         self.character = character or (model.upper() if model else None)
         events.meta(location=location)  # validates location early
+        self.user_seq: int | None = None
+        """Seq of the user message that began this turn."""
+        self._calls: dict[str, tuple[int, dict[str, Any]]] = {}
 
     def __enter__(self) -> Turn:
         return self
@@ -194,7 +209,9 @@ class Turn:
             clientMessageId=client_message_id,
         )
         key = f"client:{client_message_id}" if client_message_id else None
-        return self.recorder.append(payload, created_at=created_at, key=key)
+        appended = self.recorder.append(payload, created_at=created_at, key=key)
+        self.user_seq = appended.seq
+        return appended
 
     def rag(
         self, store: str, chunks: int, top_score: float | None, *, created_at: str | None = None
@@ -222,7 +239,8 @@ class Turn:
         """
         call_id = id if id is not None else f"call_{uuid.uuid4().hex[:24]}"
         payload = events.tool_call(call_id, name, input, actor=str(actor), character=character)
-        self.recorder.append(payload, created_at=created_at, key=f"tool_call:{call_id}")
+        appended = self.recorder.append(payload, created_at=created_at, key=f"tool_call:{call_id}")
+        self._calls[call_id] = (appended.seq, payload)
         return call_id
 
     def tool_result(
@@ -237,7 +255,13 @@ class Turn:
         duration_ms: float | None = None,
         created_at: str | None = None,
     ) -> Appended:
-        """Record what a tool returned (or the ``error`` it failed with)."""
+        """Record what a tool returned (or the ``error`` it failed with).
+
+        When the output is a response envelope (a JSON object with ``model``, ``specVersion``,
+        ``inputs`` and ``outputs``, or the tool's own spec), a trace row is written too and
+        its record hash checked (:mod:`agenttrail.traces`). Pass the envelope as the text the
+        tool returned to keep its exact bytes.
+        """
         payload = events.tool_result(
             call_id,
             name,
@@ -247,7 +271,25 @@ class Turn:
             exit_code=exit_code,
             meta=events.meta(duration_ms=duration_ms) if duration_ms is not None else None,
         )
-        return self.recorder.append(payload, created_at=created_at, key=f"tool_result:{call_id}")
+        appended = self.recorder.append(
+            payload, created_at=created_at, key=f"tool_result:{call_id}"
+        )
+        issued = self._calls.get(call_id)
+        if issued is not None and not appended.duplicate:
+            call_seq, call = issued
+            row = trace_row(
+                self.recorder.session_id,
+                call_seq=call_seq,
+                call=call,
+                result_seq=appended.seq,
+                result=payload,
+                turn_seq=self.user_seq,
+                created_at=created_at or now_timestamp(),
+                spec=self.recorder.specs.get(str(call.get("name")), DEFAULT_SPEC),
+            )
+            if row is not None:
+                traces.write(self.recorder.store, [row])
+        return appended
 
     def reply(
         self,

@@ -23,7 +23,10 @@ __all__ = [
     "LogStore",
     "NewEvent",
     "NewSession",
+    "NewTrace",
     "Session",
+    "Tombstone",
+    "TraceRow",
     "open_store",
     "payload_limit",
 ]
@@ -85,6 +88,53 @@ class NewEvent:
     """Source timestamp in ``created_at`` form; ``None`` means the time of the append."""
     key: str | None = None
     """Idempotency key: a retry with a key already in the session writes nothing."""
+
+
+@dataclass(frozen=True)
+class NewTrace:
+    """A trace row to write: evidence for one tool call whose result is an envelope."""
+
+    session_id: str
+    call_seq: int
+    """Seq of the ``tool_call`` event."""
+    result_seq: int
+    """Seq of the ``tool_result`` event that holds the envelope."""
+    turn_seq: int | None
+    """Seq of the user message that began the turn (``None`` before any)."""
+    tool: str
+    inputs: str
+    """The call's input as issued, JSON text."""
+    envelope: bytes = field(repr=False)
+    """The envelope's bytes, verbatim."""
+    created_at: str
+    record_hash: str | None
+    """Our SHA-256 of the record material (hex); ``None`` when it is not I-JSON."""
+    stated_hash: str | None
+    status: str
+    """``verified``, ``mismatch``, ``computed`` or ``invalid``."""
+    detail: str
+    spec: str
+    """The envelope spec used, JSON text."""
+
+
+@dataclass(frozen=True)
+class TraceRow(NewTrace):
+    """A stored trace row; ``id`` is its number in the store."""
+
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """The record a removed session leaves behind (retention's one sanctioned path)."""
+
+    session_id: str
+    head_seq: int
+    """How many events the session had."""
+    head_hash: bytes = field(repr=False)
+    """Its last chain hash."""
+    deleted_at: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -154,6 +204,27 @@ class LogStore(Protocol):
 
     def event_session_ids(self) -> set[str]:
         """Every session id that has at least one event row."""
+        ...
+
+    def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
+        """Write trace rows in one transaction; a row whose ``(session_id, result_seq)`` is
+        already stored is skipped. Returns the rows written."""
+        ...
+
+    def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
+        """A session's trace rows in result order, or only one turn's."""
+        ...
+
+    def trace(self, trace_id: int) -> TraceRow:
+        """One trace row. Raises ``InputError`` when there is none with that id."""
+        ...
+
+    def remove_session(self, session_id: str, *, reason: str) -> Tombstone:
+        """Remove a whole session with its events and trace rows, leaving a tombstone."""
+        ...
+
+    def tombstones(self) -> list[Tombstone]:
+        """Every tombstone, oldest first."""
         ...
 
     def close(self) -> None:

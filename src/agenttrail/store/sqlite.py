@@ -11,6 +11,7 @@ a waiting writer retry instead of failing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -32,7 +33,15 @@ from agenttrail.errors import (
     StoreError,
 )
 from agenttrail.events import Event
-from agenttrail.store import Appended, NewEvent, NewSession, Session
+from agenttrail.store import (
+    Appended,
+    NewEvent,
+    NewSession,
+    NewTrace,
+    Session,
+    Tombstone,
+    TraceRow,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -162,7 +171,11 @@ class SQLiteStore:
             value = getattr(new, name)
             if value is not None and not _is_text(value):
                 raise InputError(f"session {name} {value!r} is not valid Unicode text")
-        if self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+        if self._conn.execute(
+            "SELECT 1 FROM sessions WHERE id = ? UNION ALL "
+            "SELECT 1 FROM tombstones WHERE session_id = ?",
+            (session_id, session_id),
+        ).fetchone():
             raise SessionExists(session_id)
         self._conn.execute(
             "INSERT INTO sessions (id, title, agent, user, workspace, started, metadata, "
@@ -359,6 +372,83 @@ class SQLiteStore:
             if remaining is not None:
                 remaining -= len(rows)
 
+    # -- trace rows ---------------------------------------------------------------------------
+
+    def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
+        """Write trace rows in one transaction, skipping any already stored for its result."""
+        written: list[TraceRow] = []
+        with self._write() as conn:
+            for row in rows:
+                cursor = conn.execute(
+                    f"INSERT INTO trace_rows ({_TRACE_COLUMNS}) "
+                    f"VALUES ({', '.join('?' * len(_TRACE_FIELDS))}) "
+                    "ON CONFLICT (session_id, result_seq) DO NOTHING",
+                    tuple(getattr(row, name) for name in _TRACE_FIELDS),
+                )
+                if cursor.rowcount:
+                    written.append(TraceRow(**_fields(row), id=cursor.lastrowid or 0))
+        return written
+
+    def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
+        """A session's trace rows in result order, or only those of the turn at ``turn_seq``."""
+        args: list[str | int]
+        where, args = "session_id = ?", [session_id]
+        if turn_seq is not None:
+            where, args = where + " AND turn_seq = ?", [session_id, turn_seq]
+        with self._lock, self._translate():
+            rows = self._conn.execute(
+                f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE {where} ORDER BY result_seq",
+                args,
+            ).fetchall()
+        return [_trace(row) for row in rows]
+
+    def trace(self, trace_id: int) -> TraceRow:
+        """One trace row by id. Raises ``InputError`` when there is none."""
+        with self._lock, self._translate():
+            row = self._conn.execute(
+                f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE id = ?", (trace_id,)
+            ).fetchone()
+        if row is None:
+            raise InputError(f"no trace row {trace_id}")
+        return _trace(row)
+
+    # -- retention ----------------------------------------------------------------------------
+
+    def remove_session(self, session_id: str, *, reason: str) -> Tombstone:
+        """Remove a session, its events, keys and trace rows, leaving a tombstone.
+
+        The tombstone is written first, in the same transaction: the database refuses these
+        deletes for any session without one (schema triggers), so this is the only way.
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(session_id)
+            stone = Tombstone(session_id, row[0], bytes(row[1]), now_timestamp(), reason)
+            conn.execute(
+                "INSERT INTO tombstones (session_id, head_seq, head_hash, deleted_at, reason) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (stone.session_id, stone.head_seq, stone.head_hash, stone.deleted_at, reason),
+            )
+            for table in ("trace_rows", "session_event_keys", "session_events"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return stone
+
+    def tombstones(self) -> list[Tombstone]:
+        """Every tombstone, oldest first."""
+        with self._lock, self._translate():
+            rows = self._conn.execute(
+                "SELECT session_id, head_seq, head_hash, deleted_at, reason FROM tombstones "
+                "ORDER BY deleted_at, rowid"
+            ).fetchall()
+        return [Tombstone(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows]
+
     # -- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -396,6 +486,20 @@ class _Translate:
         if isinstance(exc, sqlite3.DatabaseError) and "not a database" in text:
             raise InputError(f"{self.path} is not an agenttrail database (not SQLite)") from exc
         raise StoreError(f"{self.path}: {text}") from exc
+
+
+_TRACE_FIELDS = tuple(f.name for f in dataclasses.fields(NewTrace))
+_TRACE_COLUMNS = ", ".join(_TRACE_FIELDS)
+
+
+def _fields(row: NewTrace) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in _TRACE_FIELDS}
+
+
+def _trace(row: tuple[Any, ...]) -> TraceRow:
+    values = dict(zip(_TRACE_FIELDS, row[:-1], strict=True))
+    values["envelope"] = bytes(values["envelope"])
+    return TraceRow(**values, id=row[-1])
 
 
 def _session(row: tuple[Any, ...]) -> Session:

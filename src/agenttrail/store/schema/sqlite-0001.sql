@@ -37,9 +37,63 @@ BEGIN
     SELECT RAISE(ABORT, 'agenttrail: session_events is append-only: UPDATE refused');
 END;
 
+-- Trace rows: evidence for tool calls whose result is a response envelope (issue 4). They
+-- join the log by (session_id, call_seq, result_seq) and the turn by turn_seq; they hold no
+-- user identity (that stays in sessions).
+CREATE TABLE trace_rows (
+    id           INTEGER PRIMARY KEY,
+    session_id   TEXT NOT NULL REFERENCES sessions (id),
+    call_seq     INTEGER NOT NULL,              -- the tool_call event
+    result_seq   INTEGER NOT NULL,              -- the tool_result event holding the envelope
+    turn_seq     INTEGER,                       -- the user message that began the turn
+    tool         TEXT NOT NULL,
+    inputs       TEXT NOT NULL,                 -- the call's input as issued, JSON
+    envelope     BLOB NOT NULL,                 -- the envelope's bytes, verbatim
+    created_at   TEXT NOT NULL,
+    record_hash  TEXT,                          -- SHA-256 (hex) we computed; NULL if not I-JSON
+    stated_hash  TEXT,                          -- the hash the envelope states, if any
+    status       TEXT NOT NULL,                 -- verified | mismatch | computed | invalid
+    detail       TEXT NOT NULL DEFAULT '',
+    spec         TEXT NOT NULL,                 -- the envelope spec used, JSON
+    UNIQUE (session_id, result_seq)
+);
+CREATE INDEX trace_rows_turn ON trace_rows (session_id, turn_seq);
+
+-- Retention's one sanctioned path: a whole session may be removed only after its tombstone is
+-- written, in the same transaction, so every deletion is itself on record.
+CREATE TABLE tombstones (
+    session_id   TEXT PRIMARY KEY NOT NULL,
+    head_seq     INTEGER NOT NULL,              -- events the session had
+    head_hash    BLOB NOT NULL,                 -- its last chain hash
+    deleted_at   TEXT NOT NULL,
+    reason       TEXT NOT NULL
+);
+
 CREATE TRIGGER session_events_no_delete BEFORE DELETE ON session_events
+WHEN NOT EXISTS (SELECT 1 FROM tombstones WHERE session_id = OLD.session_id)
 BEGIN
     SELECT RAISE(ABORT, 'agenttrail: session_events is append-only: DELETE refused');
+END;
+
+CREATE TRIGGER trace_rows_no_update BEFORE UPDATE ON trace_rows
+BEGIN
+    SELECT RAISE(ABORT, 'agenttrail: trace_rows is append-only: UPDATE refused');
+END;
+
+CREATE TRIGGER trace_rows_no_delete BEFORE DELETE ON trace_rows
+WHEN NOT EXISTS (SELECT 1 FROM tombstones WHERE session_id = OLD.session_id)
+BEGIN
+    SELECT RAISE(ABORT, 'agenttrail: trace_rows is append-only: DELETE refused');
+END;
+
+CREATE TRIGGER tombstones_no_update BEFORE UPDATE ON tombstones
+BEGIN
+    SELECT RAISE(ABORT, 'agenttrail: tombstones are permanent: UPDATE refused');
+END;
+
+CREATE TRIGGER tombstones_no_delete BEFORE DELETE ON tombstones
+BEGIN
+    SELECT RAISE(ABORT, 'agenttrail: tombstones are permanent: DELETE refused');
 END;
 
 -- INSERT OR REPLACE deletes the old row without firing DELETE triggers (recursive_triggers is
@@ -57,19 +111,22 @@ BEGIN
 END;
 
 CREATE TRIGGER session_event_keys_no_delete BEFORE DELETE ON session_event_keys
+WHEN NOT EXISTS (SELECT 1 FROM tombstones WHERE session_id = OLD.session_id)
 BEGIN
     SELECT RAISE(ABORT, 'agenttrail: session_event_keys is append-only: DELETE refused');
 END;
 
 CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions
+WHEN NOT EXISTS (SELECT 1 FROM tombstones WHERE session_id = OLD.id)
 BEGIN
     SELECT RAISE(ABORT, 'agenttrail: sessions are removed only by retention: DELETE refused');
 END;
 
 CREATE TRIGGER sessions_no_replace BEFORE INSERT ON sessions
 WHEN EXISTS (SELECT 1 FROM sessions WHERE id = NEW.id)
+  OR EXISTS (SELECT 1 FROM tombstones WHERE session_id = NEW.id)
 BEGIN
-    SELECT RAISE(ABORT, 'agenttrail: session id already exists');
+    SELECT RAISE(ABORT, 'agenttrail: session id already exists or was removed by retention');
 END;
 
 CREATE TRIGGER sessions_head_forward_only BEFORE UPDATE OF head_seq, head_hash, id ON sessions
