@@ -19,18 +19,29 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from agenttrail import __version__
 from agenttrail.chain import verify as verify_chain
+from agenttrail.checkpoints import (
+    checkpoint_json,
+    generate_keys,
+    load_checkpoint,
+    make_checkpoint,
+    verify_checkpoint,
+)
 from agenttrail.codec import json_line
 from agenttrail.errors import AgentTrailError, FormatError, InputError, SessionNotFound
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.importer import ImportReport, read_paths, write_sessions
+from agenttrail.retention import due_for_removal
+from agenttrail.retention import retain as retain_sessions
 from agenttrail.sample import record_sample
-from agenttrail.store import LogStore, Session, open_store, payload_limit
+from agenttrail.store import LogStore, Session, TraceRow, open_store, payload_limit
 from agenttrail.terminal import render_session, safe
+from agenttrail.traces import verify_traces
 
 __all__ = ["app", "main"]
 
@@ -262,28 +273,65 @@ def verify(
         str | None,
         typer.Argument(metavar="SESSION", help="Session id or prefix; all sessions when omitted."),
     ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="Also prove the log extends this signed checkpoint."),
+    ] = None,
+    pubkey: Annotated[
+        Path | None,
+        typer.Option("--pubkey", help="Public key (PEM) the checkpoint is signed with."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Recompute the hash chain; exit 0 when intact, 1 naming the session and first bad seq.
+    """Recompute the hash chain and check every trace row against the log; exit 0 when
+    intact, 1 naming the session and the first bad seq or trace row.
 
-    Example: agenttrail verify && echo intact
+    With --checkpoint and --pubkey, also prove that the log still extends a signed checkpoint,
+    so that even a history rewritten consistently by hand is caught.
+
+    Example: agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub
     """
+    if (checkpoint is None) != (pubkey is None):
+        raise InputError("--checkpoint and --pubkey go together")
     with _open(db) as store:
         ids = [find_session(store, session).id] if session is not None else None
         verdicts = verify_chain(store, ids)
+        problems = {v.session_id: verify_traces(store, v.session_id) for v in verdicts if v.ok}
+        proof = None
+        if checkpoint is not None and pubkey is not None:
+            statement = load_checkpoint(checkpoint)
+            find_session(store, statement["session_id"])
+            proof = verify_checkpoint(store, statement, _read_key(pubkey), key_name=str(pubkey))
     broken = 0
     for v in verdicts:
-        if v.ok:
+        if not v.ok:
+            broken += 1
+            out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
+        elif problems[v.session_id]:
+            broken += 1
+            for problem in problems[v.session_id]:
+                out.print(f"FAIL  {v.session_id}  {problem}", markup=False)
+        else:
             out.print(
                 f"ok    {v.session_id}  {v.events} events  head {v.head_hash.hex()[:16]}",
                 markup=False,
             )
-        else:
-            broken += 1
-            out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
     err.print(f"{len(verdicts) - broken} of {len(verdicts)} sessions intact", markup=False)
+    if proof is not None:
+        mark = "ok  " if proof.ok else "FAIL"
+        out.print(
+            f"{mark}  checkpoint {proof.session_id} seq {proof.seq}: {proof.reason}", markup=False
+        )
+        broken += not proof.ok
     if broken:
         raise typer.Exit(1)
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read key: {e.strerror or e}") from None
 
 
 @app.command()
@@ -339,6 +387,173 @@ def quickstart(
     )
     if broken:
         raise typer.Exit(1)
+
+
+@app.command()
+def traces(
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
+    json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """List a session's trace rows: the evidence kept for tool calls that returned an
+    envelope, with the turn they belong to and their record-hash status.
+
+    Example: agenttrail traces mortgage-session
+    """
+    with _open(db) as store:
+        rows = store.traces(find_session(store, session).id)
+    if json:
+        for row in rows:
+            out.print(json_line(_trace_record(row, envelope=False)), markup=False)
+        return
+    table = Table(expand=True)
+    for name in ("trace", "turn", "call", "result", "tool", "status", "record hash"):
+        table.add_column(name, no_wrap=name != "tool")
+    for row in rows:
+        table.add_row(
+            str(row.id),
+            str(row.turn_seq or ""),
+            str(row.call_seq),
+            str(row.result_seq),
+            escape(safe(row.tool)),
+            _status_text(row.status),
+            (row.record_hash or "")[:16],
+        )
+    out.print(table)
+
+
+@app.command()
+def trace(
+    trace_id: Annotated[int, typer.Argument(metavar="ID", help="Trace row id (from traces).")],
+    db: DbOption = None,
+) -> None:
+    """Show one trace row: the call as issued, the envelope verbatim, its record hash and
+    status, and the turn it joins.
+
+    Example: agenttrail trace 1
+    """
+    with _open(db) as store:
+        row = store.trace(trace_id)
+    record = _trace_record(row, envelope=True)
+    for key, value in record.items():
+        out.print(f"{key}: {value if isinstance(value, str) else json_line(value)}", markup=False)
+
+
+def _trace_record(row: TraceRow, *, envelope: bool) -> dict[str, object]:
+    record: dict[str, object] = {
+        "id": row.id,
+        "session_id": row.session_id,
+        "turn_seq": row.turn_seq,
+        "call_seq": row.call_seq,
+        "result_seq": row.result_seq,
+        "tool": row.tool,
+        "status": row.status,
+        "record_hash": row.record_hash,
+        "stated_hash": row.stated_hash,
+        "detail": row.detail,
+        "created_at": row.created_at,
+    }
+    if envelope:
+        record["inputs"] = row.inputs
+        record["envelope"] = safe(row.envelope.decode("utf-8", "surrogateescape"))
+    return record
+
+
+def _status_text(status: str) -> Text:
+    styles = {
+        "verified": "green",
+        "computed": "cyan",
+        "mismatch": "bold red",
+        "invalid": "bold red",
+    }
+    return Text(status, style=styles.get(status, ""))
+
+
+@app.command()
+def retain(
+    older_than: Annotated[
+        float, typer.Option("--older-than", metavar="DAYS", help="Remove sessions idle this long.")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why, kept in the tombstone.")] = (
+        "retention schedule"
+    ),
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Remove whole sessions whose last event is older than DAYS, with their trace rows,
+    leaving a tombstone (session, events, last chain hash, time, reason) for each.
+
+    Example: agenttrail retain --older-than 365 --reason "records schedule R-7"
+    """
+    with _open(db) as store:
+        if dry_run:
+            for s in due_for_removal(store, older_than):
+                out.print(f"would remove {s.id}  {s.head_seq} events", markup=False)
+            return
+        stones = retain_sessions(store, older_than, reason=reason)
+    for stone in stones:
+        out.print(
+            f"removed {stone.session_id}  {stone.head_seq} events  "
+            f"head {stone.head_hash.hex()[:16]}  {stone.deleted_at}",
+            markup=False,
+        )
+    err.print(f"{len(stones)} session{'' if len(stones) == 1 else 's'} removed", markup=False)
+
+
+@app.command()
+def keygen(
+    out_file: Annotated[
+        Path,
+        typer.Option("--out", help="Private key file to write; the public key goes to FILE.pub."),
+    ] = Path("agenttrail.key"),
+) -> None:
+    """Make an Ed25519 key pair for signing checkpoints (private key readable by you only).
+
+    Example: agenttrail keygen --out agenttrail.key
+    """
+    public_file = out_file.with_name(out_file.name + ".pub")
+    for path in (out_file, public_file):
+        if path.exists():
+            raise InputError(f"{path} exists; not overwriting a key")
+    private, public = generate_keys()
+    try:
+        fd = os.open(out_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(private)
+        public_file.write_bytes(public)
+    except OSError as e:
+        raise InputError(f"cannot write {out_file}: {e.strerror or e}") from None
+    out.print(f"{out_file}\n{public_file}", markup=False)
+
+
+@app.command()
+def checkpoint(
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
+    key: Annotated[Path, typer.Option("--key", help="Ed25519 private key (PEM), from keygen.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Sign the session's current head (seq, chain hash, time) with your key; keep the
+    checkpoint somewhere the database's owner cannot rewrite.
+
+    Example: agenttrail checkpoint mortgage-session --key agenttrail.key -o head.json
+    """
+    with _open(db) as store:
+        found = find_session(store, session)
+        signed = make_checkpoint(store, found.id, _read_key(key), key_name=str(key))
+    text = checkpoint_json(signed)
+    if output is None:
+        out.print(text, markup=False)
+    else:
+        _write_atomically(output, [text])
 
 
 def _expand(paths: list[Path]) -> list[Path]:

@@ -16,6 +16,7 @@ hashes only, never inputs or outputs.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -154,7 +155,7 @@ def verify_traces(store: LogStore, session_id: str) -> list[str]:
                 f"{where}: envelope differs from the logged result (seq {row.result_seq})"
             )
             continue
-        if json_line(call.payload.get("input")) != row.inputs:
+        if json.loads(row.inputs) != call.payload.get("input"):
             problems.append(f"{where}: inputs differ from the logged call (seq {row.call_seq})")
             continue
         check = check_envelope(result.payload.get("output"), EnvelopeSpec.from_json(row.spec))

@@ -1,0 +1,68 @@
+"""Retention: whole sessions leave through the one sanctioned path, and leave a tombstone."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from agenttrail import Recorder, events
+from agenttrail.errors import SessionExists
+from agenttrail.retention import retain
+from agenttrail.store import NewSession, open_store
+from tests.conftest import run_cli
+from tests.test_traces import _session
+
+
+def test_retain_removes_old_sessions_with_their_traces_and_leaves_tombstones(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        old = Recorder.start(store, session_id="old", started="2020-01-01T00:00:00.000000Z")
+        old.append(events.message("user", "hi"), created_at="2020-01-01T00:00:01.000000Z")
+        loan, _ = _session(store)  # today, with trace rows
+        head = store.get_session("old").head_hash
+        stones = retain(
+            store, 365, reason="records schedule R-7", now=datetime(2026, 11, 29, tzinfo=UTC)
+        )
+        assert [(s.session_id, s.head_seq, s.head_hash) for s in stones] == [("old", 1, head)]
+        assert "records schedule R-7" in stones[0].reason
+        assert [s.id for s in store.sessions()] == [loan]
+        assert list(store.read("old")) == [] and store.traces(loan)
+        assert [t.session_id for t in store.tombstones()] == ["old"]
+        with pytest.raises(SessionExists):  # a removed id is never reused
+            store.create_session(NewSession(id="old"))
+    assert run_cli("verify", "--db", str(db_path)).returncode == 0
+
+
+def test_the_database_refuses_any_other_removal(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        sid, _ = _session(store)
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    for statement in (
+        "DELETE FROM session_events",
+        "DELETE FROM trace_rows",
+        "DELETE FROM sessions",
+        "DELETE FROM session_event_keys",
+    ):
+        with pytest.raises(sqlite3.IntegrityError, match="agenttrail"):
+            conn.execute(statement)
+    conn.execute("INSERT INTO tombstones VALUES ('other', 0, x'00', 'now', 'test')")
+    for statement in ("DELETE FROM tombstones", "UPDATE tombstones SET reason = 'x'"):
+        with pytest.raises(sqlite3.IntegrityError, match="tombstones are permanent"):
+            conn.execute(statement)
+    conn.close()
+    with open_store(db_path) as store:
+        assert store.get_session(sid).head_seq > 0
+
+
+def test_the_retain_command(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        Recorder.start(store, session_id="s1").append(events.message("user", "x"))
+    dry = run_cli("retain", "--older-than", "0", "--dry-run", "--db", str(db_path))
+    assert dry.returncode == 0 and "would remove s1" in dry.stdout
+    done = run_cli("retain", "--older-than", "0", "--reason", "test", "--db", str(db_path))
+    assert done.returncode == 0 and done.stdout.startswith("removed s1  1 events")
+    assert run_cli("sessions", "--json", "--db", str(db_path)).stdout == ""
+    bad = run_cli("retain", "--older-than", "-1", "--db", str(db_path))
+    assert bad.returncode == 2 and "0 days or more" in bad.stderr
