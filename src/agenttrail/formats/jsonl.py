@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agenttrail.chain import GENESIS_HASH, event_hash
+from agenttrail.chain import GENESIS_HASH, ChainHasher, chain_hasher
 from agenttrail.codec import encode_payload, json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.events import Event
@@ -64,6 +64,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             does not match the line's contents; names the line.
     """
     sessions: dict[str, tuple[list[NewEvent], list[bytes]]] = {}
+    hashers: dict[str, ChainHasher] = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
         record = _record(line, where, number)
@@ -82,7 +83,10 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         except InputError as e:
             raise FormatError(str(e), path=where, line=number, field="payload") from None
         prev = hashes[-1] if hashes else GENESIS_HASH
-        digest = event_hash(prev, seq, record["created_at"], session_id, stored)
+        hash_row = hashers.get(session_id) or hashers.setdefault(
+            session_id, chain_hasher(session_id)
+        )
+        digest = hash_row(prev, seq, record["created_at"], stored)
         if digest.hex() != record["hash"]:
             raise FormatError(
                 "hash does not match the line's contents: the export was altered",
