@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agenttrail import Recorder, events, usage
-from agenttrail.errors import PayloadTooLarge
+from agenttrail.errors import PayloadTooLarge, TurnInFlight
 from agenttrail.pairing import pair_tool_calls
 from agenttrail.sample import SAMPLE_SESSION_ID, record_sample
-from agenttrail.store import LogStore
+from agenttrail.store import LogStore, NewEvent
 
 
 def test_the_sample_session_holds_the_seeds_example(store: LogStore) -> None:
@@ -91,3 +93,29 @@ def test_a_too_large_tool_result_fails_naming_the_limit(store: LogStore) -> None
         call = turn.tool_call("dump", {})
         with pytest.raises(PayloadTooLarge, match="16,777,216"):
             turn.tool_result(call, "x" * (17 * 1024 * 1024))
+
+
+def test_a_turn_holds_the_turn_lock_until_it_ends(store: LogStore) -> None:
+    rec = Recorder.start(store, agent="harvey")
+    user_call = [NewEvent(events.tool_call("u1", "read_file", {"path": "a"}, actor="user"))]
+    with rec.turn(model="m") as turn:
+        turn.user("go")
+        lease = store.current_turn(rec.session_id)
+        assert lease is not None and lease.turn_id == turn.turn_id and lease.holder == "harvey"
+        with pytest.raises(TurnInFlight, match=turn.turn_id):
+            store.append_batch(rec.session_id, user_call, unless_turn=True)
+        assert [e.seq for e in store.read(rec.session_id)] == [1]  # nothing appended
+    assert store.current_turn(rec.session_id) is None
+    assert store.append_batch(rec.session_id, user_call, unless_turn=True)[0].seq == 2
+
+
+def test_an_expired_lease_frees_the_lock(store: LogStore) -> None:
+    sid = Recorder.start(store).session_id
+    store.acquire_turn(sid, turn_id="t1", holder="a", ttl_s=0.05)
+    with pytest.raises(TurnInFlight):
+        store.acquire_turn(sid, turn_id="t2", holder="b", ttl_s=10)
+    time.sleep(0.1)
+    assert store.current_turn(sid) is None
+    assert store.acquire_turn(sid, turn_id="t2", holder="b", ttl_s=10).turn_id == "t2"
+    store.release_turn(sid, "t1")  # not the holder: a no-op
+    assert store.current_turn(sid) is not None

@@ -9,6 +9,7 @@ The hierarchy::
     │   └── PayloadTooLarge         a payload above the store's configured limit
     ├── SessionNotFound             no session with that id
     ├── SessionExists               a session id that is already taken
+    ├── TurnInFlight                an agent turn holds the session's turn lock (HTTP 409)
     ├── StoreError                  the database refused or failed (driver errors, translated)
     │   └── AppendOnlyViolation     the database refused a change to a stored event
     └── ChainBroken                 verify found a row whose hash does not match (CLI exit 1)
@@ -30,6 +31,7 @@ __all__ = [
     "SessionExists",
     "SessionNotFound",
     "StoreError",
+    "TurnInFlight",
 ]
 
 
@@ -99,6 +101,20 @@ class SessionExists(AgentTrailError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"session {session_id!r} already exists")
         self.session_id = session_id
+
+
+class TurnInFlight(AgentTrailError):
+    """An agent turn holds the session's turn lock; ``turn_id`` and ``expires_at`` say which
+    and until when (seed ``the-log.txt``: "a lock that an in-flight agent turn refuses with a
+    409")."""
+
+    def __init__(self, session_id: str, turn_id: str, expires_at: str) -> None:
+        super().__init__(
+            f"session {session_id}: agent turn {turn_id} is in flight until {expires_at}"
+        )
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.expires_at = expires_at
 
 
 class StoreError(AgentTrailError):

@@ -32,7 +32,12 @@ from agenttrail.events import Actor
 from agenttrail.store import Appended, LogStore, NewSession
 from agenttrail.traces import trace_row
 
-__all__ = ["Recorder", "Turn"]
+__all__ = ["TURN_LEASE_S", "Recorder", "Turn"]
+
+TURN_LEASE_S = 600.0
+"""How long a turn holds the session's turn lock (seconds) if it is never closed (a crashed
+agent): long enough for a slow model and its tools, short enough that a user is not locked out
+of their session for long."""
 
 
 class Recorder:
@@ -172,9 +177,19 @@ class Turn:
         events.meta(location=location)  # validates location early
         self.user_seq: int | None = None
         """Seq of the user message that began this turn."""
+        self.turn_id = f"turn_{uuid.uuid4().hex[:16]}"
+        """Names this turn's lease on the session's turn lock."""
         self._calls: dict[str, tuple[int, dict[str, Any]]] = {}
 
     def __enter__(self) -> Turn:
+        """Hold the session's turn lock while the turn runs: a user's own tool invocation
+        through the server is refused (HTTP 409) until the turn ends or its lease expires."""
+        self.recorder.store.acquire_turn(
+            self.recorder.session_id,
+            turn_id=self.turn_id,
+            holder=self.recorder.session.agent or "agent",
+            ttl_s=TURN_LEASE_S,
+        )
         return self
 
     def __exit__(
@@ -183,8 +198,11 @@ class Turn:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is not None and isinstance(exc, Exception):
-            self.recorder.error(f"turn failed: {type(exc).__name__}: {exc}")
+        try:
+            if exc is not None and isinstance(exc, Exception):
+                self.recorder.error(f"turn failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.recorder.store.release_turn(self.recorder.session_id, self.turn_id)
 
     def _meta(
         self, usage: dict[str, int | None] | None = None, duration_ms: float | None = None

@@ -27,6 +27,7 @@ __all__ = [
     "Session",
     "Tombstone",
     "TraceRow",
+    "TurnLease",
     "open_store",
     "payload_limit",
 ]
@@ -138,6 +139,18 @@ class Tombstone:
 
 
 @dataclass(frozen=True)
+class TurnLease:
+    """An agent turn in flight: it holds the session's turn lock until ``expires_at``."""
+
+    session_id: str
+    turn_id: str
+    holder: str
+    """Who runs the turn (an agent name, a server replica)."""
+    expires_at: str
+    """``created_at`` form; past it, the lock is free again."""
+
+
+@dataclass(frozen=True)
 class Appended:
     """The outcome of one append."""
 
@@ -184,8 +197,11 @@ class LogStore(Protocol):
         events: Sequence[NewEvent],
         *,
         create: NewSession | None = None,
+        unless_turn: bool = False,
     ) -> list[Appended]:
-        """Append events in one transaction, creating the session from ``create`` if missing."""
+        """Append events in one transaction, creating the session from ``create`` if missing;
+        with ``unless_turn``, raise ``TurnInFlight`` instead while an agent turn holds the lock
+        (checked in the same transaction)."""
         ...
 
     def read(
@@ -217,6 +233,22 @@ class LogStore(Protocol):
 
     def trace(self, trace_id: int) -> TraceRow:
         """One trace row. Raises ``InputError`` when there is none with that id."""
+        ...
+
+    def acquire_turn(
+        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+    ) -> TurnLease:
+        """Take (or renew) the session's turn lock for ``ttl_s`` seconds.
+
+        Raises ``TurnInFlight`` when another turn holds a lease that has not expired."""
+        ...
+
+    def current_turn(self, session_id: str) -> TurnLease | None:
+        """The lease in force, or ``None`` when no turn is in flight."""
+        ...
+
+    def release_turn(self, session_id: str, turn_id: str) -> None:
+        """Give the lock back (a no-op when ``turn_id`` does not hold it)."""
         ...
 
     def remove_session(self, session_id: str, *, reason: str) -> Tombstone:

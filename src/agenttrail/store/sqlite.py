@@ -18,12 +18,13 @@ import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from agenttrail.chain import GENESIS_HASH, chain_hasher
-from agenttrail.codec import encode_payload, json_line, now_timestamp
+from agenttrail.codec import encode_payload, json_line, normalize_timestamp, now_timestamp
 from agenttrail.errors import (
     AppendOnlyViolation,
     InputError,
@@ -31,6 +32,7 @@ from agenttrail.errors import (
     SessionExists,
     SessionNotFound,
     StoreError,
+    TurnInFlight,
 )
 from agenttrail.events import Event
 from agenttrail.store import (
@@ -41,6 +43,7 @@ from agenttrail.store import (
     Session,
     Tombstone,
     TraceRow,
+    TurnLease,
 )
 
 __all__ = ["SQLiteStore"]
@@ -244,6 +247,7 @@ class SQLiteStore:
         events: Sequence[NewEvent],
         *,
         create: NewSession | None = None,
+        unless_turn: bool = False,
     ) -> list[Appended]:
         """Append events to a session in one transaction: all are written or none.
 
@@ -251,6 +255,8 @@ class SQLiteStore:
             session_id: the session; created from ``create`` (whose id is ignored) when it
                 does not exist and ``create`` is given.
             events: payloads with optional ``created_at`` and idempotency ``key``.
+            unless_turn: refuse (``TurnInFlight``) while an agent turn holds the session's
+                turn lock, checked inside the same transaction (a user's own tool call).
 
         Returns:
             One :class:`Appended` per event, in order. An event whose key is already in the
@@ -260,6 +266,7 @@ class SQLiteStore:
             PayloadError: a payload would not round-trip (nothing written).
             PayloadTooLarge: a payload is above ``max_payload_bytes`` (nothing written).
             SessionNotFound: the session does not exist and ``create`` is None.
+            TurnInFlight: ``unless_turn`` and an agent turn is in flight (nothing written).
             StoreError: the database failed.
         """
         # Encode before taking the write lock: the lock is held only for SQL.
@@ -272,6 +279,10 @@ class SQLiteStore:
                 _check_created_at(event.created_at)
             encoded.append((data, event.created_at, event.key))
         with self._write():
+            if unless_turn:
+                lease = self._live_lease(session_id)
+                if lease is not None:
+                    raise TurnInFlight(session_id, lease.turn_id, lease.expires_at)
             return self._append_locked(session_id, encoded, create)
 
     def _append_locked(
@@ -412,6 +423,57 @@ class SQLiteStore:
             raise InputError(f"no trace row {trace_id}")
         return _trace(row)
 
+    # -- turn lock ----------------------------------------------------------------------------
+
+    def acquire_turn(
+        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+    ) -> TurnLease:
+        """Take or renew the session's turn lock for ``ttl_s`` seconds.
+
+        Raises:
+            SessionNotFound: no such session.
+            TurnInFlight: another turn holds a lease that has not expired.
+        """
+        with self._write() as conn:
+            if (
+                conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
+                is None
+            ):
+                raise SessionNotFound(session_id)
+            held = self._live_lease(session_id)
+            if held is not None and held.turn_id != turn_id:
+                raise TurnInFlight(session_id, held.turn_id, held.expires_at)
+            expires = normalize_timestamp(datetime.now(UTC) + timedelta(seconds=ttl_s))
+            conn.execute(
+                "INSERT INTO turn_leases (session_id, turn_id, holder, expires_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+                "turn_id = excluded.turn_id, holder = excluded.holder, "
+                "expires_at = excluded.expires_at",
+                (session_id, turn_id, holder, expires),
+            )
+        return TurnLease(session_id, turn_id, holder, expires)
+
+    def current_turn(self, session_id: str) -> TurnLease | None:
+        """The lease in force for the session, or ``None`` when no agent turn is in flight."""
+        with self._lock, self._translate():
+            return self._live_lease(session_id)
+
+    def release_turn(self, session_id: str, turn_id: str) -> None:
+        """Give the turn lock back; a no-op when ``turn_id`` does not hold it."""
+        with self._write() as conn:
+            conn.execute(
+                "DELETE FROM turn_leases WHERE session_id = ? AND turn_id = ?",
+                (session_id, turn_id),
+            )
+
+    def _live_lease(self, session_id: str) -> TurnLease | None:
+        row = self._conn.execute(
+            "SELECT turn_id, holder, expires_at FROM turn_leases "
+            "WHERE session_id = ? AND expires_at > ?",
+            (session_id, now_timestamp()),
+        ).fetchone()
+        return TurnLease(session_id, row[0], row[1], row[2]) if row else None
+
     # -- retention ----------------------------------------------------------------------------
 
     def remove_session(self, session_id: str, *, reason: str) -> Tombstone:
@@ -435,7 +497,7 @@ class SQLiteStore:
                 "VALUES (?, ?, ?, ?, ?)",
                 (stone.session_id, stone.head_seq, stone.head_hash, stone.deleted_at, reason),
             )
-            for table in ("trace_rows", "session_event_keys", "session_events"):
+            for table in ("trace_rows", "session_event_keys", "session_events", "turn_leases"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return stone

@@ -59,6 +59,15 @@ CREATE TABLE trace_rows (
 );
 CREATE INDEX trace_rows_turn ON trace_rows (session_id, turn_seq);
 
+-- Turn lock: an agent turn in flight holds a lease; a user's own tool invocation is refused
+-- (HTTP 409) while it runs. Kept in the database so that it holds across server replicas.
+CREATE TABLE turn_leases (
+    session_id   TEXT PRIMARY KEY NOT NULL,
+    turn_id      TEXT NOT NULL,
+    holder       TEXT NOT NULL,
+    expires_at   TEXT NOT NULL                  -- created_at form; an expired lease is free
+);
+
 -- Retention's one sanctioned path: a whole session may be removed only after its tombstone is
 -- written, in the same transaction, so every deletion is itself on record.
 CREATE TABLE tombstones (
