@@ -2,7 +2,8 @@
 
 Data goes to stdout and messages to stderr, so ``agenttrail export … | jq`` works. Every
 agenttrail error ends as one ``error: …`` line on stderr and exit code 2 for bad input or usage,
-1 for a check that found a problem (``verify``) or a store failure — never a traceback.
+1 for a check that found a problem (``verify``, ``reconcile``, ``claims``) or a store failure —
+never a traceback.
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ from agenttrail.checkpoints import (
     make_checkpoint,
     verify_checkpoint,
 )
+from agenttrail.claims import ClaimCheck, unbacked_claims
 from agenttrail.codec import json_line
 from agenttrail.errors import AgentTrailError, FormatError, InputError, SessionNotFound
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.importer import ImportReport, read_paths, write_sessions
+from agenttrail.reconcile import CLASSES, ClaimVerdict
+from agenttrail.reconcile import reconcile as reconcile_claims
 from agenttrail.retention import due_for_removal
 from agenttrail.retention import retain as retain_sessions
 from agenttrail.sample import record_sample
@@ -332,6 +336,112 @@ def _read_key(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as e:
         raise InputError(f"{path}: cannot read key: {e.strerror or e}") from None
+
+
+@app.command("reconcile")
+def reconcile_command(
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
+    rerun: Annotated[
+        bool,
+        typer.Option(
+            "--rerun",
+            help="Also run each traced model again through its re-runner (entry points in "
+            "group agenttrail.rerunners).",
+        ),
+    ] = False,
+    json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Reconcile every number the replies state against the trace's envelope outputs and,
+    with --rerun, a fresh run. Each claim is consistent, misstated, mis-extracted, unbacked,
+    drift or version-moved; exit 1 when any claim is not consistent.
+
+    Example: agenttrail reconcile loan-advice --rerun
+    """
+    with _open(db) as store:
+        verdicts = reconcile_claims(store, find_session(store, session).id, rerun=rerun)
+    if json:
+        for v in verdicts:
+            out.print(json_line(v.to_json()), markup=False)
+    else:
+        table = Table(expand=True)
+        table.add_column("turn", no_wrap=True)
+        table.add_column("claim", overflow="fold", ratio=3, min_width=12)
+        table.add_column("stated", no_wrap=True)
+        table.add_column("trace", overflow="fold", ratio=2, min_width=10)
+        table.add_column("fresh", overflow="fold", ratio=1, min_width=8)
+        table.add_column("class", no_wrap=True)
+        table.add_column("why", overflow="fold", ratio=4, min_width=12)
+        for v in verdicts:
+            table.add_row(
+                str(v.turn_seq or ""),
+                *(escape(safe(text or "")) for text in (v.context, v.stated, v.trace, v.fresh)),
+                _verdict_text(v),
+                escape(safe(v.why)),
+            )
+        out.print(table)
+    counts = [f"{n} {c}" for c in CLASSES if (n := sum(v.status == c for v in verdicts))]
+    err.print(f"{len(verdicts)} claims: {', '.join(counts) or 'none'}", markup=False)
+    if any(v.status != "consistent" for v in verdicts):
+        raise typer.Exit(1)
+
+
+def _verdict_text(v: ClaimVerdict) -> Text:
+    return Text(v.status, style="green" if v.status == "consistent" else "bold red")
+
+
+@app.command()
+def claims(
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
+    json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """List the numbers assistant messages state that no trace output of the same turn backs
+    (allowing for rounding; numbers the user gave are not claims); exit 1 when there is any.
+
+    Example: agenttrail claims loan-advice --json | jq -r .stated
+    """
+    with _open(db) as store:
+        found = find_session(store, session)
+        unbacked = unbacked_claims(store.read(found.id), store.traces(found.id))
+    if json:
+        for c in unbacked:
+            out.print(json_line(_claim_record(c)), markup=False)
+    else:
+        table = Table(expand=True)
+        table.add_column("turn", no_wrap=True)
+        table.add_column("seq", no_wrap=True)
+        table.add_column("stated", no_wrap=True)
+        table.add_column("claim", overflow="fold", ratio=1, min_width=12)
+        table.add_column("why", overflow="fold", ratio=1, min_width=12)
+        for c in unbacked:
+            table.add_row(
+                str(c.turn_seq or ""),
+                str(c.seq),
+                *(escape(safe(text)) for text in (c.claim.text, c.context, c.why)),
+            )
+        out.print(table)
+    err.print(f"{len(unbacked)} unbacked claim{'' if len(unbacked) == 1 else 's'}", markup=False)
+    if unbacked:
+        raise typer.Exit(1)
+
+
+def _claim_record(c: ClaimCheck) -> dict[str, object]:
+    return {
+        "turn_seq": c.turn_seq,
+        "seq": c.seq,
+        "stated": c.claim.text,
+        "value": str(c.claim.value),
+        "unit": c.claim.unit,
+        "currency": c.claim.currency,
+        "span": list(c.claim.span),
+        "why": c.why,
+        "context": c.context,
+    }
 
 
 @app.command()

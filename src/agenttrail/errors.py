@@ -10,6 +10,7 @@ The hierarchy::
     ├── SessionNotFound             no session with that id
     ├── SessionExists               a session id that is already taken
     ├── TurnInFlight                an agent turn holds the session's turn lock (HTTP 409)
+    ├── RerunError                  a re-runner could not be loaded, failed, or gave no envelope
     ├── StoreError                  the database refused or failed (driver errors, translated)
     │   └── AppendOnlyViolation     the database refused a change to a stored event
     └── ChainBroken                 verify found a row whose hash does not match (CLI exit 1)
@@ -28,6 +29,7 @@ __all__ = [
     "InputError",
     "PayloadError",
     "PayloadTooLarge",
+    "RerunError",
     "SessionExists",
     "SessionNotFound",
     "StoreError",
@@ -115,6 +117,10 @@ class TurnInFlight(AgentTrailError):
         self.session_id = session_id
         self.turn_id = turn_id
         self.expires_at = expires_at
+
+
+class RerunError(AgentTrailError):
+    """A re-runner could not be loaded, failed, or returned something that is no envelope."""
 
 
 class StoreError(AgentTrailError):

@@ -1,0 +1,122 @@
+"""Signed access: bearer tokens scoped to a session (or all) with rights and an expiry.
+
+Tokens are JWTs (RFC 7519) signed with HMAC-SHA256 under the server's secret (PyJWT). Claims:
+``sid`` (a session id, or ``*`` for all), ``rights`` (a subset of :data:`RIGHTS`), ``exp`` and
+``iat``. Every REST route and the WebSocket require one: a missing, malformed, forged or
+expired token is 401 (WebSocket close 4401); a valid token without the right or for another
+session is 403 (close 4403).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import jwt
+
+from agenttrail.errors import AgentTrailError, InputError
+
+__all__ = [
+    "RIGHTS",
+    "Forbidden",
+    "Grant",
+    "Unauthorized",
+    "check_token",
+    "load_secret",
+    "mint_token",
+]
+
+RIGHTS = ("read", "append", "invoke", "audit")
+"""``read`` sessions and events; ``append`` events and partials, hold turns; ``invoke`` the
+user's own tools; ``audit`` read trace envelopes."""
+
+ALGORITHM = "HS256"
+SECRET_BYTES = 32
+"""Length of a generated server secret: 256 bits, the HMAC-SHA256 block-size guidance."""
+
+
+class Unauthorized(AgentTrailError):
+    """No valid token: missing, malformed, forged or expired (HTTP 401)."""
+
+
+class Forbidden(AgentTrailError):
+    """A valid token that does not grant this (HTTP 403)."""
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What a checked token allows."""
+
+    session: str
+    """A session id, or ``*`` for every session."""
+    rights: frozenset[str]
+
+    def require(self, right: str, session_id: str | None = None) -> None:
+        """Raise :class:`Forbidden` unless the grant has ``right`` (for ``session_id``)."""
+        if right not in self.rights:
+            raise Forbidden(f"this token does not grant {right!r}")
+        if session_id is not None and self.session not in ("*", session_id):
+            raise Forbidden(f"this token is scoped to session {self.session!r}")
+
+
+def load_secret(path: Path) -> bytes:
+    """The server secret: ``AGENTTRAIL_SECRET`` if set, else the key file at ``path``,
+    created (readable by its owner only) with :data:`SECRET_BYTES` random bytes if missing."""
+    env = os.environ.get("AGENTTRAIL_SECRET")
+    if env:
+        return env.encode("utf-8")
+    try:
+        return path.read_bytes().strip()
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the server secret: {e.strerror or e}") from None
+    secret = secrets.token_hex(SECRET_BYTES).encode("ascii")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secret + b"\n")
+    except FileExistsError:  # another process made it first
+        return path.read_bytes().strip()
+    except OSError as e:
+        raise InputError(f"{path}: cannot write the server secret: {e.strerror or e}") from None
+    return secret
+
+
+def mint_token(
+    secret: bytes, *, rights: Iterable[str], session: str = "*", ttl_s: float = 24 * 3600
+) -> str:
+    """A signed token for ``session`` (``*`` = all) with ``rights``, valid ``ttl_s`` seconds.
+
+    Raises:
+        InputError: an unknown right.
+    """
+    granted = sorted(set(rights))
+    unknown = [r for r in granted if r not in RIGHTS]
+    if unknown:
+        raise InputError(f"unknown right {unknown[0]!r} (use {', '.join(RIGHTS)})")
+    now = int(time.time())
+    claims = {"sid": session, "rights": granted, "iat": now, "exp": now + int(ttl_s)}
+    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def check_token(secret: bytes, token: str | None) -> Grant:
+    """The grant of a token. Raises :class:`Unauthorized` when it is missing, malformed,
+    forged or expired."""
+    if not token:
+        raise Unauthorized("a bearer token is required (Authorization: Bearer …)")
+    try:
+        claims = jwt.decode(token, secret, algorithms=[ALGORITHM], options={"require": ["exp"]})
+    except jwt.ExpiredSignatureError:
+        raise Unauthorized("the token has expired") from None
+    except jwt.PyJWTError:
+        raise Unauthorized("the token is not valid") from None
+    rights = claims.get("rights")
+    session = claims.get("sid")
+    if not isinstance(rights, list) or not isinstance(session, str):
+        raise Unauthorized("the token is not valid")
+    return Grant(session, frozenset(r for r in rights if isinstance(r, str)))

@@ -1,0 +1,197 @@
+"""Live delivery: every durable append, in seq order, to every subscriber of a session.
+
+Seed ``the-log.txt``, Live delivery: "Subscribing with afterSeq replays the gap — the sequence
+number is the whole recovery protocol." A subscriber first gets every durable event after its
+``afterSeq`` from the store, then each new append as it commits, and ephemeral
+``appendPartial`` patches while a response streams (never stored).
+
+How no event is lost or sent twice: the subscription is registered *before* the backlog is
+read, so an append that commits meanwhile is both in the backlog and in the queue, and the
+sender drops any append whose seq it has already sent. Appends reach the hub in seq order
+because :meth:`Hub.sync` reads them from the store under a per-session lock (the store's
+seq order is commit order: DESIGN.md §The log). Appends made by other processes straight into
+the database are found by polling the heads of watched sessions.
+
+Queues are bounded. A subscriber that falls behind is closed with :data:`RESUME_CODE`, which
+tells it to reconnect with the last seq it saw; a writer never waits for a reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from agenttrail.events import Event
+from agenttrail.store import LogStore
+
+__all__ = ["POLL_S", "QUEUE_SIZE", "RESUME_CODE", "Hub", "Subscription", "event_message"]
+
+logger = logging.getLogger(__name__)
+
+QUEUE_SIZE = 2048
+"""Messages a subscriber may fall behind by before it is closed with :data:`RESUME_CODE`:
+a burst of a few batches, not a session's history (that comes from the store on resume)."""
+
+POLL_S = 0.05
+"""How often the heads of watched sessions are read, to find appends other processes made
+straight into the database (seconds): keeps their delivery well under the 50 ms target."""
+
+BACKLOG_PAGE = 500
+"""Events read from the store per step of a subscriber's backlog."""
+
+RESUME_CODE = 4408
+"""WebSocket close code: you fell behind; reconnect with ``afterSeq`` = the last seq you saw."""
+
+
+class FeedState(enum.Enum):
+    """A subscriber's feed: accepting → backlog → live → closed (STYLE.md §3)."""
+
+    ACCEPTING = "accepting"
+    BACKLOG = "backlog"
+    LIVE = "live"
+    CLOSED = "closed"
+
+
+def event_message(event: Event) -> dict[str, Any]:
+    """The ``append`` message for a durable event (the export fields, plus ``type``)."""
+    return {
+        "type": "append",
+        "session_id": event.session_id,
+        "seq": event.seq,
+        "created_at": event.created_at,
+        "actor": event.actor,
+        "payload": event.payload,
+        "hash": event.hash.hex(),
+    }
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One subscriber's bounded queue of messages."""
+
+    session_id: str
+    queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+    overflowed: asyncio.Event = field(default_factory=asyncio.Event)
+    state: FeedState = FeedState.ACCEPTING
+
+    def offer(self, message: dict[str, Any]) -> None:
+        """Queue a message without waiting; a full queue marks the subscriber as behind."""
+        if self.overflowed.is_set():
+            return
+        try:
+            self.queue.put_nowait(message)
+        except asyncio.QueueFull:
+            self.overflowed.set()
+
+
+class Hub:
+    """Fans durable appends and partials out to the subscribers of each session.
+
+    Args:
+        store: the log; read from worker threads.
+    """
+
+    def __init__(self, store: LogStore) -> None:
+        self.store = store
+        self._subscribers: dict[str, set[Subscription]] = {}
+        self._published: dict[str, int] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def subscribe(self, session_id: str) -> Subscription:
+        """Register a subscriber; appends after this call reach its queue."""
+        sub = Subscription(session_id)
+        if session_id not in self._subscribers:
+            self._subscribers[session_id] = set()
+            head = await anyio.to_thread.run_sync(self.store.head, session_id)
+            self._published.setdefault(session_id, head[0] if head else 0)
+        self._subscribers[session_id].add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        """Forget a subscriber (its feed closed)."""
+        sub.state = FeedState.CLOSED
+        subs = self._subscribers.get(sub.session_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subscribers[sub.session_id]
+                self._published.pop(sub.session_id, None)
+
+    async def sync(self, session_id: str) -> None:
+        """Publish every event committed since the last one published, in seq order."""
+        if session_id not in self._subscribers:
+            return
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            after = self._published.get(session_id, 0)
+            fresh = await anyio.to_thread.run_sync(
+                lambda: list(self.store.read(session_id, after_seq=after))
+            )
+            for event in fresh:
+                message = event_message(event)
+                for sub in tuple(self._subscribers.get(session_id, ())):
+                    sub.offer(message)
+            if fresh and session_id in self._subscribers:
+                self._published[session_id] = fresh[-1].seq
+
+    def publish_partial(self, session_id: str, patch: dict[str, Any]) -> int:
+        """Send an ephemeral ``appendPartial`` patch to the session's subscribers; returns how
+        many got it. Never stored."""
+        subs = tuple(self._subscribers.get(session_id, ()))
+        message = {"type": "appendPartial", "session_id": session_id, **patch}
+        for sub in subs:
+            sub.offer(message)
+        return len(subs)
+
+    async def poll(self) -> None:
+        """Forever: find appends other processes made to watched sessions, and publish them."""
+        while True:
+            await anyio.sleep(POLL_S)
+            for session_id in tuple(self._subscribers):
+                try:
+                    head = await anyio.to_thread.run_sync(self.store.head, session_id)
+                except Exception:  # a store hiccup must not stop the poller; log it, go on
+                    logger.exception("live: reading the head of session %s failed", session_id)
+                    continue
+                if head is not None and head[0] > self._published.get(session_id, head[0]):
+                    await self.sync(session_id)
+
+    def _page(self, session_id: str, after_seq: int) -> list[Event]:
+        return list(self.store.read(session_id, after_seq=after_seq, limit=BACKLOG_PAGE))
+
+    async def feed(self, sub: Subscription, after_seq: int) -> AsyncIterator[dict[str, Any]]:
+        """The messages for one subscriber: the backlog after ``after_seq``, then live.
+
+        Stops when the subscriber falls behind (check ``sub.overflowed``)."""
+        sub.state = FeedState.BACKLOG
+        last = after_seq
+        while True:  # the backlog, in pages, straight from the store
+            page = await anyio.to_thread.run_sync(self._page, sub.session_id, last)
+            for event in page:
+                yield event_message(event)
+                last = event.seq
+            if len(page) < BACKLOG_PAGE:
+                break
+        sub.state = FeedState.LIVE
+        while not sub.overflowed.is_set():
+            getter = asyncio.ensure_future(sub.queue.get())
+            behind = asyncio.ensure_future(sub.overflowed.wait())
+            done, pending = await asyncio.wait(
+                {getter, behind}, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+            if getter not in done:
+                break
+            message = getter.result()
+            if message["type"] == "append":
+                if message["seq"] <= last:
+                    continue  # already sent from the backlog
+                last = message["seq"]
+            yield message
