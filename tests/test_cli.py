@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agenttrail import Recorder, events
+from agenttrail.replay import validate
 from agenttrail.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.store import NewEvent, NewSession, open_store
 from tests.conftest import REALDATA, run_cli
@@ -262,3 +263,28 @@ def test_direction_controls_never_reach_the_terminal_raw(tmp_path: Path) -> None
     assert "\\u202e" in shown and "\\x1b" in shown
     screenplay = run_cli("fountain", "bidi", "--db", str(db)).stdout
     assert "\u202e" not in screenplay and "\\u{202e}" in screenplay
+
+
+def test_replay_prints_the_body_and_notes_on_stderr(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with open_store(db) as store:
+        sid = store.create_session(NewSession(id="todo")).id
+        payloads = [
+            events.message("user", "find TODOs", actor="user"),
+            events.message("assistant", ""),
+            events.tool_call("c1", "grep", {"pattern": "TODO"}),
+            events.tool_call("c2", "ls", {}),
+            events.tool_result("c1", output="a.py:3"),
+            events.message("user", "hi", actor="user"),
+        ]
+        store.append_batch(sid, [NewEvent(p) for p in payloads])
+    got = run_cli("replay", "todo", "--format", "anthropic", "--db", str(db))
+    assert got.returncode == 0, got.stderr
+    assert validate(json.loads(got.stdout)["messages"], "anthropic") == []
+    assert got.stderr == (
+        "note: seq 4: call 'c2' (ls) has no result recorded: a placeholder result was sent\n"
+    )
+    early = run_cli("replay", "todo", "--upto", "1", "--db", str(db))
+    assert json.loads(early.stdout) == {"messages": [{"role": "user", "content": "find TODOs"}]}
+    bad = run_cli("replay", "todo", "--format", "gemini", "--db", str(db))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown replay format")

@@ -111,6 +111,9 @@ def test_sessions_and_events_over_rest(server: Server) -> None:
         assert http.get(f"/v1/sessions/{sid}").json()["title"] == "rest"
         assert http.get(f"/v1/sessions/{sid}/verify").json()["ok"] is True
         assert "FADE IN:" in http.get(f"/v1/sessions/{sid}/fountain").text
+        replayed = http.get(f"/v1/sessions/{sid}/replay", params={"format": "anthropic"}).json()
+        assert replayed["messages"][0] == {"role": "user", "content": "hi"}
+        assert http.get(f"/v1/sessions/{sid}/replay", params={"format": "x"}).status_code == 422
         schema = http.get("/openapi.json").json()
         assert "/v1/sessions/{session_id}/events" in schema["paths"]
 
@@ -410,3 +413,56 @@ def test_eight_writers_and_twenty_subscribers(server: Server) -> None:
         assert seqs == list(range(1, total + 1))
     (verdict,) = verify(server.store, [sid])
     assert verdict.ok and verdict.events == total
+
+
+def test_agenttrail_serve_prints_an_admin_token_and_serves(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    db, port = tmp_path / "log.db", _free_port()
+    with open_store(db) as store:
+        Recorder.start(store, session_id="s1")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = ["serve", "--port", str(port), "--db", str(db), "--workspace", str(tmp_path)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agenttrail.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("admin token (24 h): ")
+        admin = first.split(": ", 1)[1].strip()
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                reply = httpx.get(
+                    f"http://127.0.0.1:{port}/v1/sessions",
+                    headers={"Authorization": f"Bearer {admin}"},
+                )
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.1)
+        assert [s["id"] for s in reply.json()] == ["s1"]
+        minted = subprocess.run(
+            [sys.executable, "-m", "agenttrail.cli", "token", "--session", "s1", "--db", str(db)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        scoped = httpx.get(
+            f"http://127.0.0.1:{port}/v1/sessions/s1", headers={"Authorization": f"Bearer {minted}"}
+        )
+        assert scoped.status_code == 200
+        assert (tmp_path / "log.db.secret").stat().st_mode & 0o777 == 0o600
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()

@@ -40,9 +40,11 @@ from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.importer import ImportReport, read_paths, write_sessions
 from agenttrail.reconcile import CLASSES, ClaimVerdict
 from agenttrail.reconcile import reconcile as reconcile_claims
+from agenttrail.replay import replay as replay_events
 from agenttrail.retention import due_for_removal
 from agenttrail.retention import retain as retain_sessions
 from agenttrail.sample import record_sample
+from agenttrail.server.auth import RIGHTS, load_secret, mint_token
 from agenttrail.store import LogStore, Session, TraceRow, open_store, payload_limit
 from agenttrail.terminal import render_session, safe
 from agenttrail.traces import verify_traces
@@ -664,6 +666,108 @@ def checkpoint(
         out.print(text, markup=False)
     else:
         _write_atomically(output, [text])
+
+
+@app.command()
+def replay(
+    session: Annotated[
+        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    ],
+    format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="Provider: openai (Chat Completions), anthropic (Messages) or responses.",
+        ),
+    ] = "openai",
+    upto: Annotated[
+        int | None,
+        typer.Option("--upto", metavar="SEQ", help="Replay the events up to this seq only."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Print the message list a model gets for a session, rebuilt from the log: the JSON
+    request body's messages (Anthropic: with system). What replay left out or filled in is
+    printed on stderr, one note: line each (docs/replay.md).
+
+    Example: agenttrail replay sample-harvey-session --format anthropic --upto 12 | jq .
+    """
+    with _open(db) as store:
+        found = find_session(store, session)
+        result = replay_events(store.read(found.id), format, upto_seq=upto)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
+    sys.stdout.write(result.json(indent=2) + "\n")
+
+
+SecretOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--secret-file",
+        help="Key that signs tokens. Default: $AGENTTRAIL_SECRET, else <database>.secret "
+        "(made on first use, readable by you only).",
+        show_default=False,
+    ),
+]
+
+
+def _secret(store: LogStore, secret_file: Path | None) -> bytes:
+    default = Path(f"{store.url.removeprefix('sqlite:///')}.secret")
+    return load_secret(secret_file or default)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8787,
+    workspace: Annotated[
+        Path, typer.Option("--workspace", help="Folder the user's file tools may touch.")
+    ] = Path("."),
+    secret_file: SecretOption = None,
+    db: DbOption = None,
+) -> None:
+    """Serve the REST API, the live WebSocket feed and the user's tools; print an admin token.
+
+    Example: agenttrail serve --port 8787 --workspace ~/project
+    """
+    import uvicorn  # the server's imports cost half a second; only serve pays them
+
+    from agenttrail.server.app import create_app
+    from agenttrail.server.tools import ToolRegistry
+
+    with _open(db, create=True) as store:
+        secret = _secret(store, secret_file)
+        registry = ToolRegistry.with_entry_points(workspace.resolve())
+        app_ = create_app(store, secret=secret, tools=registry)
+        token = mint_token(secret, rights=RIGHTS)
+        out.print(f"admin token (24 h): {token}", markup=False)
+        out.print(f"serving {store.url} on http://{host}:{port}  (docs: /docs)", markup=False)
+        uvicorn.run(app_, host=host, port=port, ws="websockets-sansio", log_level="warning")
+
+
+@app.command()
+def token(
+    rights: Annotated[
+        str, typer.Option("--rights", help=f"Comma-separated, from: {', '.join(RIGHTS)}.")
+    ] = "read",
+    session: Annotated[
+        str | None, typer.Option("--session", help="Scope to one session (default: all).")
+    ] = None,
+    ttl: Annotated[float, typer.Option("--ttl", help="Hours the token is valid.")] = 24,
+    secret_file: SecretOption = None,
+    db: DbOption = None,
+) -> None:
+    """Mint a signed access token for the server: a session scope, rights and an expiry.
+
+    Example: agenttrail token --session sample-harvey-session --rights read,append
+    """
+    with _open(db) as store:
+        scope = find_session(store, session).id if session is not None else "*"
+        secret = _secret(store, secret_file)
+    wanted = [r.strip() for r in rights.split(",") if r.strip()]
+    out.print(mint_token(secret, rights=wanted, session=scope, ttl_s=ttl * 3600), markup=False)
 
 
 def _expand(paths: list[Path]) -> list[Path]:

@@ -31,6 +31,7 @@ from agenttrail.errors import (
     TurnInFlight,
 )
 from agenttrail.formats.fountain import fountain_from_events
+from agenttrail.replay import replay
 from agenttrail.server.auth import Forbidden, Grant, Unauthorized, check_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription, event_message
 from agenttrail.server.tools import ToolRegistry
@@ -308,6 +309,24 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
         session = await run(store.get_session, session_id)
         items = await run(lambda: list(store.read(session_id)))
         return fountain_from_events(session, items)
+
+    @app.get("/v1/sessions/{session_id}/replay")
+    async def replay_session(
+        session_id: str,
+        auth: Auth,
+        format: Annotated[str, Query()] = "openai",
+        upto: Annotated[int | None, Query(ge=1)] = None,
+    ) -> dict[str, Any]:
+        """The model's message list rebuilt from the log, with what was left out or filled in."""
+        auth.require("read", session_id)
+        await run(store.get_session, session_id)
+        items = await run(lambda: list(store.read(session_id)))
+        result = replay(items, format, upto_seq=upto)
+        return {
+            **result.body(),
+            "tools": list(result.tools),
+            "notes": [str(n) for n in result.notes],
+        }
 
     @app.post("/v1/sessions/{session_id}/turns", status_code=201)
     async def take_turn(session_id: str, body: TurnBody, auth: Auth) -> dict[str, Any]:
