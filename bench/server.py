@@ -60,7 +60,7 @@ def _latency(base: str, ws: str, token: str, sid: str, samples: int) -> list[flo
     done = threading.Event()
 
     def listen() -> None:
-        with connect(f"{ws}/v1/sessions/{sid}/live?afterSeq=999999999&token={token}") as conn:
+        with connect(f"{ws}/v1/sessions/{sid}/live?afterSeq=0&token={token}") as conn:
             ready.set()
             while len(delays) < samples:
                 message = json.loads(conn.recv(timeout=30))
@@ -75,7 +75,10 @@ def _latency(base: str, ws: str, token: str, sid: str, samples: int) -> list[flo
     time.sleep(0.2)
     with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
         for _ in range(samples):
-            http.post(f"{base}/v1/sessions/{sid}/events", json={"payload": {"type": "x", "sent": time.time()}})
+            http.post(
+                f"{base}/v1/sessions/{sid}/events",
+                json={"payload": {"type": "x", "sent": time.time()}},
+            )
             time.sleep(0.005)
     done.wait(60)
     listener.join()
@@ -91,9 +94,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         port = _free_port()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agenttrail.cli", "serve", "--port", str(port),
-             "--db", str(Path(tmp) / "bench.db"), "--workspace", tmp],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            [
+                sys.executable,
+                "-m",
+                "agenttrail.cli",
+                "serve",
+                "--port",
+                str(port),
+                "--db",
+                str(Path(tmp) / "bench.db"),
+                "--workspace",
+                tmp,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         try:
@@ -116,16 +131,21 @@ def main() -> None:
             singles = [{"payload": payload} for _ in range(args.events // 4)]
             single_s = _post_all(f"{base}/v1/sessions/{sid}/events", token, singles, args.clients)
             sid = session()
-            batches = [{"events": [{"payload": payload}] * BATCH} for _ in range(args.events // BATCH)]
+            batches = [
+                {"events": [{"payload": payload}] * BATCH} for _ in range(args.events // BATCH)
+            ]
             batch_s = _post_all(f"{base}/v1/sessions/{sid}/events", token, batches, args.clients)
             delays = sorted(_latency(base, ws, token, session(), args.samples))
             status = Path(f"/proc/{proc.pid}/status").read_text()
-            peak_kib = int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1])
+            peak_kib = int(
+                next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]
+            )
         finally:
             proc.terminate()
             proc.wait(10)
     print(f"single appends ({args.clients} clients): {len(singles) / single_s:,.0f} events/s")
-    print(f"batched appends ({BATCH}/request, {args.clients} clients): {args.events / batch_s:,.0f} events/s")
+    rate = args.events / batch_s
+    print(f"batched appends ({BATCH}/request, {args.clients} clients): {rate:,.0f} events/s")
     p99 = delays[max(0, int(len(delays) * 0.99) - 1)]
     print(f"append -> subscriber latency: p50 {statistics.median(delays):.1f} ms, p99 {p99:.1f} ms")
     print(f"server peak RSS: {peak_kib / 1024:.0f} MiB")
