@@ -466,3 +466,51 @@ def test_agenttrail_serve_prints_an_admin_token_and_serves(tmp_path: Path) -> No
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_the_recorder_streams_partials_to_the_server(server: Server) -> None:
+    rec = Recorder.start(
+        server.store, session_id="streamed", server=server.url, token=server.token("append")
+    )
+    url = f"{server.ws}/v1/sessions/streamed/live?afterSeq=0&token={server.token('read')}"
+    with connect(url) as ws:
+        time.sleep(0.2)
+        with rec.turn(model="m") as turn:
+            turn.user("tell me")
+            for piece in ("Hel", "lo"):
+                assert turn.partial(piece, activity="typing") == 1
+            turn.partial(done=True)
+            turn.reply("Hello")
+        kinds = [json.loads(ws.recv(timeout=10)) for _ in range(5)]
+    assert [(k["type"], k.get("textDelta")) for k in kinds] == [
+        ("append", None),
+        ("appendPartial", "Hel"),
+        ("appendPartial", "lo"),
+        ("appendPartial", None),
+        ("append", None),
+    ]
+    assert [e.type for e in server.store.read("streamed")] == ["message", "message"]  # none stored
+    offline = Recorder.start(server.store)
+    with offline.turn() as turn:
+        assert turn.partial("x") == 0
+
+
+def test_tools_from_an_entry_point_join_the_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real entry point: a dist-info folder on sys.path, found by importlib.metadata.
+    (tmp_path / "weather_tool.py").write_text(
+        "from agenttrail.server.tools import Tool\n"
+        "SCHEMA = {'type': 'object', 'properties': {'city': {'type': 'string'}}}\n"
+        "def make(workspace):\n"
+        "    return Tool('weather', 'Weather in a city.', SCHEMA,\n"
+        "                lambda v: {'city': v['city'], 'sky': 'clear'})\n"
+    )
+    info = tmp_path / "weather_tool-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: weather-tool\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[agenttrail.tools]\nweather = weather_tool:make\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = ToolRegistry.with_entry_points(tmp_path)
+    assert [t.name for t in registry] == ["list_dir", "read_file", "weather", "write_file"]
+    assert registry.dispatch("weather", {"city": "Oslo"}) == {"city": "Oslo", "sky": "clear"}

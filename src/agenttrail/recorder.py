@@ -28,6 +28,7 @@ from typing import Any
 from agenttrail import events, traces
 from agenttrail.codec import now_timestamp
 from agenttrail.envelopes import DEFAULT_SPEC, EnvelopeSpec
+from agenttrail.errors import StoreError
 from agenttrail.events import Actor
 from agenttrail.store import Appended, LogStore, NewSession
 from agenttrail.traces import trace_row
@@ -54,12 +55,18 @@ class Recorder:
         session_id: str,
         *,
         specs: Mapping[str, EnvelopeSpec] | None = None,
+        server: str | None = None,
+        token: str | None = None,
     ) -> None:
         self.store = store
         self.session = store.get_session(session_id)
         self.session_id = session_id
         self.specs = dict(specs or {})
         """Envelope spec per tool name; tools not named use the seed's (trace rows)."""
+        self.server = server.rstrip("/") if server else None
+        """Base URL of an ``agenttrail serve`` to send streaming partials to (optional)."""
+        self.token = token
+        """Token with the ``append`` right for that server."""
 
     @classmethod
     def start(
@@ -74,6 +81,8 @@ class Recorder:
         started: str | None = None,
         metadata: dict[str, Any] | None = None,
         specs: Mapping[str, EnvelopeSpec] | None = None,
+        server: str | None = None,
+        token: str | None = None,
     ) -> Recorder:
         """Create a session and return its recorder; ``started`` defaults to now.
 
@@ -84,7 +93,7 @@ class Recorder:
         session = store.create_session(
             NewSession(session_id, title, agent, user, workspace, started, metadata or {})
         )
-        return cls(store, session.id, specs=specs)
+        return cls(store, session.id, specs=specs, server=server, token=token)
 
     def append(
         self, payload: dict[str, Any], *, created_at: str | None = None, key: str | None = None
@@ -308,6 +317,47 @@ class Turn:
             if row is not None:
                 traces.write(self.recorder.store, [row])
         return appended
+
+    def partial(
+        self,
+        text_delta: str | None = None,
+        *,
+        done: bool = False,
+        usage: dict[str, int | None] | None = None,
+        activity: str | None = None,
+    ) -> int:
+        """Send a streaming patch to the live subscribers while the reply streams.
+
+        Patches are ephemeral (seed ``the-log.txt``: ``appendPartial``): they go to the
+        recorder's ``server`` (``POST /v1/sessions/{id}/partials``) and are never stored; the
+        durable reply comes with :meth:`reply`. Without a ``server`` this does nothing.
+
+        Returns:
+            How many subscribers got it (0 without a server).
+
+        Raises:
+            StoreError: the server refused or could not be reached.
+        """
+        server = self.recorder.server
+        if server is None:
+            return 0
+        body: dict[str, Any] = {"done": done}
+        if text_delta is not None:
+            body["textDelta"] = text_delta
+        if usage is not None:
+            body["usage"] = usage
+        if activity is not None:
+            body["activity"] = activity
+        import httpx  # only a streaming recorder needs an HTTP client
+
+        url = f"{server}/v1/sessions/{self.recorder.session_id}/partials"
+        headers = {"Authorization": f"Bearer {self.recorder.token or ''}"}
+        try:
+            response = httpx.post(url, json=body, headers=headers, timeout=10)
+            response.raise_for_status()
+        except httpx.HTTPError as e:
+            raise StoreError(f"partial to {server}: {e}") from e
+        return int(response.json().get("delivered", 0))
 
     def reply(
         self,
