@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.formats._common import JSONValueError, loads
-from agenttrail.formats._recording import fail, sse_data
+from agenttrail.formats._recording import fail
+from agenttrail.formats._sse import sse_events
 
 __all__ = ["assemble"]
 
@@ -45,7 +46,8 @@ def assemble(text: str, path: Path, where: str) -> tuple[dict[str, Any] | None, 
             names the field and the body line.
     """
     chunks: Chunks = []
-    for line, data in sse_data(text):
+    for event in sse_events(text):
+        line, data = event.line, event.data
         if data.strip() == "[DONE]":
             break
         try:

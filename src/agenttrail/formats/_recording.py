@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -40,7 +39,6 @@ __all__ = [
     "join",
     "load_yaml",
     "request_body",
-    "sse_data",
     "type_name",
 ]
 
@@ -337,23 +335,3 @@ def http_date(value: str | None) -> str | None:
         return timestamp_or_none(parsedate_to_datetime(value))
     except (TypeError, ValueError, IndexError, OverflowError):  # a year or zone beyond range
         return timestamp_or_none(value)
-
-
-def sse_data(text: str) -> Iterator[tuple[int, str]]:
-    """``(line, data)`` of each server-sent event: its ``data:`` lines joined with newlines,
-    dispatched at a blank line (WHATWG HTML §9.2.6); ``event:``, ``id:`` and comments are
-    skipped. ``line`` is the 1-based line of the event's first ``data:`` line in ``text``."""
-    lines: list[str] = []
-    first = 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line:
-            if lines:
-                yield first, "\n".join(lines)
-                lines = []
-            continue
-        name, _, value = line.partition(":")
-        if name == "data":
-            first = first if lines else number
-            lines.append(value[1:] if value.startswith(" ") else value)
-    if lines:
-        yield first, "\n".join(lines)

@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 
 from agenttrail import events
 from agenttrail.errors import FormatError
+from agenttrail.formats._anthropic_sse import CALL_TYPES, Streamed, assemble_sse
 from agenttrail.formats._common import (
     ImportedSession,
     JSONValueError,
@@ -69,9 +70,6 @@ __all__ = ["NAME", "read", "sniff"]
 NAME = "anthropic"
 
 _PROVIDER = "anthropic"
-
-_CALL_TYPES = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
-"""Assistant block type → whether the tool runs on Anthropic's side (``server=True``)."""
 
 _SNIFF_PARSE_LIMIT = 8 * 1024 * 1024
 """Files up to this size (bytes) are parsed whole by :func:`sniff` for a precise answer;
@@ -242,8 +240,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     text = decode_text(path, data)
     if text.lstrip().startswith(("event:", "data:", ":")):
         kind = "sse"
-        for k, item in enumerate(_assemble_sse(builder, text), start=1):
-            if isinstance(item, _Streamed):
+        for k, item in enumerate(assemble_sse(builder, text), start=1):
+            if isinstance(item, Streamed):
                 builder.response(item.body, f"line {item.line}", k, arguments=item.arguments)
             else:
                 builder.error(None, item.data, f"x{k}:error", None)
@@ -343,10 +341,10 @@ class _Builder:
             raise self.fail("expected an integer HTTP status", f"{at}.response.status_code")
         reply = _body(self, response.get("body"), f"{at}.response.body")
         if isinstance(reply, str) and reply.lstrip().startswith(("event:", "data:")):
-            streamed = _assemble_sse(self, reply, f"{at}.response.body")
+            streamed = assemble_sse(self, reply, f"{at}.response.body")
             for n, part in enumerate(streamed):
                 key = f"x{k}:s{n}"
-                if isinstance(part, _Streamed):
+                if isinstance(part, Streamed):
                     self.response(
                         part.body,
                         f"{at}.response.body",
@@ -487,7 +485,7 @@ class _Builder:
         for j, block in enumerate(blocks):
             kind = block["type"]
             where = f"{at}[{j}]"
-            if kind in _CALL_TYPES:
+            if kind in CALL_TYPES:
                 raw = (arguments or {}).get(j)
                 call = _call(self, block, where, message_id, raw)
                 self.add(call, f"{key}:b{j}", created)
@@ -645,7 +643,7 @@ def _is_result(kind: str) -> bool:
 
 
 def _is_tool(kind: str) -> bool:
-    return kind in _CALL_TYPES or _is_result(kind)
+    return kind in CALL_TYPES or _is_result(kind)
 
 
 def _text(blocks: list[dict[str, Any]]) -> str:
@@ -674,7 +672,7 @@ def _call(
         arguments=raw,
         messageId=message_id,
         caller=block.get("caller"),
-        server=True if _CALL_TYPES[kind] else None,
+        server=True if CALL_TYPES[kind] else None,
         blockType=kind if kind == "mcp_tool_use" else None,
         serverName=block.get("server_name"),
         cache_control=block.get("cache_control"),
@@ -743,7 +741,7 @@ def _fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
         if kind == "text":
             if block.get("text"):
                 parts.append(("text", block.get("text")))
-        elif kind in _CALL_TYPES:
+        elif kind in CALL_TYPES:
             parts.append((kind, block.get("id"), block.get("name")))
         elif isinstance(kind, str) and _is_result(kind):
             body = json.dumps(block.get("content"), sort_keys=True)
@@ -754,243 +752,3 @@ def _fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
             rest = {k: v for k, v in block.items() if k != "cache_control"}
             parts.append((kind, json.dumps(rest, sort_keys=True)))
     return (message.get("role"), tuple(parts))
-
-
-# --- SSE ------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Streamed:
-    """A message assembled from a stream."""
-
-    body: dict[str, Any]
-    """The message as the non-streaming API would have returned it."""
-    line: int
-    """Line of its ``message_start`` event."""
-    arguments: dict[int, str] = field(default_factory=dict)
-    """Content index → the tool input JSON text as streamed (``input_json_delta``)."""
-
-
-@dataclass
-class _StreamError:
-    """An ``error`` event in a stream."""
-
-    data: dict[str, Any]
-    line: int
-
-
-def _sse_events(text: str) -> list[tuple[int, str | None, str, bool]]:
-    """``(line, event name, data, ended by a blank line)`` per event (WHATWG HTML §9.2.6)."""
-    found: list[tuple[int, str | None, str, bool]] = []
-    name: str | None = None
-    data: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.split("\n"), start=1):
-        line = raw.rstrip("\r")
-        if not line:
-            if data:
-                found.append((start, name, "\n".join(data), True))
-            name, data, start = None, [], 0
-            continue
-        if line.startswith(":"):
-            continue
-        key, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if key == "event":
-            name = value
-        elif key == "data":
-            data.append(value)
-            start = start or number
-    if data:
-        found.append((start, name, "\n".join(data), False))
-    return found
-
-
-@dataclass(frozen=True)
-class _Where:
-    """Where a stream's lines are: the file itself, or a recorded response body (``at``)."""
-
-    builder: _Builder
-    at: str | None = None
-
-    def fail(self, message: str, line: int, name: str | None = None) -> FormatError:
-        if self.at is None:
-            return FormatError(message, path=self.builder.where, line=line, field=name)
-        where = f"{self.at} (SSE line {line})" + (f".{name}" if name else "")
-        return self.builder.fail(message, where)
-
-    def warn(self, line: int, text: str) -> None:
-        prefix = f"line {line}" if self.at is None else f"{self.at.lstrip('.')}, SSE line {line}"
-        self.builder.warn(f"{prefix}: {text}")
-
-
-def _assemble_sse(
-    builder: _Builder, text: str, at: str | None = None
-) -> list[_Streamed | _StreamError]:
-    """Assemble Messages API stream events into messages, as the SDK's accumulator does.
-
-    Text deltas are concatenated, ``input_json_delta`` fragments joined then parsed (the first
-    may be empty), usage from ``message_start`` is updated by ``message_delta``
-    (https://docs.anthropic.com/en/docs/build-with-claude/streaming). ``at`` names the
-    recorded body the text came from, ``None`` for the file itself.
-
-    Raises:
-        FormatError: an event's data is not JSON (unless it is the last, cut-off event) or
-            not of the documented shape; names the line.
-    """
-    where = _Where(builder, at)
-    out: list[_Streamed | _StreamError] = []
-    current: _Streamed | None = None
-    buffers: dict[int, str] = {}
-    stopped = False
-
-    def finish() -> None:
-        nonlocal current
-        if current is None:
-            return
-        if not stopped:
-            where.warn(
-                current.line,
-                "the message started here has no message_stop (truncated?); it is "
-                "assembled from what arrived",
-            )
-        content = current.body["content"]
-        for index, raw in buffers.items():
-            if not raw:
-                continue  # no input_json_delta: the input of content_block_start stands
-            current.arguments[index] = raw
-            try:
-                content[index]["input"] = loads(raw)
-            except ValueError:  # not JSON, or a number JSON does not allow
-                content[index]["input"] = raw
-                where.warn(
-                    current.line,
-                    f"the message started here has tool input that is not JSON (block "
-                    f"{index}); kept as text",
-                )
-        current.body["content"] = [b for b in content if b is not None]
-        out.append(current)
-        current = None
-
-    for line, name, raw, ended in _sse_events(text):
-        try:
-            data = loads(raw)
-        except json.JSONDecodeError as e:
-            if not ended:
-                where.warn(line, "the last event is cut off (truncated?) and dropped")
-                break
-            raise where.fail(
-                f"invalid JSON in SSE data: {e.msg} (column {e.colno})", line
-            ) from None
-        except JSONValueError as e:
-            raise where.fail(f"SSE data: {e}", line, e.field or None) from None
-        if not isinstance(data, dict):
-            raise where.fail("SSE data is not a JSON object", line)
-        kind = data.get("type", name)
-        if kind == "message_start":
-            finish()
-            message = data.get("message")
-            if not isinstance(message, dict):
-                raise where.fail("expected an object", line, "message")
-            body = dict(message)
-            content = body.get("content")
-            if content is not None and not isinstance(content, list):
-                raise where.fail("expected a list of content blocks", line, "message.content")
-            for index, block in enumerate(content or []):
-                if not isinstance(block, dict):
-                    raise where.fail(
-                        "expected a content block object", line, f"message.content[{index}]"
-                    )
-            usage = body.get("usage")
-            if usage is not None and not isinstance(usage, dict):
-                raise where.fail("expected an object", line, "message.usage")
-            body["content"] = list(content or [])
-            body["usage"] = dict(usage or {})
-            current, buffers, stopped = _Streamed(body, line), {}, False
-        elif kind in ("ping", None):
-            continue
-        elif kind == "error":
-            out.append(_StreamError(data, line))
-        elif current is None:
-            raise where.fail(f"{kind} before message_start", line)
-        elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
-            _block_event(where, current, buffers, kind, data, line)
-        elif kind == "message_delta":
-            delta = data.get("delta")
-            if isinstance(delta, dict):
-                for name in ("content", "usage"):  # built from the other events, never replaced
-                    if name in delta:
-                        problem = (
-                            f"unexpected in a message_delta (the {name} comes from other events)"
-                        )
-                        raise where.fail(problem, line, f"delta.{name}")
-                current.body.update(delta)
-            usage = data.get("usage")
-            if isinstance(usage, dict):
-                current.body["usage"].update((k, v) for k, v in usage.items() if v is not None)
-        elif kind == "message_stop":
-            stopped = True
-            finish()
-        else:
-            where.warn(line, f"unknown stream event {kind!r} ignored")
-    finish()
-    return out
-
-
-def _block_event(
-    where: _Where,
-    current: _Streamed,
-    buffers: dict[int, str],
-    kind: str,
-    data: dict[str, Any],
-    line: int,
-) -> None:
-    """Apply one ``content_block_start`` / ``_delta`` / ``_stop`` event to ``current``."""
-    content: list[Any] = current.body["content"]
-    index = data.get("index")
-    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-        raise where.fail("expected a non-negative integer", line, "index")
-    if kind == "content_block_start":
-        block = data.get("content_block")
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            raise where.fail("expected a content block with a type", line, "content_block.type")
-        if index > len(content):  # blocks start in order (the SDK's accumulator appends them)
-            raise where.fail(f"block {index} starts before block {len(content)}", line, "index")
-        if index == len(content):
-            content.append(None)
-        content[index] = dict(block)
-        if block["type"] in _CALL_TYPES:
-            buffers[index] = ""
-        return
-    if index >= len(content) or content[index] is None:
-        raise where.fail(f"{kind} for block {index}, which never started", line)
-    if kind == "content_block_stop":
-        return
-    block = content[index]
-    delta = data.get("delta")
-    if not isinstance(delta, dict):
-        raise where.fail("expected an object", line, "delta")
-    dtype = delta.get("type")
-    if dtype in ("text_delta", "thinking_delta", "input_json_delta"):
-        name = {"text_delta": "text", "thinking_delta": "thinking"}.get(dtype, "partial_json")
-        piece = delta.get(name, "")
-        if not isinstance(piece, str):
-            raise where.fail("expected a string", line, f"delta.{name}")
-        if dtype == "input_json_delta":
-            buffers[index] = buffers.get(index, "") + piece
-            return
-        so_far = block.get(name, "")
-        if not isinstance(so_far, str):
-            raise where.fail(f"a {dtype} for block {index}, whose {name} is not a string", line)
-        block[name] = so_far + piece
-    elif dtype == "signature_delta":
-        block["signature"] = delta.get("signature")
-    elif dtype == "citations_delta":
-        citations = block.get("citations") or []
-        if not isinstance(citations, list):
-            raise where.fail(
-                f"a citations_delta for block {index}, whose citations are not a list", line
-            )
-        block["citations"] = [*citations, delta.get("citation")]
-    else:
-        where.warn(line, f"unknown delta type {dtype!r} ignored")
