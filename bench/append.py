@@ -1,6 +1,6 @@
-"""Append and verify throughput, as ratios against raw sqlite3 and hashlib in the same run.
+"""Append and verify throughput, as ratios against raw sqlite3, psycopg and hashlib in the same run.
 
-    python bench/append.py [--events 20000] [--single 500] [--batch 100]
+    python bench/append.py [--events 20000] [--single 500] [--batch 100] [--postgres URL]
 
 Baselines, measured on the same machine in the same run so that the ratio means something:
 - batched append  vs raw ``sqlite3`` ``executemany`` of the same CBOR bytes into a table of the
@@ -9,6 +9,13 @@ Baselines, measured on the same machine in the same run so that the ratio means 
 - verify          vs ``hashlib.sha256`` over each stored payload, one call per event (the
   floor), and vs raw ``sqlite3`` reading the same payloads plus that hashing (what any
   verifier written in Python must at least do).
+With ``--postgres URL`` (e.g. ``postgresql://postgres@127.0.0.1:5432/test``) the PostgreSQL
+backend is measured too, in schemas of its own that are dropped afterwards:
+- batched append  vs raw psycopg ``executemany`` of the same rows, and vs ``COPY … FROM STDIN
+  (FORMAT BINARY)`` of the same rows, ``--batch`` rows per transaction;
+- single append   vs raw psycopg, one ``INSERT`` per transaction;
+- verify          vs ``hashlib.sha256`` over each payload (the floor, as above), and vs raw
+  psycopg reading the same payloads plus ``hashlib``.
 Each event is a 1 KiB assistant message (about 1 KiB of canonical CBOR).
 """
 
@@ -20,6 +27,7 @@ import itertools
 import sqlite3
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -152,13 +160,134 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
     return out
 
 
+def bench_postgres(url: str, total: int, single: int, batch: int) -> dict[str, float]:
+    """The PostgreSQL backend against raw psycopg on the same server, same run.
+
+    Baselines write the same CBOR bytes into a table of the same shape (primary key
+    ``(session_id, seq)``) in a schema of their own, ``batch`` rows per transaction: psycopg's
+    ``executemany`` (pipelined INSERTs) and ``COPY … FROM STDIN (FORMAT BINARY)``, the fastest
+    way in. Both sides commit with the server's ``synchronous_commit`` (on by default).
+    """
+    import psycopg
+    from psycopg import sql
+
+    payloads = [_payload(i) for i in range(total)]
+    blobs = [encode_payload(p) for p in payloads]
+    digest = bytes(32)
+    stamp = now_timestamp()
+    tag = uuid.uuid4().hex[:12]
+    raw_schema, log_schema = f"bench_raw_{tag}", f"bench_log_{tag}"
+    separator = "&" if "?" in url else "?"
+    out: dict[str, float] = {}
+    runs = itertools.count()
+    admin = psycopg.connect(url, autocommit=True)
+    try:
+        raw = psycopg.connect(url)
+        raw.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(raw_schema)))
+        raw.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(raw_schema)))
+        raw.execute(
+            "CREATE TABLE session_events (session_id text NOT NULL, seq bigint NOT NULL, "
+            "created_at text NOT NULL, payload bytea NOT NULL, hash bytea NOT NULL, "
+            "PRIMARY KEY (session_id, seq))"
+        )
+        raw.commit()
+        insert = "INSERT INTO session_events VALUES (%s, %s, %s, %s, %s)"
+
+        def raw_batched() -> None:
+            sid = f"b{next(runs)}"
+            with raw.cursor() as cur:
+                for start in range(0, total, batch):
+                    cur.executemany(
+                        insert,
+                        [
+                            (sid, i + 1, stamp, blobs[i], digest)
+                            for i in range(start, start + batch)
+                        ],
+                    )
+                    raw.commit()
+
+        def raw_copy() -> None:
+            sid = f"c{next(runs)}"
+            with raw.cursor() as cur:
+                for start in range(0, total, batch):
+                    with cur.copy("COPY session_events FROM STDIN (FORMAT BINARY)") as copy:
+                        copy.set_types(["text", "int8", "text", "bytea", "bytea"])
+                        for i in range(start, start + batch):
+                            copy.write_row((sid, i + 1, stamp, blobs[i], digest))
+                    raw.commit()
+
+        def raw_single() -> None:
+            sid = f"s{next(runs)}"
+            with raw.cursor() as cur:
+                for i in range(single):
+                    cur.execute(insert, (sid, i + 1, stamp, blobs[i], digest))
+                    raw.commit()
+
+        out["pg_raw_batched"] = _rate(total, raw_batched)
+        out["pg_raw_copy"] = _rate(total, raw_copy)
+        out["pg_raw_single"] = _rate(single, raw_single)
+
+        with open_store(f"{url}{separator}schema={log_schema}") as store:
+
+            def ours_batched() -> None:
+                sid = store.create_session(NewSession(id=f"b{next(runs)}")).id
+                for start in range(0, total, batch):
+                    store.append_batch(sid, [NewEvent(p) for p in payloads[start : start + batch]])
+
+            def ours_single() -> None:
+                sid = store.create_session(NewSession(id=f"s{next(runs)}")).id
+                for i in range(single):
+                    store.append(sid, payloads[i])
+
+            out["pg_agenttrail_batched"] = _rate(total, ours_batched)
+            out["pg_agenttrail_single"] = _rate(single, ours_single)
+
+            verified = store.sessions()[0].id
+
+            def ours_verify() -> None:
+                (verdict,) = verify(store, [verified])
+                assert verdict.ok and verdict.events == total
+
+            def raw_read_hash() -> None:
+                with raw.cursor(binary=True) as cur:
+                    cur.execute(
+                        sql.SQL(
+                            "SELECT payload FROM {}.session_events WHERE session_id = %s "
+                            "ORDER BY seq"
+                        ).format(sql.Identifier(log_schema)),
+                        (verified,),
+                    )
+                    for (data,) in cur:
+                        hashlib.sha256(data).digest()
+                raw.commit()
+
+            out["pg_raw_read_sha256"] = _rate(total, raw_read_hash)
+            out["pg_agenttrail_verify"] = _rate(total, ours_verify)
+        raw.close()
+    finally:
+        for schema in (raw_schema, log_schema):
+            admin.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+            )
+        admin.close()
+    out["pg_ratio_batched"] = out["pg_agenttrail_batched"] / out["pg_raw_batched"]
+    out["pg_ratio_copy"] = out["pg_agenttrail_batched"] / out["pg_raw_copy"]
+    out["pg_ratio_single"] = out["pg_agenttrail_single"] / out["pg_raw_single"]
+    out["pg_ratio_verify_read"] = out["pg_agenttrail_verify"] / out["pg_raw_read_sha256"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000, help="events for batched runs")
     parser.add_argument("--single", type=int, default=500, help="events for single appends")
     parser.add_argument("--batch", type=int, default=100, help="events per batch")
+    parser.add_argument("--postgres", metavar="URL", help="also measure PostgreSQL at URL")
     args = parser.parse_args()
     r = bench(args.events, args.single, args.batch)
+    if args.postgres:
+        r |= bench_postgres(args.postgres, args.events, args.single, args.batch)
+        r["pg_ratio_verify"] = r["pg_agenttrail_verify"] / r["raw_sha256"]
     print(f"payload: {r['payload_bytes']:.0f} bytes of CBOR per event")
     print(f"{'':24}{'events/s':>12}{'baseline/s':>14}{'ratio':>8}")
     rows = [
@@ -172,6 +301,19 @@ def main() -> None:
         ("verify", "agenttrail_verify", "raw_sha256", "ratio_verify"),
         ("verify vs read+hash", "agenttrail_verify", "raw_read_sha256", "ratio_verify_read"),
     ]
+    if args.postgres:
+        rows += [
+            ("PG append, batch", "pg_agenttrail_batched", "pg_raw_batched", "pg_ratio_batched"),
+            ("PG append, batch/COPY", "pg_agenttrail_batched", "pg_raw_copy", "pg_ratio_copy"),
+            ("PG append, single", "pg_agenttrail_single", "pg_raw_single", "pg_ratio_single"),
+            ("PG verify", "pg_agenttrail_verify", "raw_sha256", "pg_ratio_verify"),
+            (
+                "PG verify vs read+hash",
+                "pg_agenttrail_verify",
+                "pg_raw_read_sha256",
+                "pg_ratio_verify_read",
+            ),
+        ]
     for label, ours, base, ratio in rows:
         print(f"{label:24}{r[ours]:>12,.0f}{r[base]:>14,.0f}{r[ratio]:>8.0%}")
 

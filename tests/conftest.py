@@ -1,16 +1,29 @@
-"""Shared fixtures: real SQLite files in tmp dirs, the third-party data folder, the CLI."""
+"""Shared fixtures: real SQLite files in tmp dirs, a real PostgreSQL schema per test, the
+third-party data folder, the CLI.
+
+One contract, two backends (STYLE.md §6, Phoenix's ``dialect`` fixture): the ``store`` and
+``db_url`` fixtures are parametrised over ``sqlite`` and ``postgresql``, so every test that
+takes them runs against both. A PostgreSQL test gets a schema of its own in the server named
+by ``--postgres-url`` (default ``$AGENTTRAIL_TEST_POSTGRES_URL``, else the server on this
+machine), dropped afterwards. ``--backend sqlite`` runs the SQLite half only.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 
 from agenttrail.store import LogStore, open_store
+from agenttrail.store.postgres import parse_url
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AGENTTRAIL_SHARED") or ROOT / ".." / "shared").resolve()
@@ -18,6 +31,40 @@ SHARED = Path(os.environ.get("AGENTTRAIL_SHARED") or ROOT / ".." / "shared").res
 folder beside the checkout, or ``$AGENTTRAIL_SHARED``."""
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
+
+
+BACKENDS = ("sqlite", "postgresql")
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+"""The server .ci/run starts on this machine (trust auth, database ``test``)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("agenttrail")
+    group.addoption(
+        "--backend",
+        action="append",
+        choices=BACKENDS,
+        help="run the store tests against this backend only (repeatable; default: both)",
+    )
+    group.addoption(
+        "--postgres-url",
+        default=os.environ.get("AGENTTRAIL_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL,
+        help="PostgreSQL server for the postgresql half: each test gets a schema of its own",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    chosen = config.getoption("--backend") or BACKENDS
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("backend") if callspec is not None else None
+        if backend is None and "postgres_url" in getattr(item, "fixturenames", ()):
+            backend = "postgresql"  # a PostgreSQL-only test (triggers, privileges, replicas)
+        (drop if backend is not None and backend not in chosen else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -34,14 +81,75 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "agenttrail.db"
 
 
+@pytest.fixture(scope="session")
+def postgres_url(request: pytest.FixtureRequest) -> str:
+    """The PostgreSQL server under test (``--postgres-url``); fails the test, with what to
+    do, when it cannot be reached."""
+    url = str(request.config.getoption("--postgres-url"))
+    try:
+        psycopg.connect(url, connect_timeout=5).close()
+    except psycopg.OperationalError as e:
+        reason = str(e).strip().splitlines()[0]
+        pytest.fail(
+            f"PostgreSQL is not reachable at {parse_url(url).redacted}: {reason}. Start it "
+            "(.ci/run does) or run the SQLite half only: pytest --backend sqlite",
+            pytrace=False,
+        )
+    return url
+
+
+@contextmanager
+def postgres_schema(server_url: str) -> Iterator[str]:
+    """An agenttrail URL naming a fresh schema on ``server_url``; the schema is dropped on
+    exit, whatever the test did to it."""
+    name = f"t_{uuid.uuid4().hex[:16]}"
+    separator = "&" if "?" in server_url else "?"
+    try:
+        yield f"{server_url}{separator}schema={name}"
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql``: the backend this run of the test is for."""
+    return str(request.param)
+
+
 @pytest.fixture
-def store(db_path: Path) -> Iterator[LogStore]:
-    """A real SQLite log, closed after the test."""
-    opened = open_store(db_path)
+def db_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh log's database: a SQLite file path, or a PostgreSQL URL with its own schema."""
+    if backend == "sqlite":
+        yield str(tmp_path / "agenttrail.db")
+        return
+    with postgres_schema(request.getfixturevalue("postgres_url")) as url:
+        yield url
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[LogStore]:
+    """A real log on each backend, closed after the test."""
+    opened = open_store(db_url)
     try:
         yield opened
     finally:
         opened.close()
+
+
+def is_postgres(url: str) -> bool:
+    """True for a PostgreSQL URL (the ``db_url`` of the postgresql half)."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+@contextmanager
+def owner_connection(url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A connection as the role that owns the log's tables, in the log's schema (autocommit):
+    what someone who owns the database uses to go around agenttrail."""
+    parsed = parse_url(url)
+    with psycopg.connect(parsed.conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(parsed.schema)))
+        yield conn
 
 
 def run_cli(

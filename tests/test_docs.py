@@ -20,7 +20,8 @@ from agenttrail import Recorder
 from agenttrail.cli import app
 from agenttrail.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.store import open_store
-from tests.conftest import ROOT, run_cli
+from agenttrail.store.postgres import parse_url
+from tests.conftest import ROOT, owner_connection, postgres_schema, run_cli
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 LOG_FORMAT = (ROOT / "docs" / "log-format.md").read_text(encoding="utf-8")
@@ -99,3 +100,53 @@ def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> No
     ).stdout.splitlines()
     assert out[:2] == ["seq 1: ok", "seq 2: BAD"]
     assert run_cli("verify", "--db", str(db)).returncode == 1
+
+
+def _psql_script(url: str, session: str) -> str:
+    block = LOG_FORMAT.split("### Verify with psql and sha256sum only", 1)[1]
+    script = _code_blocks(block, "sh")[0]
+    server = parse_url(url)
+    first = (
+        "URL=postgresql://postgres@127.0.0.1:5432/test SCHEMA=public SESSION=sample-harvey-session"
+    )
+    assert first in script
+    return script.replace(
+        first, f"URL='{server.conninfo}' SCHEMA='{server.schema}' SESSION='{session}'"
+    )
+
+
+@pytest.mark.skipif(
+    not all(shutil.which(tool) for tool in ("psql", "xxd", "sha256sum")),
+    reason="needs the psql, xxd and sha256sum commands",
+)
+def test_a_postgresql_log_verifies_by_hand_with_psql_and_sha256sum(postgres_url: str) -> None:
+    with postgres_schema(postgres_url) as url:
+        with open_store(url) as store:
+            record_sample(store)
+            rec = Recorder.start(store, session_id="hard é")
+            with rec.turn(model="m") as turn:
+                turn.user("café \udc81 done")
+                call = turn.tool_call("read_file", {"path": "big"})
+                turn.tool_result(call, "x" * (512 * 1024))
+            heads = {s.id: (s.head_seq, s.head_hash.hex()) for s in store.sessions()}
+        for session, (head_seq, head_hash) in heads.items():
+            out = subprocess.run(
+                ["sh", "-c", _psql_script(url, session)], capture_output=True, text=True, check=True
+            ).stdout.splitlines()
+            assert out[:-1] == [f"seq {n}: ok" for n in range(1, head_seq + 1)]
+            assert out[-1] == f"head|{head_seq}|{head_hash}"
+        # The same script catches a row changed by the database's owner around the triggers.
+        with owner_connection(url) as conn:
+            conn.execute("ALTER TABLE session_events DISABLE TRIGGER session_events_no_update")
+            changed = conn.execute(
+                "UPDATE session_events SET payload = overlay(payload placing '2+3'::bytea "
+                "from position('2+2'::bytea in payload) for 3) "
+                "WHERE session_id = %s AND seq = 2 AND position('2+2'::bytea in payload) > 0",
+                (SAMPLE_SESSION_ID,),
+            )
+            assert changed.rowcount == 1
+        out = subprocess.run(
+            ["sh", "-c", _psql_script(url, SAMPLE_SESSION_ID)], capture_output=True, text=True
+        ).stdout.splitlines()
+        assert out[:2] == ["seq 1: ok", "seq 2: BAD"]
+        assert run_cli("verify", "--db", url).returncode == 1

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +26,10 @@ from agenttrail import Recorder, events
 from agenttrail.chain import verify
 from agenttrail.server import create_app, mint_token
 from agenttrail.server import live as live_module
+from agenttrail.server.auth import RIGHTS
 from agenttrail.server.tools import ToolRegistry, workspace_tools
 from agenttrail.store import LogStore, open_store
+from tests.conftest import postgres_schema
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
 
@@ -52,8 +58,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    store = open_store(tmp_path / "log.db", max_payload_bytes=64 * 1024)
+def server(tmp_path: Path, db_url: str) -> Iterator[Server]:
+    """A server on each backend (on PostgreSQL its hub LISTENs for appends)."""
+    store = open_store(db_url, max_payload_bytes=64 * 1024)
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("hello from the workspace\n")
@@ -466,6 +473,113 @@ def test_agenttrail_serve_prints_an_admin_token_and_serves(tmp_path: Path) -> No
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+# -- replicas: two `agenttrail serve` processes on one PostgreSQL schema ----------------------
+
+
+@contextlib.contextmanager
+def _serve(db: str, workspace: Path, env: dict[str, str]) -> Iterator[str]:
+    """A real ``agenttrail serve`` process on ``db``; yields its base URL once it answers."""
+    port = _free_port()
+    args = ["serve", "--port", str(port), "--db", db, "--workspace", str(workspace)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agenttrail.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("admin token (24 h): ")
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{url}/openapi.json")
+                break
+            except httpx.ConnectError:
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    proc.stderr.read() if proc.stderr else ""
+                )
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def test_two_replicas_on_one_postgresql_database(postgres_url: str, tmp_path: Path) -> None:
+    with postgres_schema(postgres_url) as db:
+        with open_store(db) as store:
+            Recorder.start(store, session_id="s1")
+        env = {"AGENTTRAIL_SECRET": SECRET.decode()}
+        headers = {"Authorization": f"Bearer {mint_token(SECRET, rights=RIGHTS)}"}
+        read = mint_token(SECRET, rights=["read"])
+        with _serve(db, tmp_path, env) as a, _serve(db, tmp_path, env) as b:
+            http_a = httpx.Client(base_url=a, headers=headers, timeout=30)
+            http_b = httpx.Client(base_url=b, headers=headers, timeout=30)
+            with http_a, http_b:
+                b_ws = b.replace("http://", "ws://")
+                # A subscriber on B gets what is appended through A, as it commits, in order.
+                with connect(f"{b_ws}/v1/sessions/s1/live?afterSeq=0&token={read}") as ws:
+                    time.sleep(0.3)  # B's hub has registered the subscription
+                    for i in range(5):
+                        posted = http_a.post(
+                            "/v1/sessions/s1/events", json={"payload": {"type": "x", "i": i}}
+                        )
+                        assert posted.status_code == 201 and posted.json()["seqs"] == [i + 1]
+                    batch = {"events": [{"payload": {"type": "x", "i": i}} for i in range(5, 10)]}
+                    assert http_a.post("/v1/sessions/s1/events", json=batch).status_code == 201
+                    got = _receive_appends(ws, 10)
+                    assert [m["seq"] for m in got] == list(range(1, 11))
+                    assert [m["payload"]["i"] for m in got] == list(range(10))
+                    started = time.monotonic()
+                    http_a.post("/v1/sessions/s1/events", json={"payload": {"type": "x", "i": 10}})
+                    (live,) = _receive_appends(ws, 1)
+                    assert live["seq"] == 11 and time.monotonic() - started < 2
+                # afterSeq resume on the other replica: the backlog comes from the database.
+                a_ws = a.replace("http://", "ws://")
+                with connect(f"{a_ws}/v1/sessions/s1/live?afterSeq=7&token={read}") as ws:
+                    assert [m["seq"] for m in _receive_appends(ws, 4)] == [8, 9, 10, 11]
+                    time.sleep(0.3)
+                    http_b.post("/v1/sessions/s1/events", json={"payload": {"type": "x", "i": 11}})
+                    (live,) = _receive_appends(ws, 1)
+                    assert (live["seq"], live["payload"]["i"]) == (12, 11)
+                # The turn lock is in the database: a turn taken on A refuses a user tool on B.
+                turn = http_a.post("/v1/sessions/s1/turns", json={"holder": "agent-on-a"})
+                assert turn.status_code == 201
+                refused = http_b.post("/v1/sessions/s1/tools/list_dir/invoke", json={})
+                assert refused.status_code == 409
+                assert refused.json()["turn_id"] == turn.json()["turn_id"]
+                assert http_b.get("/v1/sessions/s1").json()["events"] == 12  # nothing appended
+                http_a.delete(f"/v1/sessions/s1/turns/{turn.json()['turn_id']}")
+                invoked = http_b.post("/v1/sessions/s1/tools/list_dir/invoke", json={})
+                assert invoked.status_code == 201 and invoked.json()["call_seq"] == 13
+        with open_store(db) as store:
+            (verdict,) = verify(store, ["s1"])
+            assert verdict.ok and verdict.events == 14
+
+
+def test_serve_on_postgresql_needs_a_shared_secret(postgres_url: str) -> None:
+    with postgres_schema(postgres_url) as db:
+        open_store(db).close()
+        env = {k: v for k, v in os.environ.items() if k != "AGENTTRAIL_SECRET"}
+        for command in (["serve", "--port", str(_free_port())], ["token"]):
+            result = subprocess.run(
+                [sys.executable, "-m", "agenttrail.cli", *command, "--db", db],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+            assert result.returncode == 2, result.stderr
+            assert result.stderr.startswith("error: a shared database needs the token secret")
+            assert "AGENTTRAIL_SECRET" in result.stderr and result.stdout == ""
 
 
 def test_the_recorder_streams_partials_to_the_server(server: Server) -> None:

@@ -14,7 +14,7 @@ from agenttrail.envelopes import record_hash
 from agenttrail.importer import import_paths
 from agenttrail.store import LogStore, open_store
 from agenttrail.traces import capture, verify_traces
-from tests.conftest import run_cli
+from tests.conftest import is_postgres, owner_connection, postgres_schema, run_cli
 
 _INPUTS = {"principal": 312_500, "annual_rate": 0.0575, "years": 25}
 
@@ -91,20 +91,34 @@ def test_envelope_results_get_trace_rows_joined_both_ways(store: LogStore) -> No
 
 def test_trace_rows_hold_no_user_identity(store: LogStore) -> None:
     _session(store)
-    conn = store._conn  # type: ignore[attr-defined]
-    columns = [row[1] for row in conn.execute("PRAGMA table_info(trace_rows)")]
+    if is_postgres(store.url):
+        with store._connection() as pg:  # type: ignore[attr-defined]
+            columns = [
+                row[0]
+                for row in pg.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = 'trace_rows'"
+                )
+            ]
+            assert "envelope" in columns
+            rows = pg.execute("SELECT * FROM trace_rows").fetchall()
+    else:
+        conn = store._conn  # type: ignore[attr-defined]
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(trace_rows)")]
+        rows = conn.execute("SELECT * FROM trace_rows").fetchall()
     assert not [c for c in columns if "user" in c]
-    for row in conn.execute("SELECT * FROM trace_rows"):
+    assert rows
+    for row in rows:
         assert not any("alice" in str(value) for value in row)
 
 
-def test_import_writes_the_same_trace_rows(tmp_path: Path) -> None:
+def test_import_writes_the_same_trace_rows(tmp_path: Path, db_url: str) -> None:
     with open_store(tmp_path / "a.db") as store:
         sid, _ = _session(store)
         original = [(r.tool, r.status, r.record_hash, r.envelope) for r in store.traces(sid)]
     exported = run_cli("export", sid, "--db", str(tmp_path / "a.db")).stdout
     (tmp_path / "s.jsonl").write_text(exported, encoding="utf-8")
-    with open_store(tmp_path / "b.db") as store:
+    with open_store(db_url) as store:
         import_paths(store, [tmp_path / "s.jsonl"])
         again = [(r.tool, r.status, r.record_hash, r.envelope) for r in store.traces(sid)]
         assert capture(store, sid) == []  # running it again writes nothing
@@ -126,16 +140,34 @@ def test_verify_fails_on_a_changed_envelope_byte(db_path: Path) -> None:
     assert f"FAIL  {sid}  trace 1: envelope differs from the logged result" in result.stdout
 
 
-def test_traces_and_trace_commands(db_path: Path) -> None:
-    with open_store(db_path) as store:
+def test_verify_fails_on_a_changed_envelope_byte_in_postgresql(postgres_url: str) -> None:
+    with postgres_schema(postgres_url) as url:
+        with open_store(url) as store:
+            sid, _ = _session(store)
+        assert run_cli("verify", "--db", url).returncode == 0
+        with owner_connection(url) as conn:
+            conn.execute("ALTER TABLE trace_rows DISABLE TRIGGER trace_rows_no_update")
+            conn.execute(
+                "UPDATE trace_rows SET envelope = convert_to(replace("
+                "convert_from(envelope, 'UTF8'), '1965.93', '1965.98'), 'UTF8') WHERE id = 1"
+            )
+            (changed,) = conn.execute("SELECT envelope FROM trace_rows WHERE id = 1").fetchone()
+            assert b"1965.98" in changed
+        result = run_cli("verify", "--db", url)
+        assert result.returncode == 1
+        assert f"FAIL  {sid}  trace 1: envelope differs from the logged result" in result.stdout
+
+
+def test_traces_and_trace_commands(db_url: str) -> None:
+    with open_store(db_url) as store:
         sid, _ = _session(store)
-    listing = run_cli("traces", sid, "--json", "--db", str(db_path))
+    listing = run_cli("traces", sid, "--json", "--db", db_url)
     rows = [json.loads(line) for line in listing.stdout.splitlines()]
     assert [r["status"] for r in rows] == ["verified", "mismatch", "computed", "invalid"]
-    shown = run_cli("trace", "2", "--db", str(db_path))
+    shown = run_cli("trace", "2", "--db", db_url)
     assert shown.returncode == 0
     assert "status: mismatch" in shown.stdout and '"total_interest": 277279.0' in shown.stdout
-    missing = run_cli("trace", "99", "--db", str(db_path))
+    missing = run_cli("trace", "99", "--db", db_url)
     assert (missing.returncode, missing.stderr) == (2, "error: no trace row 99\n")
 
 

@@ -38,6 +38,7 @@ from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.importer import ImportReport, read_paths, write_sessions
+from agenttrail.migrate import migrate as migrate_log
 from agenttrail.reconcile import CLASSES, ClaimVerdict
 from agenttrail.reconcile import reconcile as reconcile_claims
 from agenttrail.replay import replay as replay_events
@@ -68,8 +69,8 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Database: a file path or sqlite:///path. Default: $AGENTTRAIL_DATABASE_URL, "
-        "else ./agenttrail.db.",
+        help="Database: a file path, sqlite:///path or postgresql://user@host/dbname[?schema=S]. "
+        "Default: $AGENTTRAIL_DATABASE_URL, else ./agenttrail.db.",
         show_default=False,
     ),
 ]
@@ -712,6 +713,14 @@ SecretOption = Annotated[
 
 
 def _secret(store: LogStore, secret_file: Path | None) -> bytes:
+    if not store.url.startswith("sqlite:///") and not (
+        secret_file or os.environ.get("AGENTTRAIL_SECRET")
+    ):
+        # A database server has no file beside it, and replicas must share one secret.
+        raise InputError(
+            "a shared database needs the token secret in AGENTTRAIL_SECRET or "
+            "--secret-file, the same for every server replica"
+        )
     default = Path(f"{store.url.removeprefix('sqlite:///')}.secret")
     return load_secret(secret_file or default)
 
@@ -728,7 +737,8 @@ def serve(
     secret_file: SecretOption = None,
     db: DbOption = None,
 ) -> None:
-    """Serve the REST API, the live WebSocket feed and the user's tools; print an admin token.
+    """Serve the web viewer, the REST API, the live feed and the user's tools; print the
+    viewer's address with an admin token.
 
     Example: agenttrail serve --port 8787 --workspace ~/project
     """
@@ -742,8 +752,13 @@ def serve(
         registry = ToolRegistry.with_entry_points(workspace.resolve())
         app_ = create_app(store, secret=secret, tools=registry)
         token = mint_token(secret, rights=RIGHTS)
+        # The viewer keeps the token from the address's #fragment (never sent to the server
+        # in a request line) in sessionStorage, then drops it from the address bar.
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        shown = f"[{shown}]" if ":" in shown else shown
         out.print(f"admin token (24 h): {token}", markup=False)
         out.print(f"serving {store.url} on http://{host}:{port}  (docs: /docs)", markup=False)
+        out.print(f"open the viewer: http://{shown}:{port}/#token={token}", markup=False)
         uvicorn.run(app_, host=host, port=port, ws="websockets-sansio", log_level="warning")
 
 
@@ -768,6 +783,35 @@ def token(
         secret = _secret(store, secret_file)
     wanted = [r.strip() for r in rights.split(",") if r.strip()]
     out.print(mint_token(secret, rights=wanted, session=scope, ttl_s=ttl * 3600), markup=False)
+
+
+@app.command("migrate")
+def migrate_command(
+    source: Annotated[
+        str, typer.Option("--from", metavar="URL", help="Database to copy from (only read).")
+    ],
+    target: Annotated[
+        str, typer.Option("--to", metavar="URL", help="Database to copy into (set up if new).")
+    ],
+) -> None:
+    """Copy every session (events with the same seq, time, bytes and chain hashes; keys;
+    trace rows) and every tombstone to another database, then verify the copies there; exit
+    1 when one does not verify. Running it again copies only what is new.
+
+    Example: agenttrail migrate --from sqlite:///agenttrail.db --to postgresql://app@db/agenttrail
+    """
+    with _open(source) as src, _open(target, create=True) as dst:
+        report = migrate_log(src, dst)
+    for m in report.sessions:
+        mark = "ok    " if m.ok else "FAIL  "
+        line = f"{mark}{m.session_id}  {m.events} of {m.head_seq} events copied, {m.traces} traces"
+        out.print(line + (f": {m.problem}" if m.problem else ""), markup=False)
+    err.print(
+        f"{len(report.sessions)} sessions, {report.tombstones} tombstones copied to {dst.url}",
+        markup=False,
+    )
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 def _expand(paths: list[Path]) -> list[Path]:

@@ -25,7 +25,16 @@ from dataclasses import dataclass, field
 
 from agenttrail.events import Event
 
-__all__ = ["ANOMALY_TEXT", "Anomaly", "Pairing", "pair_tool_calls"]
+__all__ = [
+    "ANOMALY_TEXT",
+    "Anomaly",
+    "Pairing",
+    "SeqPairing",
+    "ToolRef",
+    "pair_refs",
+    "pair_tool_calls",
+    "tool_ref",
+]
 
 ANOMALY_TEXT = {
     "missing_id": "no call id: cannot be paired",
@@ -69,6 +78,84 @@ def _call_id(value: object) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
 
+@dataclass(frozen=True)
+class ToolRef:
+    """A tool call or tool result reduced to what pairing reads."""
+
+    seq: int
+    """The event's seq."""
+    kind: str
+    """``tool_call`` or ``tool_result``."""
+    call_id: str | None
+    """The call's ``id`` or the result's ``toolCallId``; ``None`` when missing or empty."""
+
+
+def tool_ref(event: Event) -> ToolRef | None:
+    """The :class:`ToolRef` of a ``tool_call`` or ``tool_result`` event; ``None`` for others."""
+    kind = event.type
+    if kind == "tool_call":
+        return ToolRef(event.seq, kind, _call_id(event.payload.get("id")))
+    if kind == "tool_result":
+        return ToolRef(event.seq, kind, _call_id(event.payload.get("toolCallId")))
+    return None
+
+
+@dataclass(frozen=True)
+class SeqPairing:
+    """Tool calls and results paired by seq only (see :func:`pair_refs`)."""
+
+    result_seq: dict[int, int] = field(default_factory=dict)
+    """Call seq → the seq of its one result."""
+    call_seq: dict[int, int] = field(default_factory=dict)
+    """Result seq → the seq of its one call."""
+    anomalies: dict[int, Anomaly] = field(default_factory=dict)
+    """Event seq → what is wrong with it."""
+
+
+def pair_refs(refs: Iterable[ToolRef]) -> SeqPairing:
+    """Pair tool calls and results given as :class:`ToolRef` (rules in the module docstring).
+
+    The same rules as :func:`pair_tool_calls`, over seqs and ids alone, so that a view that
+    keeps a large session's refs (the web viewer's index) can pair again as the log grows
+    without holding every payload.
+
+    Args:
+        refs: the session's tool calls and results, any order (seq decides nothing here:
+            pairing is by id).
+
+    Returns:
+        The :class:`SeqPairing`.
+    """
+    calls: dict[str, list[int]] = defaultdict(list)
+    results: dict[str, list[int]] = defaultdict(list)
+    pairing = SeqPairing()
+    for ref in refs:
+        if ref.call_id is None:
+            pairing.anomalies[ref.seq] = Anomaly(ref.seq, "missing_id", None)
+        elif ref.kind == "tool_call":
+            calls[ref.call_id].append(ref.seq)
+        elif ref.kind == "tool_result":
+            results[ref.call_id].append(ref.seq)
+    for call_id, group in calls.items():
+        answers = results.get(call_id, [])
+        if len(group) > 1:
+            for seq in group + answers:
+                pairing.anomalies[seq] = Anomaly(seq, "duplicate_id", call_id)
+        elif len(answers) > 1:
+            for seq in group + answers:
+                pairing.anomalies[seq] = Anomaly(seq, "duplicate_result", call_id)
+        elif answers:
+            pairing.result_seq[group[0]] = answers[0]
+            pairing.call_seq[answers[0]] = group[0]
+        else:
+            pairing.anomalies[group[0]] = Anomaly(group[0], "no_result", call_id)
+    for call_id, answers in results.items():
+        if call_id not in calls:
+            for seq in answers:
+                pairing.anomalies[seq] = Anomaly(seq, "orphan_result", call_id)
+    return pairing
+
+
 def pair_tool_calls(events: Iterable[Event]) -> Pairing:
     """Pair ``tool_call`` and ``tool_result`` events by id (rules in the module docstring).
 
@@ -78,38 +165,16 @@ def pair_tool_calls(events: Iterable[Event]) -> Pairing:
     Returns:
         The :class:`Pairing`; events of other types are ignored.
     """
-    calls: dict[str, list[Event]] = defaultdict(list)
-    results: dict[str, list[Event]] = defaultdict(list)
-    pairing = Pairing()
+    by_seq: dict[int, Event] = {}
+    refs: list[ToolRef] = []
     for event in events:
-        kind = event.type
-        if kind == "tool_call":
-            call_id = _call_id(event.payload.get("id"))
-            if call_id is None:
-                pairing.anomalies[event.seq] = Anomaly(event.seq, "missing_id", None)
-            else:
-                calls[call_id].append(event)
-        elif kind == "tool_result":
-            call_id = _call_id(event.payload.get("toolCallId"))
-            if call_id is None:
-                pairing.anomalies[event.seq] = Anomaly(event.seq, "missing_id", None)
-            else:
-                results[call_id].append(event)
-    for call_id, group in calls.items():
-        answers = results.get(call_id, [])
-        if len(group) > 1:
-            for event in group + answers:
-                pairing.anomalies[event.seq] = Anomaly(event.seq, "duplicate_id", call_id)
-        elif len(answers) > 1:
-            for event in group + answers:
-                pairing.anomalies[event.seq] = Anomaly(event.seq, "duplicate_result", call_id)
-        elif answers:
-            pairing.result_of[group[0].seq] = answers[0]
-            pairing.call_of[answers[0].seq] = group[0]
-        else:
-            pairing.anomalies[group[0].seq] = Anomaly(group[0].seq, "no_result", call_id)
-    for call_id, answers in results.items():
-        if call_id not in calls:
-            for event in answers:
-                pairing.anomalies[event.seq] = Anomaly(event.seq, "orphan_result", call_id)
-    return pairing
+        ref = tool_ref(event)
+        if ref is not None:
+            refs.append(ref)
+            by_seq[event.seq] = event
+    seqs = pair_refs(refs)
+    return Pairing(
+        result_of={call: by_seq[result] for call, result in seqs.result_seq.items()},
+        call_of={result: by_seq[call] for result, call in seqs.call_seq.items()},
+        anomalies=seqs.anomalies,
+    )

@@ -225,10 +225,11 @@ TITLE_CHARS = 80
 
 def title_from(text: str) -> str | None:
     """A session title from a prompt: its first non-blank line, cut with ``…`` past
-    :data:`TITLE_CHARS`, lone surrogates shown as U+FFFD; ``None`` for blank text."""
+    :data:`TITLE_CHARS`, lone surrogates and NUL shown as U+FFFD; ``None`` for blank text."""
     for line in text.splitlines():
-        # A title is for display: a lone surrogate (not text) shows as U+FFFD.
-        line = line.strip().encode("utf-8", "replace").decode("utf-8")
+        # A title is for display, and database text: a lone surrogate (not text) and NUL
+        # (which PostgreSQL text cannot hold) show as U+FFFD. The message keeps them.
+        line = line.strip().encode("utf-8", "replace").decode("utf-8").replace("\x00", "\ufffd")
         if line:
             return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
     return None

@@ -35,6 +35,7 @@ from agenttrail.replay import replay
 from agenttrail.server.auth import Forbidden, Grant, Unauthorized, check_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription, event_message
 from agenttrail.server.tools import ToolRegistry
+from agenttrail.server.viewer import add_viewer
 from agenttrail.store import LogStore, NewEvent, NewSession, Session, TraceRow
 from agenttrail.traces import verify_traces
 
@@ -158,13 +159,14 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        poller = asyncio.create_task(hub.poll())
+        # Other processes' appends (other replicas): LISTEN on PostgreSQL, polling on SQLite.
+        watcher = asyncio.create_task(hub.watch())
         try:
             yield
         finally:
-            poller.cancel()
+            watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await poller
+                await watcher
 
     app = FastAPI(
         title="agenttrail",
@@ -269,6 +271,9 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
         """Send a streaming patch to the live subscribers; it is never stored."""
         auth.require("append", session_id)
         patch = body.model_dump(exclude_none=True)
+        # Appends made straight into the database first: a partial never overtakes the
+        # durable events before it.
+        await hub.sync(session_id)
         return {"delivered": hub.publish_partial(session_id, patch)}
 
     @app.get("/v1/sessions/{session_id}/traces")
@@ -424,6 +429,7 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
         finally:
             hub.unsubscribe(sub)
 
+    add_viewer(app, store, grant=_grant)  # the web viewer: its page at / and its routes
     return app
 
 

@@ -9,8 +9,11 @@ How no event is lost or sent twice: the subscription is registered *before* the 
 read, so an append that commits meanwhile is both in the backlog and in the queue, and the
 sender drops any append whose seq it has already sent. Appends reach the hub in seq order
 because :meth:`Hub.sync` reads them from the store under a per-session lock (the store's
-seq order is commit order: DESIGN.md §The log). Appends made by other processes straight into
-the database are found by polling the heads of watched sessions.
+seq order is commit order: DESIGN.md §The log). Appends made by other processes — another
+server replica, an agent writing straight into the database — are found by :meth:`Hub.watch`:
+on PostgreSQL each append NOTIFYs its session id at commit and the hub LISTENs, so a replica
+publishes another replica's appends as they commit; on SQLite, which has no notifications,
+the hub polls the heads of watched sessions every :data:`POLL_S`.
 
 Queues are bounded. A subscriber that falls behind is closed with :data:`RESUME_CODE`, which
 tells it to reconnect with the last seq it saw; a writer never waits for a reader.
@@ -30,7 +33,15 @@ import anyio
 from agenttrail.events import Event
 from agenttrail.store import LogStore
 
-__all__ = ["POLL_S", "QUEUE_SIZE", "RESUME_CODE", "Hub", "Subscription", "event_message"]
+__all__ = [
+    "LISTEN_WAIT_S",
+    "POLL_S",
+    "QUEUE_SIZE",
+    "RESUME_CODE",
+    "Hub",
+    "Subscription",
+    "event_message",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +52,11 @@ a burst of a few batches, not a session's history (that comes from the store on 
 POLL_S = 0.05
 """How often the heads of watched sessions are read, to find appends other processes made
 straight into the database (seconds): keeps their delivery well under the 50 ms target."""
+
+LISTEN_WAIT_S = 0.25
+"""Longest one wait for notifications holds its worker thread (seconds). Appends are
+published as their notifications arrive, not at this pace; it bounds how long the server
+takes to stop."""
 
 BACKLOG_PAGE = 500
 """Events read from the store per step of a subscriber's backlog."""
@@ -149,6 +165,34 @@ class Hub:
             sub.offer(message)
         return len(subs)
 
+    async def watch(self) -> None:
+        """Forever: publish the appends other processes make to watched sessions.
+
+        Wakes on the store's notifications when it has them (:meth:`LogStore.listen`,
+        PostgreSQL LISTEN/NOTIFY), so another replica's append reaches this replica's
+        subscribers as it commits; polls heads (:meth:`poll`) when it has none (SQLite).
+        After the listener (re)connects, every watched session is read once, since
+        notifications sent while it was away are lost.
+        """
+        listener = await anyio.to_thread.run_sync(self.store.listen)
+        if listener is None:
+            await self.poll()
+            return
+        try:
+            while True:
+                woken = await anyio.to_thread.run_sync(listener.wait, LISTEN_WAIT_S)
+                if woken is None:
+                    targets = tuple(self._subscribers)
+                else:
+                    targets = tuple(s for s in dict.fromkeys(woken) if s in self._subscribers)
+                for session_id in targets:
+                    try:
+                        await self.sync(session_id)
+                    except Exception:  # a store hiccup must not stop the listener; log it
+                        logger.exception("live: reading session %s failed", session_id)
+        finally:
+            listener.close()
+
     async def poll(self) -> None:
         """Forever: find appends other processes made to watched sessions, and publish them."""
         while True:
@@ -182,11 +226,11 @@ class Hub:
         while not sub.overflowed.is_set():
             getter = asyncio.ensure_future(sub.queue.get())
             behind = asyncio.ensure_future(sub.overflowed.wait())
-            done, pending = await asyncio.wait(
-                {getter, behind}, return_when=asyncio.FIRST_COMPLETED
-            )
-            for task in pending:
-                task.cancel()
+            try:
+                done, _ = await asyncio.wait({getter, behind}, return_when=asyncio.FIRST_COMPLETED)
+            finally:  # also when the feed is closed while waiting: leave no task behind
+                for task in (getter, behind):
+                    task.cancel()
             if getter not in done:
                 break
             message = getter.result()

@@ -8,17 +8,18 @@ encoded by :mod:`agenttrail.codec` before they reach SQL; every reader of the lo
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agenttrail.errors import InputError, StoreError
+from agenttrail.errors import InputError
 from agenttrail.events import Event
 
 __all__ = [
     "DEFAULT_DATABASE",
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "AppendListener",
     "Appended",
     "LogStore",
     "NewEvent",
@@ -162,8 +163,26 @@ class Appended:
     """True when the idempotency key was already used and nothing was written."""
 
 
+class AppendListener(Protocol):
+    """Tells a live feed that some process appended to the log (PostgreSQL LISTEN/NOTIFY)."""
+
+    def wait(self, timeout: float) -> list[str] | None:
+        """Block up to ``timeout`` seconds; the ids of the sessions appended to meanwhile
+        (possibly repeated, possibly none), or ``None`` when notifications may have been
+        missed (after a reconnect), so that every watched session must be checked."""
+        ...
+
+    def close(self) -> None:
+        """Stop listening."""
+        ...
+
+
 class LogStore(Protocol):
-    """The store contract every backend implements (SQLite now, PostgreSQL next)."""
+    """The store contract every backend implements: ``sqlite.py`` and ``postgres.py``.
+
+    ``tests/conftest.py`` runs the store tests against both (the ``store`` and ``db_url``
+    fixtures), so the contract is what those tests say.
+    """
 
     url: str
     max_payload_bytes: int
@@ -222,6 +241,41 @@ class LogStore(Protocol):
         """Every session id that has at least one event row."""
         ...
 
+    def event_keys(self, session_id: str) -> list[tuple[str, int]]:
+        """``(key, seq)`` of every idempotency key of a session, in seq order."""
+        ...
+
+    def copy_session(
+        self,
+        session: Session,
+        rows: Iterable[tuple[int, str, bytes, bytes]],
+        *,
+        keys: Sequence[tuple[str, int]] = (),
+    ) -> int:
+        """Write a session copied from another log, in one transaction (``agenttrail migrate``).
+
+        Creates the session row if missing (same id, fields and ``created_at``), then writes
+        each ``(seq, created_at, payload, hash)`` row after this log's head of the session,
+        with the same seq, time and payload bytes, recomputing each hash, and the keys.
+
+        Returns:
+            How many rows were written (0 when the session was already here up to them).
+
+        Raises:
+            ChainBroken: a row does not continue the chain (a gap, or a hash that is not the
+                recomputed one): nothing is written.
+            SessionExists: the id was removed here by retention.
+        """
+        ...
+
+    def copy_tombstone(self, stone: Tombstone) -> bool:
+        """Keep a tombstone copied from another log; False when it is already here.
+
+        Raises:
+            AppendOnlyViolation: a live session here has that id.
+        """
+        ...
+
     def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
         """Write trace rows in one transaction; a row whose ``(session_id, result_seq)`` is
         already stored is skipped. Returns the rows written."""
@@ -259,6 +313,11 @@ class LogStore(Protocol):
         """Every tombstone, oldest first."""
         ...
 
+    def listen(self) -> AppendListener | None:
+        """A listener that wakes on appends by any process, or ``None`` when the backend
+        has none (SQLite: the live feed polls session heads instead)."""
+        ...
+
     def close(self) -> None:
         """Release the connection."""
         ...
@@ -279,8 +338,10 @@ def open_store(
     """Open the log at ``url``.
 
     Args:
-        url: ``sqlite:///path``, a plain file path, or ``None`` for ``AGENTTRAIL_DATABASE_URL``
-            and then ``./agenttrail.db`` (DESIGN.md §Conventions: flags override env).
+        url: ``sqlite:///path``, a plain file path, ``postgresql://user@host:port/dbname``
+            (``postgres://`` too; ``?schema=NAME`` picks the schema, default ``public``), or
+            ``None`` for ``AGENTTRAIL_DATABASE_URL`` and then ``./agenttrail.db``
+            (DESIGN.md §Conventions: flags override env).
         create: when False, a database file that does not exist is an error instead of
             being created (read-only commands).
         max_payload_bytes: payload limit in bytes; default ``AGENTTRAIL_MAX_PAYLOAD_BYTES``
@@ -289,7 +350,9 @@ def open_store(
     Raises:
         InputError: the URL names a backend this build cannot open, or the limit is not a
             positive integer.
-        StoreError: the database cannot be opened or is not an agenttrail log.
+        StoreError: the database cannot be opened or reached, refuses the login, or is not
+            an agenttrail log; one line naming the file, or the host and database (never
+            the password).
     """
     from agenttrail.store.sqlite import SQLiteStore
 
@@ -304,8 +367,13 @@ def open_store(
             raise InputError(f"database URL {text!r}: expected sqlite:///path")
         return SQLiteStore(Path(rest[1:]), create=create, max_payload_bytes=limit)
     if scheme in ("postgresql", "postgres"):
-        raise StoreError(f"database URL {scheme}://…: the PostgreSQL backend is not built yet")
-    raise InputError(f"database URL {text!r}: unknown scheme {scheme!r} (use sqlite:///path)")
+        from agenttrail.store.postgres import PostgresStore
+
+        return PostgresStore(text, create=create, max_payload_bytes=limit)
+    raise InputError(
+        f"database URL {scheme}://…: unknown scheme {scheme!r} "
+        "(use sqlite:///path or postgresql://user@host/dbname)"
+    )
 
 
 def payload_limit(max_payload_bytes: int | None = None) -> int:

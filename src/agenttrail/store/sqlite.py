@@ -11,12 +11,10 @@ a waiting writer retry instead of failing.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sqlite3
 import threading
-import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -24,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.chain import GENESIS_HASH, chain_hasher
-from agenttrail.codec import encode_payload, json_line, normalize_timestamp, now_timestamp
+from agenttrail.codec import json_line, normalize_timestamp, now_timestamp
 from agenttrail.errors import (
     AppendOnlyViolation,
+    ChainBroken,
     InputError,
-    PayloadTooLarge,
     SessionExists,
     SessionNotFound,
     StoreError,
@@ -44,6 +42,20 @@ from agenttrail.store import (
     Tombstone,
     TraceRow,
     TurnLease,
+)
+from agenttrail.store._shared import (
+    TRACE_FIELDS,
+    Encoded,
+    as_new_session,
+    chain_events,
+    check_created_at,
+    check_new_session,
+    check_session,
+    check_text,
+    encode_events,
+    stored_trace,
+    trace_row,
+    with_id,
 )
 
 __all__ = ["SQLiteStore"]
@@ -167,13 +179,8 @@ class SQLiteStore:
             session_id = self._insert_session(new)
         return self.get_session(session_id)
 
-    def _insert_session(self, new: NewSession) -> str:
-        session_id = new.id if new.id is not None else str(uuid.uuid4())
-        _check_session_id(session_id)
-        for name in ("title", "agent", "user", "workspace", "started"):
-            value = getattr(new, name)
-            if value is not None and not _is_text(value):
-                raise InputError(f"session {name} {value!r} is not valid Unicode text")
+    def _insert_session(self, new: NewSession, *, created_at: str | None = None) -> str:
+        session_id = check_new_session(new)
         if self._conn.execute(
             "SELECT 1 FROM sessions WHERE id = ? UNION ALL "
             "SELECT 1 FROM tombstones WHERE session_id = ?",
@@ -191,7 +198,7 @@ class SQLiteStore:
                 new.workspace,
                 new.started,
                 json_line(new.metadata),
-                now_timestamp(),
+                created_at or now_timestamp(),
             ),
         )
         return session_id
@@ -270,14 +277,7 @@ class SQLiteStore:
             StoreError: the database failed.
         """
         # Encode before taking the write lock: the lock is held only for SQL.
-        encoded = []
-        for event in events:
-            data = encode_payload(event.payload)
-            if len(data) > self.max_payload_bytes:
-                raise PayloadTooLarge(len(data), self.max_payload_bytes)
-            if event.created_at is not None:
-                _check_created_at(event.created_at)
-            encoded.append((data, event.created_at, event.key))
+        encoded = encode_events(events, self.max_payload_bytes)
         with self._write():
             if unless_turn:
                 lease = self._live_lease(session_id)
@@ -286,10 +286,7 @@ class SQLiteStore:
             return self._append_locked(session_id, encoded, create)
 
     def _append_locked(
-        self,
-        session_id: str,
-        encoded: list[tuple[bytes, str | None, str | None]],
-        create: NewSession | None,
+        self, session_id: str, encoded: list[Encoded], create: NewSession | None
     ) -> list[Appended]:
         conn = self._conn
         row = conn.execute(
@@ -298,45 +295,34 @@ class SQLiteStore:
         if row is None:
             if create is None:
                 raise SessionNotFound(session_id)
-            self._insert_session(_with_id(create, session_id))
+            self._insert_session(with_id(create, session_id))
             seq, prev = 0, GENESIS_HASH
         else:
             seq, prev = row[0], bytes(row[1])
-        start = seq
-        hash_row = chain_hasher(session_id)
-        out: list[Appended] = []
-        rows: list[tuple[str, int, str, bytes, bytes]] = []
-        keys: list[tuple[str, str, int]] = []
-        batch_keys: dict[str, Appended] = {}
-        now = now_timestamp()
-        for data, created_at, key in encoded:
-            if key is not None:
-                hit = batch_keys.get(key) or self._keyed(session_id, key)
+        stored: dict[str, Appended] = {}
+        for _, _, key in encoded:
+            if key is not None and key not in stored:
+                hit = self._keyed(session_id, key)
                 if hit is not None:
-                    out.append(hit)
-                    continue
-            seq += 1
-            stamp = created_at or now
-            prev = hash_row(prev, seq, stamp, data)
-            rows.append((session_id, seq, stamp, data, prev))
-            out.append(Appended(seq, prev))
-            if key is not None:
-                keys.append((session_id, key, seq))
-                batch_keys[key] = Appended(seq, prev, duplicate=True)
-        if seq != start:
+                    stored[key] = hit
+        plan = chain_events(
+            session_id, encoded, head_seq=seq, head_hash=prev, stored=stored, now=now_timestamp()
+        )
+        if plan.rows:
             conn.executemany(
                 "INSERT INTO session_events (session_id, seq, created_at, payload, hash) "
                 "VALUES (?, ?, ?, ?, ?)",
-                rows,
+                [(session_id, *r) for r in plan.rows],
             )
             conn.executemany(
-                "INSERT INTO session_event_keys (session_id, key, seq) VALUES (?, ?, ?)", keys
+                "INSERT INTO session_event_keys (session_id, key, seq) VALUES (?, ?, ?)",
+                [(session_id, key, n) for key, n in plan.keys],
             )
             conn.execute(
                 "UPDATE sessions SET head_seq = ?, head_hash = ? WHERE id = ?",
-                (seq, prev, session_id),
+                (plan.head_seq, plan.head_hash, session_id),
             )
-        return out
+        return plan.results
 
     def _keyed(self, session_id: str, key: str) -> Appended | None:
         row = self._conn.execute(
@@ -383,6 +369,83 @@ class SQLiteStore:
             if remaining is not None:
                 remaining -= len(rows)
 
+    def event_keys(self, session_id: str) -> list[tuple[str, int]]:
+        """``(key, seq)`` of every idempotency key of a session, in seq order."""
+        with self._lock, self._translate():
+            rows = self._conn.execute(
+                "SELECT key, seq FROM session_event_keys WHERE session_id = ? ORDER BY seq, key",
+                (session_id,),
+            ).fetchall()
+        return [(key, seq) for key, seq in rows]
+
+    # -- copies (agenttrail migrate) ----------------------------------------------------------
+
+    def copy_session(
+        self,
+        session: Session,
+        rows: Iterable[tuple[int, str, bytes, bytes]],
+        *,
+        keys: Sequence[tuple[str, int]] = (),
+    ) -> int:
+        """Write a session copied from another log, in one transaction (see
+        :meth:`agenttrail.store.LogStore.copy_session`)."""
+        check_session(session)
+        for key, _ in keys:
+            check_text("idempotency key", key)
+        with self._write() as conn:
+            head = conn.execute(
+                "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session.id,)
+            ).fetchone()
+            if head is None:
+                self._insert_session(as_new_session(session), created_at=session.created_at)
+                head = (0, GENESIS_HASH)
+            seq, prev = head[0], bytes(head[1])
+            hash_row = chain_hasher(session.id)
+            written = 0
+            for row_seq, created_at, data, digest in rows:
+                if row_seq <= seq:
+                    continue
+                check_created_at(created_at)
+                if row_seq != seq + 1 or hash_row(prev, row_seq, created_at, data) != digest:
+                    raise ChainBroken(session.id, row_seq, "the copied row does not chain")
+                conn.execute(
+                    "INSERT INTO session_events (session_id, seq, created_at, payload, hash) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (session.id, row_seq, created_at, data, digest),
+                )
+                seq, prev = row_seq, digest
+                written += 1
+            if written:
+                conn.execute(
+                    "UPDATE sessions SET head_seq = ?, head_hash = ? WHERE id = ?",
+                    (seq, prev, session.id),
+                )
+            conn.executemany(
+                "INSERT INTO session_event_keys (session_id, key, seq) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                [(session.id, key, n) for key, n in keys if n <= seq],
+            )
+        return written
+
+    def copy_tombstone(self, stone: Tombstone) -> bool:
+        """Keep a tombstone copied from another log; False when it is already here.
+
+        Raises:
+            AppendOnlyViolation: a live session here has that id.
+        """
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (stone.session_id,)).fetchone():
+                raise AppendOnlyViolation(
+                    f"{self.path}: session {stone.session_id} exists here; its tombstone is "
+                    "not copied"
+                )
+            cursor = conn.execute(
+                "INSERT INTO tombstones (session_id, head_seq, head_hash, deleted_at, reason) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (stone.session_id, stone.head_seq, stone.head_hash, stone.deleted_at, stone.reason),
+            )
+            return bool(cursor.rowcount)
+
     # -- trace rows ---------------------------------------------------------------------------
 
     def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
@@ -392,12 +455,12 @@ class SQLiteStore:
             for row in rows:
                 cursor = conn.execute(
                     f"INSERT INTO trace_rows ({_TRACE_COLUMNS}) "
-                    f"VALUES ({', '.join('?' * len(_TRACE_FIELDS))}) "
+                    f"VALUES ({', '.join('?' * len(TRACE_FIELDS))}) "
                     "ON CONFLICT (session_id, result_seq) DO NOTHING",
-                    tuple(getattr(row, name) for name in _TRACE_FIELDS),
+                    tuple(getattr(row, name) for name in TRACE_FIELDS),
                 )
                 if cursor.rowcount:
-                    written.append(TraceRow(**_fields(row), id=cursor.lastrowid or 0))
+                    written.append(stored_trace(row, cursor.lastrowid or 0))
         return written
 
     def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
@@ -411,7 +474,7 @@ class SQLiteStore:
                 f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE {where} ORDER BY result_seq",
                 args,
             ).fetchall()
-        return [_trace(row) for row in rows]
+        return [trace_row(row) for row in rows]
 
     def trace(self, trace_id: int) -> TraceRow:
         """One trace row by id. Raises ``InputError`` when there is none."""
@@ -421,7 +484,7 @@ class SQLiteStore:
             ).fetchone()
         if row is None:
             raise InputError(f"no trace row {trace_id}")
-        return _trace(row)
+        return trace_row(row)
 
     # -- turn lock ----------------------------------------------------------------------------
 
@@ -434,6 +497,8 @@ class SQLiteStore:
             SessionNotFound: no such session.
             TurnInFlight: another turn holds a lease that has not expired.
         """
+        check_text("turn id", turn_id)
+        check_text("turn holder", holder)
         with self._write() as conn:
             if (
                 conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone()
@@ -485,6 +550,7 @@ class SQLiteStore:
         Raises:
             SessionNotFound: no such session.
         """
+        check_text("retention reason", reason)
         with self._write() as conn:
             row = conn.execute(
                 "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session_id,)
@@ -510,6 +576,12 @@ class SQLiteStore:
                 "ORDER BY deleted_at, rowid"
             ).fetchall()
         return [Tombstone(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows]
+
+    # -- live ---------------------------------------------------------------------------------
+
+    def listen(self) -> None:
+        """``None``: SQLite has no notifications; the live feed polls session heads."""
+        return None
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -550,18 +622,7 @@ class _Translate:
         raise StoreError(f"{self.path}: {text}") from exc
 
 
-_TRACE_FIELDS = tuple(f.name for f in dataclasses.fields(NewTrace))
-_TRACE_COLUMNS = ", ".join(_TRACE_FIELDS)
-
-
-def _fields(row: NewTrace) -> dict[str, Any]:
-    return {name: getattr(row, name) for name in _TRACE_FIELDS}
-
-
-def _trace(row: tuple[Any, ...]) -> TraceRow:
-    values = dict(zip(_TRACE_FIELDS, row[:-1], strict=True))
-    values["envelope"] = bytes(values["envelope"])
-    return TraceRow(**values, id=row[-1])
+_TRACE_COLUMNS = ", ".join(TRACE_FIELDS)
 
 
 def _session(row: tuple[Any, ...]) -> Session:
@@ -577,40 +638,6 @@ def _session(row: tuple[Any, ...]) -> Session:
         head_seq=row[8],
         head_hash=bytes(row[9]),
     )
-
-
-def _with_id(new: NewSession, session_id: str) -> NewSession:
-    return NewSession(
-        session_id, new.title, new.agent, new.user, new.workspace, new.started, new.metadata
-    )
-
-
-def _check_session_id(session_id: str) -> None:
-    if not isinstance(session_id, str) or not session_id or len(session_id) > 200:
-        raise InputError(f"session id must be 1 to 200 characters, not {session_id!r}")
-    if not session_id.isprintable() or session_id != session_id.strip():
-        raise InputError(f"session id {session_id!r} has control or surrounding space characters")
-    if not _is_text(session_id):
-        raise InputError(f"session id {session_id!r} is not valid Unicode text")
-
-
-def _is_text(value: object) -> bool:
-    """True for a ``str`` that SQLite can store as TEXT: no lone surrogates."""
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _check_created_at(created_at: str) -> None:
-    if len(created_at) != 27 or not created_at.endswith("Z") or not created_at.isascii():
-        raise InputError(
-            f"created_at {created_at!r} is not in YYYY-MM-DDTHH:MM:SS.ffffffZ form "
-            "(use agenttrail.codec.normalize_timestamp)"
-        )
 
 
 def _statements(script: str) -> list[str]:

@@ -1,0 +1,125 @@
+"""The web viewer: its static page at ``/`` and the JSON routes it reads (issue 7).
+
+The page (``static/``: HTML, CSS and ES modules, no build step, nothing from a CDN) holds no
+data and is served without a token; it sends the token it was opened with as a bearer header
+and as ``?token=`` on the live WebSocket. The routes here are thin: rows come from
+:mod:`agenttrail.timeline`, search from :mod:`agenttrail.search` (``docs/viewer.md``).
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads the route signatures below, whose
+# ``Auth`` is local to add_viewer, so the annotations must be evaluated where they are written.
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from agenttrail.errors import InputError
+from agenttrail.search import search
+from agenttrail.server.auth import Grant
+from agenttrail.store import LogStore
+from agenttrail.timeline import IndexCache
+
+__all__ = ["STATIC_DIR", "TRANSCRIPT_PAGE_LIMIT", "add_viewer"]
+
+STATIC_DIR = Path(__file__).with_name("static")
+"""The page's files, shipped inside the package (``pyproject.toml`` package-data)."""
+
+TRANSCRIPT_PAGE_LIMIT = 1000
+"""Most rows one ``GET …/transcript`` returns: the page asks for 100 at a time, 500 when it
+catches up with the live tail."""
+
+
+_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]+)?|\[[0-9A-Fa-f:.]+\](:[0-9]+)?")
+"""A Host header fit to name in the page's policy (a name or an address, and a port)."""
+
+
+def _csp(request: Request) -> str:
+    host = request.headers.get("host", "")
+    live = f" ws://{host} wss://{host}" if _HOST.fullmatch(host) else ""
+    # Only our own scripts and styles run; text from the log is never parsed as HTML anyway
+    # (the page builds nodes with textContent), this is the second line of defence.
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        f"connect-src 'self'{live}; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+
+
+def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) -> None:
+    """Add the viewer's page and routes to ``app``.
+
+    Args:
+        app: the API app (its problem-details handlers cover these routes too).
+        store: the log.
+        grant: the dependency that checks the bearer token (``agenttrail.server.app``).
+    """
+    indexes = IndexCache()
+    app.state.transcript_indexes = indexes
+    Auth = Annotated[Grant, Depends(grant)]
+
+    async def run(fn: Callable[[], Any]) -> Any:
+        return await anyio.to_thread.run_sync(fn)
+
+    @app.get("/v1/sessions/{session_id}/transcript")
+    async def transcript(
+        session_id: str,
+        auth: Auth,
+        after_seq: Annotated[int, Query(alias="afterSeq", ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=TRANSCRIPT_PAGE_LIMIT)] = 200,
+        full: bool = False,
+    ) -> dict[str, Any]:
+        """Transcript rows after ``afterSeq``: tool calls paired with their results, run
+        cards, anomalies, meta; plus ``updates`` to earlier rows these events changed."""
+        auth.require("read", session_id)
+        page = await run(
+            lambda: indexes.page(store, session_id, after_seq=after_seq, limit=limit, full=full)
+        )
+        body: dict[str, Any] = page.body()
+        return body
+
+    @app.get("/v1/sessions/{session_id}/runs/{agent_id}")
+    async def run_rows(
+        session_id: str, agent_id: str, auth: Auth, full: bool = False
+    ) -> dict[str, Any]:
+        """The rows inside a finished run's card: the subagent's own events."""
+        auth.require("read", session_id)
+        try:
+            rows = await run(lambda: indexes.run_rows(store, session_id, agent_id, full=full))
+        except KeyError:
+            raise InputError(f"no finished run {agent_id!r} in session {session_id!r}") from None
+        return {"rows": rows}
+
+    @app.get("/v1/sessions/{session_id}/summary")
+    async def summary(session_id: str, auth: Auth) -> dict[str, Any]:
+        """Counts for the sessions list (events, tool calls, runs, anomalies by kind) and the
+        chain status, verified now."""
+        auth.require("read", session_id)
+        result: dict[str, Any] = await run(lambda: indexes.overview(store, session_id))
+        return result
+
+    @app.get("/v1/search")
+    async def search_sessions(
+        auth: Auth,
+        q: Annotated[str, Query(min_length=1, max_length=200)],
+        hits: Annotated[int, Query(ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
+        """Sessions whose fields or events contain ``q`` (case-insensitive), with snippets."""
+        auth.require("read")
+        sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
+        found = await run(lambda: search(store, q, sessions, hits_per_session=hits))
+        return {"query": q, "sessions": [m.body() for m in found]}
+
+    @app.get("/", include_in_schema=False)
+    async def index(request: Request) -> FileResponse:
+        """The viewer's page; it holds no data, so it needs no token."""
+        return FileResponse(
+            STATIC_DIR / "index.html",
+            headers={"Content-Security-Policy": _csp(request), "Cache-Control": "no-cache"},
+        )
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
