@@ -46,9 +46,9 @@ from agenttrail.retention import due_for_removal
 from agenttrail.retention import retain as retain_sessions
 from agenttrail.sample import record_sample
 from agenttrail.server.auth import RIGHTS, load_secret, mint_token
-from agenttrail.store import LogStore, Session, TraceRow, open_store, payload_limit
+from agenttrail.store import LogStore, Session, open_store, payload_limit
 from agenttrail.terminal import render_session, safe
-from agenttrail.traces import verify_traces
+from agenttrail.traces import trace_record, verify_traces
 
 __all__ = ["app", "main"]
 
@@ -73,6 +73,9 @@ DbOption = Annotated[
         "Default: $AGENTTRAIL_DATABASE_URL, else ./agenttrail.db.",
         show_default=False,
     ),
+]
+SessionArg = Annotated[
+    str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
 
@@ -182,9 +185,7 @@ def _session_record(s: Session) -> dict[str, object]:
 
 @app.command()
 def show(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     full: Annotated[
         bool, typer.Option("--full", help="Show tool results and runtime notes whole.")
     ] = False,
@@ -201,9 +202,7 @@ def show(
 
 @app.command()
 def export(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
@@ -253,9 +252,7 @@ def _write_atomically(path: Path, lines: Iterable[str]) -> None:
 
 @app.command()
 def fountain(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
     ] = None,
@@ -343,9 +340,7 @@ def _read_key(path: Path) -> bytes:
 
 @app.command("reconcile")
 def reconcile_command(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     rerun: Annotated[
         bool,
         typer.Option(
@@ -397,9 +392,7 @@ def _verdict_text(v: ClaimVerdict) -> Text:
 
 @app.command()
 def claims(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -504,9 +497,7 @@ def quickstart(
 
 @app.command()
 def traces(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
@@ -519,7 +510,7 @@ def traces(
         rows = store.traces(find_session(store, session).id)
     if json:
         for row in rows:
-            out.print(json_line(_trace_record(row, envelope=False)), markup=False)
+            out.print(json_line(trace_record(row, envelope=False)), markup=False)
         return
     table = Table(expand=True)
     for name in ("trace", "turn", "call", "result", "tool", "status", "record hash"):
@@ -549,29 +540,9 @@ def trace(
     """
     with _open(db) as store:
         row = store.trace(trace_id)
-    record = _trace_record(row, envelope=True)
-    for key, value in record.items():
-        out.print(f"{key}: {value if isinstance(value, str) else json_line(value)}", markup=False)
-
-
-def _trace_record(row: TraceRow, *, envelope: bool) -> dict[str, object]:
-    record: dict[str, object] = {
-        "id": row.id,
-        "session_id": row.session_id,
-        "turn_seq": row.turn_seq,
-        "call_seq": row.call_seq,
-        "result_seq": row.result_seq,
-        "tool": row.tool,
-        "status": row.status,
-        "record_hash": row.record_hash,
-        "stated_hash": row.stated_hash,
-        "detail": row.detail,
-        "created_at": row.created_at,
-    }
-    if envelope:
-        record["inputs"] = row.inputs
-        record["envelope"] = safe(row.envelope.decode("utf-8", "surrogateescape"))
-    return record
+    for key, value in trace_record(row, envelope=True).items():
+        text = value if isinstance(value, str) else json_line(value)
+        out.print(f"{key}: {safe(text)}", markup=False)
 
 
 def _status_text(status: str) -> Text:
@@ -645,9 +616,7 @@ def keygen(
 
 @app.command()
 def checkpoint(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     key: Annotated[Path, typer.Option("--key", help="Ed25519 private key (PEM), from keygen.")],
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
@@ -671,9 +640,7 @@ def checkpoint(
 
 @app.command()
 def replay(
-    session: Annotated[
-        str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
-    ],
+    session: SessionArg,
     format: Annotated[
         str,
         typer.Option(

@@ -27,7 +27,7 @@ from agenttrail.events import Event
 from agenttrail.pairing import pair_tool_calls
 from agenttrail.store import LogStore, NewTrace, TraceRow
 
-__all__ = ["capture", "trace_row", "turn_starts", "verify_traces", "write"]
+__all__ = ["capture", "trace_record", "trace_row", "turn_starts", "verify_traces", "write"]
 
 logger = logging.getLogger(__name__)
 
@@ -162,3 +162,25 @@ def verify_traces(store: LogStore, session_id: str) -> list[str]:
         if check is None or (check.record_hash, check.status) != (row.record_hash, row.status):
             problems.append(f"{where}: record hash or status does not match the envelope")
     return problems
+
+
+def trace_record(row: TraceRow, *, envelope: bool) -> dict[str, Any]:
+    """A trace row as a JSON-ready mapping (CLI and API); with ``envelope``, also the call's
+    inputs and the envelope as text (bytes that are not UTF-8 shown as U+FFFD)."""
+    record: dict[str, Any] = {
+        "id": row.id,
+        "session_id": row.session_id,
+        "turn_seq": row.turn_seq,
+        "call_seq": row.call_seq,
+        "result_seq": row.result_seq,
+        "tool": row.tool,
+        "status": row.status,
+        "record_hash": row.record_hash,
+        "stated_hash": row.stated_hash,
+        "detail": row.detail,
+        "created_at": row.created_at,
+    }
+    if envelope:
+        record["inputs"] = row.inputs
+        record["envelope"] = row.envelope.decode("utf-8", "replace")
+    return record

@@ -25,7 +25,7 @@ from agenttrail.events import Event
 from agenttrail.formats._common import ImportedSession, iter_jsonl
 from agenttrail.store import NewEvent, NewSession
 
-__all__ = ["NAME", "jsonl_from_events", "read", "sniff"]
+__all__ = ["NAME", "event_record", "jsonl_from_events", "read", "sniff"]
 
 NAME = "jsonl"
 
@@ -35,19 +35,23 @@ _CREATED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}
 """The one ``created_at`` form the store writes (ASCII digits only: it is hashed as ASCII)."""
 
 
+def event_record(event: Event) -> dict[str, Any]:
+    """An event as the export writes it: ``session_id``, ``seq``, ``created_at``, ``actor``
+    (stored or derived), ``payload`` and ``hash`` (hex). The live feed sends the same."""
+    return {
+        "session_id": event.session_id,
+        "seq": event.seq,
+        "created_at": event.created_at,
+        "actor": event.actor,
+        "payload": event.payload,
+        "hash": event.hash.hex(),
+    }
+
+
 def jsonl_from_events(events: Iterable[Event]) -> Iterator[str]:
     """One export line (no newline) per event, in the order given."""
     for event in events:
-        yield json_line(
-            {
-                "session_id": event.session_id,
-                "seq": event.seq,
-                "created_at": event.created_at,
-                "actor": event.actor,
-                "payload": event.payload,
-                "hash": event.hash.hex(),
-            }
-        )
+        yield json_line(event_record(event))
 
 
 def sniff(path: Path, data: bytes) -> bool:

@@ -36,8 +36,8 @@ from agenttrail.server.auth import Forbidden, Grant, Unauthorized, check_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription, event_message
 from agenttrail.server.tools import ToolRegistry
 from agenttrail.server.viewer import add_viewer
-from agenttrail.store import LogStore, NewEvent, NewSession, Session, TraceRow
-from agenttrail.traces import verify_traces
+from agenttrail.store import LogStore, NewEvent, NewSession, Session
+from agenttrail.traces import trace_record, verify_traces
 
 __all__ = ["create_app"]
 
@@ -115,26 +115,6 @@ def _session_json(s: Session) -> dict[str, Any]:
         "events": s.head_seq,
         "head": s.head_hash.hex(),
     }
-
-
-def _trace_json(row: TraceRow, *, envelope: bool) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": row.id,
-        "session_id": row.session_id,
-        "turn_seq": row.turn_seq,
-        "call_seq": row.call_seq,
-        "result_seq": row.result_seq,
-        "tool": row.tool,
-        "status": row.status,
-        "record_hash": row.record_hash,
-        "stated_hash": row.stated_hash,
-        "detail": row.detail,
-        "created_at": row.created_at,
-    }
-    if envelope:
-        body["inputs"] = row.inputs
-        body["envelope"] = row.envelope.decode("utf-8", "replace")
-    return body
 
 
 def _grant(request: Request, authorization: Annotated[str | None, Header()] = None) -> Grant:
@@ -281,7 +261,7 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
         """The session's trace rows, without their envelopes (those need ``audit``)."""
         auth.require("read", session_id)
         rows = await run(store.traces, (await run(store.get_session, session_id)).id)
-        return [_trace_json(r, envelope=False) for r in rows]
+        return [trace_record(r, envelope=False) for r in rows]
 
     @app.get("/v1/traces/{trace_id}")
     async def get_trace(trace_id: int, auth: Auth) -> dict[str, Any]:
@@ -289,7 +269,7 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
         auth.require("audit")
         row = await run(store.trace, trace_id)
         auth.require("audit", row.session_id)
-        return _trace_json(row, envelope=True)
+        return trace_record(row, envelope=True)
 
     @app.get("/v1/sessions/{session_id}/verify")
     async def verify_session(session_id: str, auth: Auth) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 
 from agenttrail.events import Event
+from agenttrail.formats.jsonl import event_record
 from agenttrail.store import LogStore
 
 __all__ = [
@@ -76,15 +77,7 @@ class FeedState(enum.Enum):
 
 def event_message(event: Event) -> dict[str, Any]:
     """The ``append`` message for a durable event (the export fields, plus ``type``)."""
-    return {
-        "type": "append",
-        "session_id": event.session_id,
-        "seq": event.seq,
-        "created_at": event.created_at,
-        "actor": event.actor,
-        "payload": event.payload,
-        "hash": event.hash.hex(),
-    }
+    return {"type": "append", **event_record(event)}
 
 
 @dataclass(eq=False)
