@@ -8,7 +8,9 @@ Baselines, measured on the same machine in the same run so that the ratio means 
 - single append   vs raw ``sqlite3``, one row per transaction, same settings;
 - verify          vs ``hashlib.sha256`` over each stored payload, one call per event (the
   floor), and vs raw ``sqlite3`` reading the same payloads plus that hashing (what any
-  verifier written in Python must at least do).
+  verifier written in Python must at least do); also pinned to one CPU (verify reads the
+  next page on a second thread while the C check hashes this one), and with the Python
+  check that runs when the C extension was not built.
 With ``--postgres URL`` (e.g. ``postgresql://postgres@127.0.0.1:5432/test``) the PostgreSQL
 backend is measured too, in schemas of its own that are dropped afterwards:
 - batched append  vs raw psycopg ``executemany`` of the same rows, and vs ``COPY … FROM STDIN
@@ -24,14 +26,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import itertools
+import os
 import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from agenttrail import events
+from agenttrail import chain, events
 from agenttrail.chain import verify
 from agenttrail.codec import encode_payload, now_timestamp
 from agenttrail.store import NewEvent, NewSession, open_store
@@ -48,7 +52,7 @@ def _payload(i: int) -> dict[str, object]:
     )
 
 
-REPEATS = 3
+REPEATS = 5
 """Each measurement runs this many times and keeps its best: a shared VM's noise only ever
 slows a run down, so the fastest run is the closest to the code's own cost."""
 
@@ -151,13 +155,41 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
             out["raw_sha256"] = _rate(total, raw_hash)
             out["raw_read_sha256"] = _rate(total, raw_read_hash)
             out["agenttrail_verify"] = _rate(total, ours_verify)
+            with _one_core():
+                out["agenttrail_verify_one_core"] = _rate(total, ours_verify)
+            with _python_check():
+                out["agenttrail_verify_python"] = _rate(total, ours_verify)
             reader.close()
 
     out["ratio_batched"] = out["agenttrail_batched"] / out["raw_batched"]
     out["ratio_single"] = out["agenttrail_single"] / out["raw_single"]
     out["ratio_verify"] = out["agenttrail_verify"] / out["raw_sha256"]
     out["ratio_verify_read"] = out["agenttrail_verify"] / out["raw_read_sha256"]
+    out["ratio_verify_one_core"] = out["agenttrail_verify_one_core"] / out["raw_sha256"]
+    out["ratio_verify_python"] = out["agenttrail_verify_python"] / out["raw_sha256"]
     return out
+
+
+@contextmanager
+def _one_core() -> Iterator[None]:
+    """Pin this thread, and the threads it starts (verify's read-ahead), to one CPU."""
+    cpus = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cpus)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, cpus)
+
+
+@contextmanager
+def _python_check() -> Iterator[None]:
+    """Verify as a build without the C extension does: the Python check of every row."""
+    built = chain._speedups
+    chain._speedups = None
+    try:
+        yield
+    finally:
+        chain._speedups = built
 
 
 def bench_postgres(url: str, total: int, single: int, batch: int) -> dict[str, float]:
@@ -299,6 +331,8 @@ def main() -> None:
         ),
         ("append, one per commit", "agenttrail_single", "raw_single", "ratio_single"),
         ("verify", "agenttrail_verify", "raw_sha256", "ratio_verify"),
+        ("verify, one core", "agenttrail_verify_one_core", "raw_sha256", "ratio_verify_one_core"),
+        ("verify, Python check", "agenttrail_verify_python", "raw_sha256", "ratio_verify_python"),
         ("verify vs read+hash", "agenttrail_verify", "raw_read_sha256", "ratio_verify_read"),
     ]
     if args.postgres:

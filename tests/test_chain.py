@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import sqlite3
 import struct
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +23,10 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from agenttrail import events
-from agenttrail.chain import GENESIS_HASH, event_hash, verify
-from agenttrail.store import LogStore, NewSession, open_store
+from agenttrail import chain, events
+from agenttrail.chain import CHAIN_TAG, GENESIS_HASH, chain_hasher, event_hash, verify
+from agenttrail.store import LogStore, NewEvent, NewSession, open_store
+from agenttrail.store._shared import CHAIN_PAGE_ROWS
 from tests.conftest import is_postgres, owner_connection, postgres_schema, run_cli
 
 
@@ -219,3 +222,159 @@ def _stored(db: str, column: str, seq: int) -> Any:
         return conn.execute(query, (seq,)).fetchone()[0]
     finally:
         conn.close()
+
+
+# -- the C check and the Python check ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def c_check() -> Any:
+    """``agenttrail._speedups``; CI (``AGENTTRAIL_REQUIRE_SPEEDUPS``) fails when it is not built."""
+    if chain._speedups is None:
+        if os.environ.get("AGENTTRAIL_REQUIRE_SPEEDUPS"):
+            pytest.fail("agenttrail._speedups was not built (a C compiler and OpenSSL 3 headers)")
+        pytest.skip("agenttrail._speedups was not built; verify runs the Python check only")
+    return chain._speedups
+
+
+_SEQ_CHANGES = st.sampled_from([-1, 1, 2, 2**70, -(2**70)])
+_ODD_VALUES = st.sampled_from([None, 1.0, "text", b"bytes", 7, "2026-06-24T10:00:05.000000Zé"])
+
+
+@st.composite
+def _pages(draw: st.DrawFn) -> tuple[str, bytes, list[tuple[Any, ...]], int]:
+    """A chained page of rows as a store returns them, then perhaps one change to one row."""
+    sid = draw(st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=40))
+    first_seq = draw(st.integers(1, 2**40))
+    prev = draw(st.binary(min_size=32, max_size=32))
+    rows: list[tuple[Any, ...]] = []
+    link = prev
+    for offset in range(draw(st.integers(1, 6))):
+        created = draw(
+            st.sampled_from(["2026-06-24T10:00:05.000000Z", "", "2026-06-24T10:00:05Z"])
+            | st.text(st.characters(max_codepoint=127), max_size=40)
+        )
+        payload = draw(st.binary(max_size=3000))
+        digest = event_hash(link, first_seq + offset, created, sid, payload)
+        rows.append((first_seq + offset, created, payload, digest))
+        link = digest
+    change = draw(st.sampled_from(["none", "seq", "created_at", "payload", "hash", "type"]))
+    if change != "none":
+        index = draw(st.integers(0, len(rows) - 1))
+        row = list(rows[index])
+        if change == "seq":
+            row[0] += draw(_SEQ_CHANGES)
+        elif change == "type":
+            row[draw(st.integers(0, 3))] = draw(_ODD_VALUES)
+        else:
+            column = {"created_at": 1, "payload": 2, "hash": 3}[change]
+            raw = bytearray(row[column].encode() if column == 1 else row[column])
+            if raw:
+                raw[draw(st.integers(0, len(raw) - 1))] ^= draw(st.integers(1, 255))
+            else:
+                raw = bytearray(b"\x00")
+            row[column] = raw.decode("latin-1") if column == 1 else bytes(raw)
+        rows[index] = tuple(row)
+    return sid, prev, rows, first_seq
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(page=_pages())
+def test_the_c_check_finds_the_same_first_bad_row_as_the_python_check(
+    c_check: Any, page: tuple[str, bytes, list[tuple[Any, ...]], int]
+) -> None:
+    sid, prev, rows, first_seq = page
+    python = chain._first_bad_row(chain_hasher(sid), prev, first_seq, rows)
+    in_c = c_check.first_bad_row(CHAIN_TAG, sid.encode(), prev, rows, first_seq)
+    assert in_c == (-1 if python is None else python[0])
+
+
+def test_the_c_check_refuses_arguments_of_the_wrong_shape(c_check: Any) -> None:
+    with pytest.raises(ValueError, match="prev_hash must be 32 bytes"):
+        c_check.first_bad_row(CHAIN_TAG, b"s", b"short", [], 1)
+    with pytest.raises(TypeError, match="4-tuple"):
+        c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"")], 1)
+    assert c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [], 1) == -1
+
+
+@pytest.mark.parametrize("check", ["c", "python"])
+def test_verify_finds_a_change_deep_in_a_long_session_and_stops_reading(
+    db_url: str, check: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if check == "c":
+        request.getfixturevalue("c_check")
+    else:
+        monkeypatch.setattr(chain, "_speedups", None)
+    pages = CHAIN_PAGE_ROWS * 3
+    with open_store(db_url) as store:
+        store.create_session(NewSession(id="long"))
+        store.append_batch(
+            "long", [NewEvent(events.message("user", f"m{i}")) for i in range(pages)]
+        )
+        (intact,) = verify(store, ["long"])
+        assert (intact.ok, intact.events) == (True, pages)
+    bad = CHAIN_PAGE_ROWS * 2 + 7
+    _attack(
+        db_url,
+        "UPDATE session_events SET payload = ? WHERE session_id = 'long' AND seq = ?",
+        params=(b"\xa0", bad),
+    )
+    threads = threading.active_count()
+    with open_store(db_url) as store:
+        (verdict,) = verify(store, ["long"])
+    assert (verdict.bad_seq, verdict.events) == (bad, bad)
+    assert verdict.reason == "stored hash does not match the row's bytes"
+    assert threading.active_count() == threads  # the read-ahead thread is gone
+
+
+def test_verify_of_a_session_being_appended_to_reports_no_break(db_url: str) -> None:
+    # The head and the rows come from one snapshot: rows appended while verify reads must
+    # not look like rows beyond the head (they did when the head was read first).
+    with open_store(db_url) as store:
+        store.create_session(NewSession(id="live"))
+        store.append_batch(
+            "live", [NewEvent(events.message("user", "x" * 200)) for _ in range(2000)]
+        )
+    stop = threading.Event()
+    appended = 0
+
+    def writer() -> None:
+        nonlocal appended
+        with open_store(db_url) as other:
+            while not stop.is_set():
+                other.append_batch("live", [NewEvent(events.message("user", "y"))] * 3)
+                appended += 3
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        with open_store(db_url) as store:
+            verdicts = [verify(store, ["live"])[0] for _ in range(8)]
+    finally:
+        stop.set()
+        thread.join()
+    assert appended > 0
+    assert [v.reason for v in verdicts if not v.ok] == []
+    assert len({v.events for v in verdicts}) > 1  # appends did land between the runs
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("head_hash", "abc", "head_hash 'abc' is not 32 bytes"),
+        ("head_seq", "six", "head_seq 'six' is not an integer"),
+        ("metadata", "{not json", "metadata is not a JSON object"),
+    ],
+)
+def test_cli_verify_names_a_session_row_changed_into_another_type(
+    tmp_path: Path, column: str, value: str, said: str
+) -> None:
+    # SQLite keeps whatever type a hand edit writes (PostgreSQL's column types refuse these).
+    db = tmp_path / "agenttrail.db"
+    with open_store(db) as store:
+        _fill(store, "s", 3)
+    _attack(db, f"UPDATE sessions SET {column} = ? WHERE id = 's'", params=(value,))
+    for command in (["verify"], ["sessions"], ["show", "s"]):
+        result = run_cli(*command, "--db", str(db))
+        assert result.returncode == 1, command
+        assert result.stderr == f"error: session 's': {said}\n", command

@@ -13,18 +13,30 @@ Every event's ``hash`` commits to the previous event's hash and to the row's sto
 The session row keeps the head (last seq, last hash), so a removed last event is caught too.
 Whoever owns the database file can recompute the whole chain; signed checkpoints kept
 elsewhere are what pins a head (issue 4).
+
+``verify`` checks each page of rows with the C check of ``agenttrail._speedups`` when it was
+built: it hashes a page of rows without the GIL while a second thread reads the next page
+(reading a row into Python costs about as much as hashing it; docs/benchmarks.md). Why a row
+is bad is said by the Python check below, which is the whole check when the C one is missing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+try:
+    from agenttrail import _speedups
+except ImportError:  # built without a C compiler or OpenSSL's headers (pyproject.toml)
+    _speedups = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
-    from agenttrail.store import LogStore
+    from agenttrail.store import LogStore, Row
 
 __all__ = [
     "CHAIN_TAG",
@@ -124,8 +136,10 @@ def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[Se
 
     Checks, in seq order: seq runs 1, 2, 3 … without gaps; each stored hash equals the hash
     recomputed from the stored bytes and the previous stored hash; the session row's head
-    (seq and hash) equals the last event. With no ``session_ids``, every session is checked,
-    and so is every session id that has events but no session row (rows moved by hand).
+    (seq and hash) equals the last event. Each session's head and rows are read as one
+    snapshot (``LogStore.chain_snapshot``), so a session being appended to verifies too. With
+    no ``session_ids``, every session is checked, and so is every session id that has events
+    but no session row (rows moved by hand).
 
     Args:
         store: the log to read.
@@ -136,6 +150,7 @@ def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[Se
 
     Raises:
         SessionNotFound: a given session id does not exist.
+        StoreError: a session row's head or metadata is not well-formed (changed by hand).
     """
     if session_ids is None:
         ids = [s.id for s in store.sessions()]
@@ -156,47 +171,85 @@ def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[Se
 
 
 def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
-    head = store.head(session_id)
     hash_row = chain_hasher(session_id)
+    sid = session_id.encode("utf-8")
     prev = GENESIS_HASH
     expected = 1
-    count = 0
-    for seq, created_at, data, stored in store.read_rows(session_id):
-        count += 1
-        if seq != expected:
-            why = (
-                f"seq {expected} is missing"
-                if type(seq) is int and seq > expected
-                else f"seq {seq!r} out of order"
-            )
-            return SessionVerdict(session_id, count, prev, expected, why)
-        try:
-            digest = hash_row(prev, seq, created_at, data)
-        except (AttributeError, TypeError, UnicodeError, struct.error):
-            # A column changed by hand into another type (text into a BLOB, say).
-            return SessionVerdict(session_id, count, prev, seq, "row is not well-formed")
-        if digest != stored:
-            return SessionVerdict(
-                session_id, count, prev, seq, "stored hash does not match the row's bytes"
-            )
-        prev = stored
-        expected += 1
+    with store.chain_snapshot(session_id) as (head, pages), _read_ahead(pages) as ahead:
+        for rows in ahead:
+            # The C check only says whether (and where) a page has a bad row; the Python
+            # check says why, so each rule is stated once, here.
+            if (
+                _speedups is None
+                or _speedups.first_bad_row(CHAIN_TAG, sid, prev, rows, expected) >= 0
+            ):
+                found = _first_bad_row(hash_row, prev, expected, rows)
+                if found is not None:
+                    offset, why = found
+                    good = rows[offset - 1][3] if offset else prev
+                    return SessionVerdict(
+                        session_id, expected + offset, good, expected + offset, why
+                    )
+            prev = rows[-1][3]
+            expected += len(rows)
     last = expected - 1
     if head is None:
         return SessionVerdict(
-            session_id, count, prev, 1 if last else 0, "events with no session row"
+            session_id, last, prev, 1 if last else 0, "events with no session row"
         )
     head_seq, head_hash = head
     if head_seq > last:
         return SessionVerdict(
-            session_id, count, prev, last + 1, f"seq {last + 1} is missing (head is seq {head_seq})"
+            session_id, last, prev, last + 1, f"seq {last + 1} is missing (head is seq {head_seq})"
         )
     if head_seq < last:
         return SessionVerdict(
-            session_id, count, prev, head_seq + 1, f"rows beyond the session head (seq {head_seq})"
+            session_id, last, prev, head_seq + 1, f"rows beyond the session head (seq {head_seq})"
         )
     if head_hash != prev:
         return SessionVerdict(
-            session_id, count, prev, max(last, 1), "session head hash does not match the last row"
+            session_id, last, prev, max(last, 1), "session head hash does not match the last row"
         )
-    return SessionVerdict(session_id, count, prev)
+    return SessionVerdict(session_id, last, prev)
+
+
+@contextmanager
+def _read_ahead(pages: Iterator[list[Row]]) -> Iterator[Iterator[list[Row]]]:
+    """``pages``, the next one read on a second thread while the caller checks this one.
+
+    The C check hashes a page without the GIL, so reading and hashing overlap on two cores.
+    Leaving the block waits for a read in flight, so the snapshot can close after it.
+    """
+    with ThreadPoolExecutor(1, thread_name_prefix="agenttrail-verify") as reader:
+
+        def ahead() -> Iterator[list[Row]]:
+            pending = reader.submit(next, pages, None)
+            while (page := pending.result()) is not None:
+                pending = reader.submit(next, pages, None)
+                yield page
+
+        yield ahead()
+
+
+def _first_bad_row(
+    hash_row: ChainHasher, prev: bytes, expected: int, rows: list[Row]
+) -> tuple[int, str] | None:
+    """``(index, why)`` of the first row of a page that does not verify, or ``None``.
+
+    Row ``i`` must have seq ``expected + i`` and a stored hash equal to the hash of its bytes
+    chained to the previous row's stored hash (``prev`` for row 0).
+    """
+    for offset, (seq, created_at, data, stored) in enumerate(rows):
+        want = expected + offset
+        if seq != want:
+            gap = type(seq) is int and seq > want
+            return offset, f"seq {want} is missing" if gap else f"seq {seq!r} out of order"
+        try:
+            digest = hash_row(prev, seq, created_at, data)
+        except (AttributeError, TypeError, UnicodeError, struct.error):
+            # A column changed by hand into another type (text into a BLOB, say).
+            return offset, "row is not well-formed"
+        if digest != stored:
+            return offset, "stored hash does not match the row's bytes"
+        prev = stored
+    return None

@@ -2,16 +2,18 @@
 
 The store knows bytes and sessions, not formats (DESIGN.md §Shape of the system). Payloads are
 encoded by :mod:`agenttrail.codec` before they reach SQL; every reader of the log goes through
-:meth:`LogStore.read` or :meth:`LogStore.read_rows`. One protocol, one module per backend.
+:meth:`LogStore.read`, :meth:`LogStore.read_rows` or :meth:`LogStore.chain_snapshot`. One
+protocol, one module per backend.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from agenttrail.errors import InputError
 from agenttrail.events import Event
@@ -21,10 +23,12 @@ __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "AppendListener",
     "Appended",
+    "ChainSnapshot",
     "LogStore",
     "NewEvent",
     "NewSession",
     "NewTrace",
+    "Row",
     "Session",
     "Tombstone",
     "TraceRow",
@@ -163,6 +167,20 @@ class Appended:
     """True when the idempotency key was already used and nothing was written."""
 
 
+Row = tuple[int, str, bytes, bytes]
+"""``(seq, created_at, payload, hash)`` of one stored event, undecoded."""
+
+
+class ChainSnapshot(NamedTuple):
+    """A session's head and its rows as one consistent snapshot of the log (for verify)."""
+
+    head: tuple[int, bytes] | None
+    """``(head_seq, head_hash)`` from the session row, ``None`` without a row."""
+    pages: Iterator[list[Row]]
+    """Every event row of the session in seq order, a page (list) at a time. Rows appended
+    after the snapshot was taken are not in it, so they cannot pass for rows beyond the head."""
+
+
 class AppendListener(Protocol):
     """Tells a live feed that some process appended to the log (PostgreSQL LISTEN/NOTIFY)."""
 
@@ -229,8 +247,18 @@ class LogStore(Protocol):
         """Events with seq > ``after_seq`` in seq order, at most ``limit``."""
         ...
 
-    def read_rows(self, session_id: str) -> Iterator[tuple[int, str, bytes, bytes]]:
-        """``(seq, created_at, payload bytes, hash)`` of every row, in seq order (for verify)."""
+    def read_rows(self, session_id: str) -> Iterator[Row]:
+        """``(seq, created_at, payload bytes, hash)`` of every row, in seq order."""
+        ...
+
+    def chain_snapshot(self, session_id: str) -> AbstractContextManager[ChainSnapshot]:
+        """The session head and its rows, read in one transaction (for verify): appends that
+        run meanwhile neither show up as rows beyond the head nor move the head past the rows.
+
+        The snapshot is readable only inside the ``with`` block, which holds a read
+        transaction (SQLite: on a connection of its own, so writers go on in WAL mode;
+        PostgreSQL: REPEATABLE READ).
+        """
         ...
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
@@ -248,7 +276,7 @@ class LogStore(Protocol):
     def copy_session(
         self,
         session: Session,
-        rows: Iterable[tuple[int, str, bytes, bytes]],
+        rows: Iterable[Row],
         *,
         keys: Sequence[tuple[str, int]] = (),
     ) -> int:

@@ -32,7 +32,6 @@ Driver errors are translated here and nowhere else (STYLE.md §4): the layers ab
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import random
 import time
@@ -62,9 +61,11 @@ from agenttrail.errors import (
 from agenttrail.events import Event
 from agenttrail.store import (
     Appended,
+    ChainSnapshot,
     NewEvent,
     NewSession,
     NewTrace,
+    Row,
     Session,
     Tombstone,
     TraceRow,
@@ -92,6 +93,9 @@ from agenttrail.store._shared import (
     check_trace,
     encode_events,
     new_events,
+    pages,
+    session_from_row,
+    stored_head,
     stored_trace,
     trace_row,
     with_id,
@@ -419,17 +423,17 @@ class PostgresStore:
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
         if not rows:
             raise SessionNotFound(session_id)
-        return _session(rows[0])
+        return session_from_row(rows[0])
 
     def sessions(self) -> list[Session]:
         """Every session, in the order they were created."""
         rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, pos")
-        return [_session(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
         """``(head_seq, head_hash)`` of the session row, or ``None`` if there is no row."""
         rows = self._query("SELECT head_seq, head_hash FROM sessions WHERE id = %s", (session_id,))
-        return (rows[0][0], bytes(rows[0][1])) if rows else None
+        return stored_head(session_id, rows[0][0], bytes(rows[0][1])) if rows else None
 
     def event_session_ids(self) -> set[str]:
         """Every session id that has at least one event row."""
@@ -540,9 +544,7 @@ class PostgresStore:
             )
         return plan.results
 
-    def _insert_rows(
-        self, conn: Conn, session_id: str, rows: Sequence[tuple[int, str, bytes, bytes]]
-    ) -> None:
+    def _insert_rows(self, conn: Conn, session_id: str, rows: Sequence[Row]) -> None:
         # One statement for the batch (the guard trigger checks its seqs once), its arrays
         # sent in binary: text-format bytea arrays cost more to escape than to insert.
         conn.execute(
@@ -586,13 +588,29 @@ class PostgresStore:
         for seq, created_at, data, digest in self._rows(session_id, after_seq, limit):
             yield Event(session_id, seq, created_at, data, digest)
 
-    def read_rows(self, session_id: str) -> Iterator[tuple[int, str, bytes, bytes]]:
+    def read_rows(self, session_id: str) -> Iterator[Row]:
         """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
         return self._rows(session_id, 0, None)
 
-    def _rows(
-        self, session_id: str, after_seq: int, limit: int | None
-    ) -> Iterator[tuple[int, str, bytes, bytes]]:
+    @contextmanager
+    def chain_snapshot(self, session_id: str) -> Iterator[ChainSnapshot]:
+        """The session head and its rows in one REPEATABLE READ transaction (``LogStore``
+        contract), streamed through a server-side cursor a page at a time."""
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            head = conn.execute(
+                "SELECT head_seq, head_hash FROM sessions WHERE id = %s", (session_id,)
+            ).fetchone()
+            with conn.cursor(name="agenttrail_chain_snapshot", binary=True) as rows:
+                rows.execute(
+                    "SELECT seq, created_at, payload, hash FROM session_events "
+                    "WHERE session_id = %s ORDER BY seq",
+                    (session_id,),
+                )
+                snapshot_head = stored_head(session_id, head[0], bytes(head[1])) if head else None
+                yield ChainSnapshot(snapshot_head, pages(rows))
+
+    def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
         remaining = limit
         while remaining is None or remaining > 0:
             page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
@@ -622,7 +640,7 @@ class PostgresStore:
     def copy_session(
         self,
         session: Session,
-        rows: Iterable[tuple[int, str, bytes, bytes]],
+        rows: Iterable[Row],
         *,
         keys: Sequence[tuple[str, int]] = (),
     ) -> int:
@@ -643,7 +661,7 @@ class PostgresStore:
             seq, prev = int(head[0]), bytes(head[1])
             written = 0
             hash_row = chain_hasher(session.id)
-            batch: list[tuple[int, str, bytes, bytes]] = []
+            batch: list[Row] = []
 
             def flush() -> None:
                 if batch:
@@ -853,18 +871,3 @@ class PostgresStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _session(row: Sequence[Any]) -> Session:
-    return Session(
-        id=row[0],
-        title=row[1],
-        agent=row[2],
-        user=row[3],
-        workspace=row[4],
-        started=row[5],
-        metadata=json.loads(row[6]),
-        created_at=row[7],
-        head_seq=row[8],
-        head_hash=bytes(row[9]),
-    )

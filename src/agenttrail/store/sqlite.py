@@ -11,7 +11,6 @@ a waiting writer retry instead of failing.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,9 +34,11 @@ from agenttrail.errors import (
 from agenttrail.events import Event
 from agenttrail.store import (
     Appended,
+    ChainSnapshot,
     NewEvent,
     NewSession,
     NewTrace,
+    Row,
     Session,
     Tombstone,
     TraceRow,
@@ -53,6 +54,9 @@ from agenttrail.store._shared import (
     check_session,
     check_text,
     encode_events,
+    pages,
+    session_from_row,
+    stored_head,
     stored_trace,
     trace_row,
     with_id,
@@ -211,7 +215,7 @@ class SQLiteStore:
             ).fetchone()
         if row is None:
             raise SessionNotFound(session_id)
-        return _session(row)
+        return session_from_row(row)
 
     def sessions(self) -> list[Session]:
         """Every session, in the order they were created."""
@@ -219,7 +223,7 @@ class SQLiteStore:
             rows = self._conn.execute(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, rowid"
             ).fetchall()
-        return [_session(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
         """``(head_seq, head_hash)`` of the session row, or ``None`` if there is no row."""
@@ -227,7 +231,7 @@ class SQLiteStore:
             row = self._conn.execute(
                 "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
-        return (row[0], bytes(row[1])) if row else None
+        return stored_head(session_id, *row) if row else None
 
     def event_session_ids(self) -> set[str]:
         """Every session id that has at least one event row."""
@@ -298,7 +302,7 @@ class SQLiteStore:
             self._insert_session(with_id(create, session_id))
             seq, prev = 0, GENESIS_HASH
         else:
-            seq, prev = row[0], bytes(row[1])
+            seq, prev = stored_head(session_id, *row)
         stored: dict[str, Appended] = {}
         for _, _, key in encoded:
             if key is not None and key not in stored:
@@ -346,13 +350,40 @@ class SQLiteStore:
         for seq, created_at, data, digest in self._rows(session_id, after_seq, limit):
             yield Event(session_id, seq, created_at, data, digest)
 
-    def read_rows(self, session_id: str) -> Iterator[tuple[int, str, bytes, bytes]]:
+    def read_rows(self, session_id: str) -> Iterator[Row]:
         """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
         return self._rows(session_id, 0, None)
 
-    def _rows(
-        self, session_id: str, after_seq: int, limit: int | None
-    ) -> Iterator[tuple[int, str, bytes, bytes]]:
+    @contextmanager
+    def chain_snapshot(self, session_id: str) -> Iterator[ChainSnapshot]:
+        """The session head and its rows in one read transaction (``LogStore`` contract).
+
+        Reads on a connection of its own, so the store's connection (and its lock) stays free
+        for appends while a long session is verified; WAL lets writers go on meanwhile.
+        """
+        try:
+            # Not shared: verify reads ahead on a thread of its own (chain.py), one call at a time.
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open database {self.path}: {e}") from e
+        try:
+            with self._translate():
+                conn.execute("BEGIN")  # the snapshot starts at the first read below
+                head = conn.execute(
+                    "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session_id,)
+                ).fetchone()
+                rows = conn.execute(
+                    "SELECT seq, created_at, payload, hash FROM session_events "
+                    "WHERE session_id = ? ORDER BY seq",
+                    (session_id,),
+                )
+                yield ChainSnapshot(stored_head(session_id, *head) if head else None, pages(rows))
+        finally:
+            conn.close()
+
+    def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
         remaining = limit
         while remaining is None or remaining > 0:
             page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
@@ -383,7 +414,7 @@ class SQLiteStore:
     def copy_session(
         self,
         session: Session,
-        rows: Iterable[tuple[int, str, bytes, bytes]],
+        rows: Iterable[Row],
         *,
         keys: Sequence[tuple[str, int]] = (),
     ) -> int:
@@ -399,7 +430,7 @@ class SQLiteStore:
             if head is None:
                 self._insert_session(as_new_session(session), created_at=session.created_at)
                 head = (0, GENESIS_HASH)
-            seq, prev = head[0], bytes(head[1])
+            seq, prev = stored_head(session.id, *head)
             hash_row = chain_hasher(session.id)
             written = 0
             for row_seq, created_at, data, digest in rows:
@@ -623,21 +654,6 @@ class _Translate:
 
 
 _TRACE_COLUMNS = ", ".join(TRACE_FIELDS)
-
-
-def _session(row: tuple[Any, ...]) -> Session:
-    return Session(
-        id=row[0],
-        title=row[1],
-        agent=row[2],
-        user=row[3],
-        workspace=row[4],
-        started=row[5],
-        metadata=json.loads(row[6]),
-        created_at=row[7],
-        head_seq=row[8],
-        head_hash=bytes(row[9]),
-    )
 
 
 def _statements(script: str) -> list[str]:

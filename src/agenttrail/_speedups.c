@@ -1,0 +1,216 @@
+/* The chain check of `agenttrail verify` in C (optional; agenttrail/chain.py has the same
+ * check in Python and uses it when this module was not built).
+ *
+ * Reading a row out of SQLite into Python costs about as much as hashing it, so a Python loop
+ * around hashlib spends most of verify's time outside SHA-256 (docs/benchmarks.md). This
+ * module runs the per-row part -- seq check, preimage, SHA-256 (OpenSSL's, as hashlib's),
+ * compare -- for a page of rows in one call, with the GIL released while it hashes, so that
+ * another thread can read the next page meanwhile. It only says where the first bad row is;
+ * why it is bad is worked out in Python (chain.py), so each rule is stated once.
+ *
+ * Preimage of a row (docs/log-format.md, "The hash chain"):
+ *   tag || prev_hash (32) || seq (u64 BE) || len(created_at) (u32 BE) || created_at (ASCII)
+ *       || len(session_id) (u32 BE) || session_id (UTF-8) || len(payload) (u64 BE) || payload
+ * where prev_hash is the previous row's stored hash.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <openssl/evp.h>
+#include <string.h>
+
+#define HASH_LEN 32
+#define U32_MAX 0xffffffffULL
+
+/* One row's bytes, borrowed from the Python objects of a page held alive by the caller. */
+typedef struct {
+    unsigned long long seq;
+    const char *created;
+    size_t created_len;
+    const char *payload;
+    size_t payload_len;
+    const char *stored;
+} Row;
+
+static unsigned char *put_be(unsigned char *out, unsigned long long value, int width) {
+    for (int k = width - 1; k >= 0; k--) {
+        out[k] = (unsigned char)(value & 0xff);
+        value >>= 8;
+    }
+    return out + width;
+}
+
+static unsigned char *put(unsigned char *out, const void *bytes, size_t len) {
+    memcpy(out, bytes, len);
+    return out + len;
+}
+
+/* Borrow row i's bytes into *row. 1 when the row has the shape the store writes (int, ASCII
+ * str, bytes, 32 bytes) and seq `expected`; 0 when it does not (a bad row); -1 on error. */
+static int borrow_row(PyObject *item, long long expected, Row *row) {
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+        PyErr_SetString(PyExc_TypeError, "first_bad_row: each row must be a 4-tuple");
+        return -1;
+    }
+    PyObject *seq = PyTuple_GET_ITEM(item, 0);
+    PyObject *created = PyTuple_GET_ITEM(item, 1);
+    PyObject *payload = PyTuple_GET_ITEM(item, 2);
+    PyObject *stored = PyTuple_GET_ITEM(item, 3);
+    if (!PyLong_CheckExact(seq) || !PyUnicode_CheckExact(created) || !PyUnicode_IS_ASCII(created)
+        || !PyBytes_CheckExact(payload) || !PyBytes_CheckExact(stored)
+        || PyBytes_GET_SIZE(stored) != HASH_LEN
+        || (unsigned long long)PyUnicode_GET_LENGTH(created) > U32_MAX) {
+        return 0;
+    }
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(seq, &overflow);
+    if (overflow || value != expected) {
+        return 0;
+    }
+    row->seq = (unsigned long long)value;
+    row->created = PyUnicode_DATA(created);
+    row->created_len = (size_t)PyUnicode_GET_LENGTH(created);
+    row->payload = PyBytes_AS_STRING(payload);
+    row->payload_len = (size_t)PyBytes_GET_SIZE(payload);
+    row->stored = PyBytes_AS_STRING(stored);
+    return 1;
+}
+
+/* Index of the first of rows[0..n) whose stored hash is not its chain hash, n when all match,
+ * -1 when OpenSSL fails. Touches no Python object: runs without the GIL. `head` has room for
+ * the longest preimage head of the page. */
+static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buffer *tag,
+                                 const Py_buffer *sid, const char *prev, const Row *rows,
+                                 Py_ssize_t n, unsigned char *head) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Row *row = &rows[i];
+        unsigned char *at = head;
+        at = put(at, tag->buf, (size_t)tag->len);
+        at = put(at, i ? rows[i - 1].stored : prev, HASH_LEN);
+        at = put_be(at, row->seq, 8);
+        at = put_be(at, row->created_len, 4);
+        at = put(at, row->created, row->created_len);
+        at = put_be(at, (unsigned long long)sid->len, 4);
+        at = put(at, sid->buf, (size_t)sid->len);
+        at = put_be(at, row->payload_len, 8);
+        unsigned char digest[HASH_LEN];
+        unsigned int digest_len = 0;
+        if (!EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, head, (size_t)(at - head))
+            || !EVP_DigestUpdate(ctx, row->payload, row->payload_len)
+            || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
+            return -1;
+        }
+        if (memcmp(digest, row->stored, HASH_LEN) != 0) {
+            return i;
+        }
+    }
+    return n;
+}
+
+PyDoc_STRVAR(first_bad_row_doc,
+"first_bad_row(tag, session_id, prev_hash, rows, first_seq, /) -> int\n"
+"\n"
+"Index of the first row of ``rows`` that does not verify, or -1 when all do.\n"
+"\n"
+"``rows`` is a list of ``(seq, created_at, payload, hash)`` tuples in seq order; row i must\n"
+"have seq ``first_seq + i`` and a stored hash equal to the chain hash of its bytes, the\n"
+"previous row's stored hash (``prev_hash`` for row 0), ``tag`` and ``session_id`` (UTF-8).\n"
+"A column of another type than the store writes (int, ASCII str, bytes, 32 bytes) is a bad\n"
+"row. The GIL is released while the rows are hashed.\n"
+"\n"
+"Raises TypeError for arguments of the wrong shape, ValueError for a prev_hash that is not\n"
+"32 bytes, RuntimeError if OpenSSL's SHA-256 fails.");
+
+static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer tag, sid, prev;
+    PyObject *list;
+    long long first_seq;
+    if (!PyArg_ParseTuple(args, "y*y*y*O!L:first_bad_row", &tag, &sid, &prev, &PyList_Type,
+                          &list, &first_seq)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    PyObject *page = NULL; /* a tuple: the rows stay alive and in place without the GIL */
+    Row *rows = NULL;
+    unsigned char *head = NULL;
+    EVP_MD_CTX *ctx = NULL;
+    EVP_MD *md = NULL;
+    if (prev.len != HASH_LEN) {
+        PyErr_SetString(PyExc_ValueError, "first_bad_row: prev_hash must be 32 bytes");
+        goto done;
+    }
+    if ((unsigned long long)sid.len > U32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "first_bad_row: session_id is too long");
+        goto done;
+    }
+    page = PyList_AsTuple(list);
+    if (page == NULL) {
+        goto done;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(page);
+    rows = PyMem_New(Row, n ? n : 1);
+    if (rows == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* Rows of the wrong shape end the page early: the rows before it are still hashed. */
+    Py_ssize_t shaped = 0;
+    size_t longest = 0;
+    for (; shaped < n; shaped++) {
+        int ok = borrow_row(PyTuple_GET_ITEM(page, shaped), first_seq + shaped, &rows[shaped]);
+        if (ok < 0) {
+            goto done;
+        }
+        if (!ok) {
+            break;
+        }
+        if (rows[shaped].created_len > longest) {
+            longest = rows[shaped].created_len;
+        }
+    }
+    head = PyMem_Malloc((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len + 8);
+    ctx = EVP_MD_CTX_new();
+    md = EVP_MD_fetch(NULL, "SHA2-256", NULL); /* fetched once: an implicit fetch per row is slow */
+    if (head == NULL || ctx == NULL || md == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t mismatch;
+    Py_BEGIN_ALLOW_THREADS
+    mismatch = first_mismatch(md, ctx, &tag, &sid, prev.buf, rows, shaped, head);
+    Py_END_ALLOW_THREADS
+    if (mismatch < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "first_bad_row: OpenSSL SHA-256 failed");
+        goto done;
+    }
+    result = PyLong_FromSsize_t(mismatch == n ? -1 : mismatch);
+done:
+    EVP_MD_free(md);
+    EVP_MD_CTX_free(ctx);
+    PyMem_Free(head);
+    PyMem_Free(rows);
+    Py_XDECREF(page);
+    PyBuffer_Release(&tag);
+    PyBuffer_Release(&sid);
+    PyBuffer_Release(&prev);
+    return result;
+}
+
+static PyMethodDef speedups_methods[] = {
+    {"first_bad_row", first_bad_row, METH_VARARGS, first_bad_row_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot speedups_slots[] = {
+    {0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    .m_base = PyModuleDef_HEAD_INIT,
+    .m_name = "agenttrail._speedups",
+    .m_doc = "The chain check of verify in C (see agenttrail.chain).",
+    .m_size = 0,
+    .m_methods = speedups_methods,
+    .m_slots = speedups_slots,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) { return PyModuleDef_Init(&speedups_module); }
