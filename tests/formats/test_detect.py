@@ -241,6 +241,14 @@ interactions:
         pytest.param("    headers: {1: a}\n", "key 1 is not text", id="int-key"),
         pytest.param("    headers: &h {self: *h}\n", r"alias \*h inside", id="recursive-alias"),
         pytest.param("    body: " + "[" * 5000 + "\n", "nested too deeply", id="nested-too-deep"),
+        pytest.param(
+            "".join(
+                f"    l{n}: &l{n} [{', '.join([f'*l{n - 1}' if n else 'lol'] * 10)}]\n"
+                for n in range(9)
+            ),
+            "aliases expand to more than 1,000,000 values",
+            id="billion-laughs",
+        ),
     ],
 )
 def test_yaml_cassette_pyyaml_cannot_construct_is_a_format_error(

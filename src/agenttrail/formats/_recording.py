@@ -30,6 +30,7 @@ from agenttrail.errors import FormatError
 from agenttrail.formats._common import JSONValueError, loads, timestamp_or_none
 
 __all__ = [
+    "MAX_YAML_VALUES",
     "Exchange",
     "fail",
     "from_cassette",
@@ -85,6 +86,12 @@ def fail(
     return FormatError(message, path=str(path), line=line, field=where or None)
 
 
+MAX_YAML_VALUES = 1_000_000
+"""Most values (scalars, lists and mappings) a YAML file may stand for once its aliases are
+expanded. Recorded traffic uses few aliases or none; aliases of aliases (the "billion laughs")
+make a small file stand for billions of values, which storing or exporting would write out."""
+
+
 def type_name(value: Any) -> str:
     """A JSON-ish name for a value's type, for error messages."""
     return "null" if value is None else type(value).__name__
@@ -94,7 +101,8 @@ class _Loader(yaml.SafeLoader):
     """``yaml.SafeLoader`` (no object construction from tags) that also refuses, as YAML
     errors with a line, what it would otherwise let through or crash on: a scalar its tag
     cannot read (``2024-13-45``, ``!!int abc``), a mapping key that is not text (JSON has
-    only text keys), and an alias inside the node it names (a value that contains itself)."""
+    only text keys), an alias inside the node it names (a value that contains itself), and a
+    document whose aliases expand to more than :data:`MAX_YAML_VALUES` values."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
@@ -118,6 +126,17 @@ class _Loader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._open.pop()
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None and _expanded_size(node, {}) > MAX_YAML_VALUES:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"aliases expand to more than {MAX_YAML_VALUES:,} values",
+                node.start_mark,
+            )
+        return node
 
     def construct_object(self, node: Any, deep: bool = False) -> Any:
         try:
@@ -143,12 +162,27 @@ class _Loader(yaml.SafeLoader):
         return mapping
 
 
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values ``node`` stands for with every alias expanded; an alias is the same
+    node object as its anchor, so ``sizes`` (by ``id``) counts each node's subtree once."""
+    size = sizes.get(id(node))
+    if size is None:
+        size = 1
+        if isinstance(node, yaml.SequenceNode):
+            size += sum(_expanded_size(item, sizes) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            size += sum(_expanded_size(k, sizes) + _expanded_size(v, sizes) for k, v in node.value)
+        sizes[id(node)] = size
+    return size
+
+
 def load_yaml(path: Path, text: str) -> Any:
     """Parse YAML safely (no object construction from tags) into JSON-shaped values.
 
     Raises:
         FormatError: not YAML, a scalar that does not read as its type, a key that is not
-            text, a recursive alias or nesting too deep; names the line when known.
+            text, a recursive alias, aliases that expand too far (:data:`MAX_YAML_VALUES`) or
+            nesting too deep; names the line when known.
     """
     try:
         return yaml.load(text, Loader=_Loader)  # a SafeLoader: no objects built from tags
