@@ -18,7 +18,9 @@ backend is measured too, in schemas of its own that are dropped afterwards:
 - single append   vs raw psycopg, one ``INSERT`` per transaction;
 - verify          vs ``hashlib.sha256`` over each payload (the floor, as above), and vs raw
   psycopg reading the same payloads plus ``hashlib``.
-Each event is a 1 KiB assistant message (about 1 KiB of canonical CBOR).
+Each event is a 1 KiB assistant message (about 1 KiB of canonical CBOR). Also measured:
+verify of a log of 200 sessions of 20 events each, in sessions/s, vs raw ``sqlite3`` reading
+each session's payloads (a query per session) plus ``hashlib.sha256``.
 """
 
 from __future__ import annotations
@@ -170,6 +172,41 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
     return out
 
 
+SHORT_SESSIONS = 200
+SHORT_SESSION_EVENTS = 20
+
+
+def bench_short_sessions() -> dict[str, float]:
+    """``verify`` of every session in a log of many short ones (``agenttrail verify`` with no
+    session, the viewer's list), in sessions/s, against raw ``sqlite3`` reading each session's
+    payloads with a query of its own plus ``hashlib.sha256`` over each."""
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp) / "short.db") as store:
+        for _ in range(SHORT_SESSIONS):
+            sid = store.create_session(NewSession()).id
+            store.append_batch(sid, [NewEvent(_payload(i)) for i in range(SHORT_SESSION_EVENTS)])
+        ids = [s.id for s in store.sessions()]
+        reader = sqlite3.connect(Path(tmp) / "short.db")
+
+        def raw_read_hash() -> None:
+            for sid in ids:
+                for (data,) in reader.execute(
+                    "SELECT payload FROM session_events WHERE session_id = ? ORDER BY seq", (sid,)
+                ):
+                    hashlib.sha256(data).digest()
+
+        def ours_verify() -> None:
+            assert all(v.ok for v in verify(store))
+
+        out["raw_read_sha256_sessions"] = _rate(SHORT_SESSIONS, raw_read_hash)
+        out["agenttrail_verify_sessions"] = _rate(SHORT_SESSIONS, ours_verify)
+        reader.close()
+    out["ratio_verify_sessions"] = (
+        out["agenttrail_verify_sessions"] / out["raw_read_sha256_sessions"]
+    )
+    return out
+
+
 @contextmanager
 def _one_core() -> Iterator[None]:
     """Pin this thread, and the threads it starts (verify's read-ahead), to one CPU."""
@@ -316,7 +353,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100, help="events per batch")
     parser.add_argument("--postgres", metavar="URL", help="also measure PostgreSQL at URL")
     args = parser.parse_args()
-    r = bench(args.events, args.single, args.batch)
+    r = bench(args.events, args.single, args.batch) | bench_short_sessions()
     if args.postgres:
         r |= bench_postgres(args.postgres, args.events, args.single, args.batch)
         r["pg_ratio_verify"] = r["pg_agenttrail_verify"] / r["raw_sha256"]
@@ -334,6 +371,12 @@ def main() -> None:
         ("verify, one core", "agenttrail_verify_one_core", "raw_sha256", "ratio_verify_one_core"),
         ("verify, Python check", "agenttrail_verify_python", "raw_sha256", "ratio_verify_python"),
         ("verify vs read+hash", "agenttrail_verify", "raw_read_sha256", "ratio_verify_read"),
+        (
+            f"verify {SHORT_SESSIONS} sessions*",
+            "agenttrail_verify_sessions",
+            "raw_read_sha256_sessions",
+            "ratio_verify_sessions",
+        ),
     ]
     if args.postgres:
         rows += [
@@ -350,6 +393,7 @@ def main() -> None:
         ]
     for label, ours, base, ratio in rows:
         print(f"{label:24}{r[ours]:>12,.0f}{r[base]:>14,.0f}{r[ratio]:>8.0%}")
+    print(f"* sessions/s; {SHORT_SESSION_EVENTS} events each, baseline raw sqlite3 read + hash")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@
 #define HASH_LEN 32
 #define U32_MAX 0xffffffffULL
 
+/* OpenSSL's SHA-256, fetched once (under the GIL) and kept for the life of the process:
+ * letting OpenSSL 3 look it up on every use costs more than hashing a small row. */
+static EVP_MD *sha256_md = NULL;
+
 /* One row's bytes, borrowed from the Python objects of a page held alive by the caller. */
 typedef struct {
     unsigned long long seq;
@@ -133,7 +137,6 @@ static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
     Row *rows = NULL;
     unsigned char *head = NULL;
     EVP_MD_CTX *ctx = NULL;
-    EVP_MD *md = NULL;
     if (prev.len != HASH_LEN) {
         PyErr_SetString(PyExc_ValueError, "first_bad_row: prev_hash must be 32 bytes");
         goto done;
@@ -169,14 +172,16 @@ static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
     }
     head = PyMem_Malloc((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len + 8);
     ctx = EVP_MD_CTX_new();
-    md = EVP_MD_fetch(NULL, "SHA2-256", NULL); /* fetched once: an implicit fetch per row is slow */
-    if (head == NULL || ctx == NULL || md == NULL) {
+    if (sha256_md == NULL) {
+        sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+    }
+    if (head == NULL || ctx == NULL || sha256_md == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t mismatch;
     Py_BEGIN_ALLOW_THREADS
-    mismatch = first_mismatch(md, ctx, &tag, &sid, prev.buf, rows, shaped, head);
+    mismatch = first_mismatch(sha256_md, ctx, &tag, &sid, prev.buf, rows, shaped, head);
     Py_END_ALLOW_THREADS
     if (mismatch < 0) {
         PyErr_SetString(PyExc_RuntimeError, "first_bad_row: OpenSSL SHA-256 failed");
@@ -184,7 +189,6 @@ static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
     }
     result = PyLong_FromSsize_t(mismatch == n ? -1 : mismatch);
 done:
-    EVP_MD_free(md);
     EVP_MD_CTX_free(ctx);
     PyMem_Free(head);
     PyMem_Free(rows);

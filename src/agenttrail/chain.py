@@ -36,7 +36,7 @@ except ImportError:  # built without a C compiler or OpenSSL's headers (pyprojec
     _speedups = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from agenttrail.store import LogStore, Row
+    from agenttrail.store import ChainPage, LogStore, Row
 
 __all__ = [
     "CHAIN_TAG",
@@ -136,8 +136,8 @@ def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[Se
 
     Checks, in seq order: seq runs 1, 2, 3 … without gaps; each stored hash equals the hash
     recomputed from the stored bytes and the previous stored hash; the session row's head
-    (seq and hash) equals the last event. Each session's head and rows are read as one
-    snapshot (``LogStore.chain_snapshot``), so a session being appended to verifies too. With
+    (seq and hash) equals the last event. The head checked is the one read with the last
+    page of rows (``LogStore.chain_pages``), so a session being appended to verifies too. With
     no ``session_ids``, every session is checked, and so is every session id that has events
     but no session row (rows moved by hand).
 
@@ -175,8 +175,12 @@ def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
     sid = session_id.encode("utf-8")
     prev = GENESIS_HASH
     expected = 1
-    with store.chain_snapshot(session_id) as (head, pages), _read_ahead(pages) as ahead:
-        for rows in ahead:
+    head: tuple[int, bytes] | None = None
+    with store.chain_pages(session_id) as pages, _read_ahead(pages) as ahead:
+        for page in ahead:
+            head, rows = page.head, page.rows  # the last page's head is the one checked
+            if not rows:
+                continue
             # The C check only says whether (and where) a page has a bad row; the Python
             # check says why, so each rule is stated once, here.
             if (
@@ -214,19 +218,27 @@ def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
 
 
 @contextmanager
-def _read_ahead(pages: Iterator[list[Row]]) -> Iterator[Iterator[list[Row]]]:
-    """``pages``, the next one read on a second thread while the caller checks this one.
+def _read_ahead(pages: Iterator[ChainPage]) -> Iterator[Iterator[ChainPage]]:
+    """``pages``, from the second on with the next one read on a second thread while the
+    caller checks this one.
 
     The C check hashes a page without the GIL, so reading and hashing overlap on two cores.
-    Leaving the block waits for a read in flight, so the snapshot can close after it.
+    The first page is read here: most sessions fit in one, and for them starting a thread
+    would cost more than it saves. Leaving the block waits for a read in flight, so the
+    store's ``chain_pages`` block can close after it.
     """
     with ThreadPoolExecutor(1, thread_name_prefix="agenttrail-verify") as reader:
 
-        def ahead() -> Iterator[list[Row]]:
-            pending = reader.submit(next, pages, None)
-            while (page := pending.result()) is not None:
-                pending = reader.submit(next, pages, None)
+        def ahead() -> Iterator[ChainPage]:
+            page = next(pages, None)
+            if page is None:
+                return
+            yield page
+            page = next(pages, None)
+            while page is not None:
+                pending = reader.submit(next, pages, None)  # the thread starts here
                 yield page
+                page = pending.result()
 
         yield ahead()
 

@@ -2,7 +2,7 @@
 
 The store knows bytes and sessions, not formats (DESIGN.md §Shape of the system). Payloads are
 encoded by :mod:`agenttrail.codec` before they reach SQL; every reader of the log goes through
-:meth:`LogStore.read`, :meth:`LogStore.read_rows` or :meth:`LogStore.chain_snapshot`. One
+:meth:`LogStore.read`, :meth:`LogStore.read_rows` or :meth:`LogStore.chain_pages`. One
 protocol, one module per backend.
 """
 
@@ -23,7 +23,7 @@ __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "AppendListener",
     "Appended",
-    "ChainSnapshot",
+    "ChainPage",
     "LogStore",
     "NewEvent",
     "NewSession",
@@ -171,14 +171,15 @@ Row = tuple[int, str, bytes, bytes]
 """``(seq, created_at, payload, hash)`` of one stored event, undecoded."""
 
 
-class ChainSnapshot(NamedTuple):
-    """A session's head and its rows as one consistent snapshot of the log (for verify)."""
+class ChainPage(NamedTuple):
+    """A page of a session's event rows and its head, read together (for verify)."""
 
     head: tuple[int, bytes] | None
-    """``(head_seq, head_hash)`` from the session row, ``None`` without a row."""
-    pages: Iterator[list[Row]]
-    """Every event row of the session in seq order, a page (list) at a time. Rows appended
-    after the snapshot was taken are not in it, so they cannot pass for rows beyond the head."""
+    """``(head_seq, head_hash)`` from the session row as of this page, ``None`` without a
+    row. Appends move it forward between pages; with the page it was read with, it is
+    consistent: the page holds no row appended after it."""
+    rows: list[Row]
+    """The next rows in seq order; fewer than a full page only at the end (maybe none)."""
 
 
 class AppendListener(Protocol):
@@ -251,13 +252,15 @@ class LogStore(Protocol):
         """``(seq, created_at, payload bytes, hash)`` of every row, in seq order."""
         ...
 
-    def chain_snapshot(self, session_id: str) -> AbstractContextManager[ChainSnapshot]:
-        """The session head and its rows, read in one transaction (for verify): appends that
-        run meanwhile neither show up as rows beyond the head nor move the head past the rows.
+    def chain_pages(self, session_id: str) -> AbstractContextManager[Iterator[ChainPage]]:
+        """Every event row of a session in seq order, a page at a time, each page with the
+        session head read together with it (for verify). At least one page, maybe empty.
 
-        The snapshot is readable only inside the ``with`` block, which holds a read
-        transaction (SQLite: on a connection of its own, so writers go on in WAL mode;
-        PostgreSQL: REPEATABLE READ).
+        Rows are append-only, so the head that comes with the last page accounts for every
+        row read: appends that run meanwhile neither show up as rows beyond the head nor
+        move the head past the rows. The pages are readable only inside the ``with`` block
+        (SQLite: one read transaction on a connection of its own, so writers go on in WAL
+        mode; PostgreSQL: one statement per page).
         """
         ...
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +37,6 @@ __all__ = [
     "check_trace",
     "encode_events",
     "new_events",
-    "pages",
     "session_from_row",
     "stored_head",
     "stored_trace",
@@ -63,12 +62,6 @@ TRACE_TEXT_FIELDS = tuple(
 
 Encoded = tuple[bytes, "str | None", "str | None"]
 """One event ready for the store: ``(canonical CBOR, created_at or None, key or None)``."""
-
-
-def pages(cursor: Any) -> Iterator[list[Row]]:
-    """A DB-API cursor's rows, :data:`CHAIN_PAGE_ROWS` at a time (``fetchmany``)."""
-    while page := cursor.fetchmany(CHAIN_PAGE_ROWS):
-        yield page
 
 
 def stored_head(session_id: str, head_seq: Any, head_hash: Any) -> tuple[int, bytes]:

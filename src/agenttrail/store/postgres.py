@@ -61,7 +61,7 @@ from agenttrail.errors import (
 from agenttrail.events import Event
 from agenttrail.store import (
     Appended,
-    ChainSnapshot,
+    ChainPage,
     NewEvent,
     NewSession,
     NewTrace,
@@ -82,6 +82,7 @@ from agenttrail.store._pg_connect import (
     parse_url,
 )
 from agenttrail.store._shared import (
+    CHAIN_PAGE_ROWS,
     TRACE_FIELDS,
     Encoded,
     as_new_session,
@@ -93,7 +94,6 @@ from agenttrail.store._shared import (
     check_trace,
     encode_events,
     new_events,
-    pages,
     session_from_row,
     stored_head,
     stored_trace,
@@ -115,6 +115,19 @@ SCHEMA_VERSION = 1
 
 WRITER_ROLE = "agenttrail_writer"
 """The role the store's connections work as: no UPDATE/DELETE/TRUNCATE on the evidence."""
+
+_CHAIN_PAGE = """
+SELECT s.head_seq, s.head_hash, e.seq, e.created_at, e.payload, e.hash
+FROM (VALUES (1)) AS one (x)
+LEFT JOIN sessions s ON s.id = %(id)s
+LEFT JOIN LATERAL (
+    SELECT seq, created_at, payload, hash FROM session_events
+    WHERE session_id = %(id)s AND seq > %(after)s ORDER BY seq LIMIT %(n)s
+) e ON true
+ORDER BY e.seq
+"""
+"""A page of a session's rows and the session head in one statement, so in one snapshot:
+at least one row, whose event columns are NULL when there are no more events."""
 
 READ_PAGE_ROWS = 1000
 """Rows fetched per query when streaming a session; keyset pages keep memory flat and let
@@ -593,22 +606,27 @@ class PostgresStore:
         return self._rows(session_id, 0, None)
 
     @contextmanager
-    def chain_snapshot(self, session_id: str) -> Iterator[ChainSnapshot]:
-        """The session head and its rows in one REPEATABLE READ transaction (``LogStore``
-        contract), streamed through a server-side cursor a page at a time."""
-        with self._connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            head = conn.execute(
-                "SELECT head_seq, head_hash FROM sessions WHERE id = %s", (session_id,)
-            ).fetchone()
-            with conn.cursor(name="agenttrail_chain_snapshot", binary=True) as rows:
-                rows.execute(
-                    "SELECT seq, created_at, payload, hash FROM session_events "
-                    "WHERE session_id = %s ORDER BY seq",
-                    (session_id,),
-                )
-                snapshot_head = stored_head(session_id, head[0], bytes(head[1])) if head else None
-                yield ChainSnapshot(snapshot_head, pages(rows))
+    def chain_pages(self, session_id: str) -> Iterator[Iterator[ChainPage]]:
+        """A session's rows a page at a time, each read with the head in one statement
+        (``LogStore`` contract): one round trip per page, and one for a short session."""
+        with self._connection() as conn:
+            yield self._chain_pages(conn, session_id)
+
+    def _chain_pages(self, conn: Conn, session_id: str) -> Iterator[ChainPage]:
+        after = 0
+        while True:
+            result = (
+                conn.cursor(binary=True)
+                .execute(_CHAIN_PAGE, {"id": session_id, "after": after, "n": CHAIN_PAGE_ROWS})
+                .fetchall()
+            )
+            head_seq, head_hash = result[0][:2]  # the same on every row of a statement
+            head = None if head_seq is None else stored_head(session_id, head_seq, head_hash)
+            page: list[Row] = [row[2:] for row in result if row[2] is not None]
+            yield ChainPage(head, page)
+            if len(page) < CHAIN_PAGE_ROWS:
+                return
+            after = page[-1][0]
 
     def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
         remaining = limit

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -34,7 +34,7 @@ from agenttrail.errors import (
 from agenttrail.events import Event
 from agenttrail.store import (
     Appended,
-    ChainSnapshot,
+    ChainPage,
     NewEvent,
     NewSession,
     NewTrace,
@@ -45,6 +45,7 @@ from agenttrail.store import (
     TurnLease,
 )
 from agenttrail.store._shared import (
+    CHAIN_PAGE_ROWS,
     TRACE_FIELDS,
     Encoded,
     as_new_session,
@@ -54,7 +55,6 @@ from agenttrail.store._shared import (
     check_session,
     check_text,
     encode_events,
-    pages,
     session_from_row,
     stored_head,
     stored_trace,
@@ -72,6 +72,9 @@ holds the database open in a write transaction by hand."""
 READ_PAGE_ROWS = 1000
 """Rows fetched per query when streaming a session; keyset pages keep memory flat on large
 sessions and let appends interleave between pages."""
+
+IDLE_READERS = 4
+"""Snapshot connections a store keeps open between verifies (one per concurrent verify)."""
 
 MMAP_BYTES = 256 * 1024 * 1024
 """Address space SQLite may map for reads (bytes); not memory used. Larger logs fall back to
@@ -109,6 +112,10 @@ class SQLiteStore:
         if not create and not path.exists():
             raise InputError(f"no agenttrail database at {path} (import something first)")
         self._lock = threading.RLock()
+        self._closed = False
+        self._readers: list[sqlite3.Connection] = []
+        """Idle connections of :meth:`chain_pages`, kept for the next one (at most
+        :data:`IDLE_READERS`): opening one costs more than verifying a short session."""
         try:
             self._conn = sqlite3.connect(
                 path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
@@ -355,33 +362,54 @@ class SQLiteStore:
         return self._rows(session_id, 0, None)
 
     @contextmanager
-    def chain_snapshot(self, session_id: str) -> Iterator[ChainSnapshot]:
-        """The session head and its rows in one read transaction (``LogStore`` contract).
+    def chain_pages(self, session_id: str) -> Iterator[Iterator[ChainPage]]:
+        """A session's rows and its head in one read transaction (``LogStore`` contract).
 
         Reads on a connection of its own, so the store's connection (and its lock) stays free
         for appends while a long session is verified; WAL lets writers go on meanwhile.
         """
-        try:
-            # Not shared: verify reads ahead on a thread of its own (chain.py), one call at a time.
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open database {self.path}: {e}") from e
+        conn = self._reader()
         try:
             with self._translate():
                 conn.execute("BEGIN")  # the snapshot starts at the first read below
                 head = conn.execute(
                     "SELECT head_seq, head_hash FROM sessions WHERE id = ?", (session_id,)
                 ).fetchone()
-                rows = conn.execute(
-                    "SELECT seq, created_at, payload, hash FROM session_events "
-                    "WHERE session_id = ? ORDER BY seq",
-                    (session_id,),
-                )
-                yield ChainSnapshot(stored_head(session_id, *head) if head else None, pages(rows))
-        finally:
+                snapshot_head = stored_head(session_id, *head) if head else None
+                with closing(
+                    conn.execute(
+                        "SELECT seq, created_at, payload, hash FROM session_events "
+                        "WHERE session_id = ? ORDER BY seq",
+                        (session_id,),
+                    )
+                ) as rows:
+                    yield _pages(snapshot_head, rows)
+                conn.execute("ROLLBACK")  # a read transaction: nothing to keep
+        except BaseException:
             conn.close()
+            raise
+        self._idle(conn)
+
+    def _reader(self) -> sqlite3.Connection:
+        """An idle snapshot connection, or a new one. Not shared while in use: verify reads
+        ahead on a thread of its own (chain.py), one call at a time."""
+        with self._lock:
+            if self._readers:
+                return self._readers.pop()
+        try:
+            return sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open database {self.path}: {e}") from e
+
+    def _idle(self, conn: sqlite3.Connection) -> None:
+        """Keep a snapshot connection for the next snapshot, or close it."""
+        with self._lock:
+            if not self._closed and len(self._readers) < IDLE_READERS:
+                self._readers.append(conn)
+                return
+        conn.close()
 
     def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
         remaining = limit
@@ -619,7 +647,11 @@ class SQLiteStore:
     def close(self) -> None:
         """Close the connection; further calls fail."""
         with self._lock:
+            self._closed = True
             self._conn.close()
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
 
     def __enter__(self) -> SQLiteStore:
         return self
@@ -629,6 +661,14 @@ class SQLiteStore:
 
     def _translate(self) -> _Translate:
         return _Translate(self.path)
+
+
+def _pages(head: tuple[int, bytes] | None, rows: sqlite3.Cursor) -> Iterator[ChainPage]:
+    while True:
+        page = rows.fetchmany(CHAIN_PAGE_ROWS)
+        yield ChainPage(head, page)
+        if len(page) < CHAIN_PAGE_ROWS:
+            return
 
 
 class _Translate:
