@@ -105,6 +105,14 @@ def test_cli_verify_names_the_session_and_first_bad_seq_after_a_change(db_url: s
     assert "FAIL  s  seq 3" in result.stdout
     assert "ok    t" in result.stdout
     assert run_cli("verify", "t", "--db", db_url).returncode == 0
+    # The transcript says so too, on its last line.
+    shown = run_cli("show", "s", "--db", db_url)
+    assert shown.stdout.splitlines()[-1].startswith("⚠ chain broken at seq 3: stored hash")
+    assert (
+        run_cli("show", "t", "--db", db_url)
+        .stdout.splitlines()[-1]
+        .startswith("chain intact: 2 events, head ")
+    )
 
 
 def test_cli_verify_catches_a_deleted_row(db_url: str) -> None:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from agenttrail import Recorder
 from agenttrail.claims import backs, check_claims, json_numbers, numbers_in, unbacked_claims
+from agenttrail.sample import record_sample
 from agenttrail.store import LogStore
 from tests import mortgage_model
 from tests.loan_session import SESSION_ID, record_loan_session
@@ -184,6 +185,21 @@ def test_unbacked_claims_in_the_loan_session(store: LogStore) -> None:
     assert unbacked[0].why == "no output of the turn's 1 trace row matches"
     assert unbacked[1].why == "no trace row in the turn: answered from memory"
     assert "Typically around $2,600 a month" in unbacked[1].context
+
+
+def test_an_unbacked_number_in_a_turn_with_tools_says_what_the_tools_returned(
+    store: LogStore,
+) -> None:
+    # The sample session (agenttrail.sample): turn 7 calls read_file and run_shell, whose
+    # plain-text result (seq 11) holds "harvey.go:42:5"; turn 14's one result holds no 38.
+    session = record_sample(store)
+    why = {(c.turn_seq, c.claim.text): c.why for c in unbacked_claims(store.read(session), [])}
+    assert why == {
+        (2, "4"): "no trace row in the turn: answered from memory",
+        (7, "42"): "no trace row in the turn: 42 is in the result of run_shell (seq 11), "
+        "which is no envelope: testimony, not evidence",
+        (14, "38"): "no trace row in the turn, and none of its tool results (1) holds this number",
+    }
 
 
 def test_check_claims_says_what_backs_each_number(store: LogStore) -> None:

@@ -56,6 +56,10 @@ def test_every_command_is_documented_and_has_help(command: str) -> None:
     result = run_cli(command, "--help")
     assert result.returncode == 0
     assert "Example:" in result.stdout
+    # `agenttrail --help` lists each command with the first paragraph of its help, as
+    # written: one line (PEP 257's summary line), or the list breaks mid-sentence.
+    summary = typer.main.get_command(app).commands[command].help.split("\n\n")[0]  # type: ignore[attr-defined]
+    assert "\n" not in summary.strip(), summary
 
 
 def _outsider_script(db: Path, session: str) -> str:

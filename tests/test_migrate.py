@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from agenttrail import Recorder, events
+from agenttrail.chain import verify
 from agenttrail.errors import ChainBroken, InputError, SessionExists
 from agenttrail.migrate import migrate
 from agenttrail.sample import record_sample
@@ -121,10 +122,32 @@ def test_a_broken_source_chain_is_not_copied(db_url: str, tmp_path: Path) -> Non
         src.append("s", events.message("user", "two"))
     _attack(source, "UPDATE session_events SET payload = ? WHERE seq = 2", params=(b"\xa0",))
     with open_store(source) as src, open_store(db_url) as dst:
-        with pytest.raises(ChainBroken, match="seq 2: the copied row does not chain"):
+        with pytest.raises(ChainBroken, match="seq 2: stored hash does not match"):
             migrate(src, dst)
-        assert dst.sessions() == []  # one transaction: the session is not half there
+        assert dst.sessions() == []  # nothing of the session is written
     result = run_cli("migrate", "--from", str(source), "--to", db_url)
     assert result.returncode == 1
-    broken = "session s: chain broken at seq 2: the copied row does not chain"
+    broken = (
+        "session s: chain broken at seq 2: "
+        "stored hash does not match the row's bytes (on the source)"
+    )
     assert result.stderr == f"error: {broken}\n"
+
+
+def test_a_source_changed_after_an_earlier_copy_is_refused(db_url: str, tmp_path: Path) -> None:
+    # The target already holds every event, so nothing would be copied: the source's own
+    # chain is what shows the change.
+    from tests.test_chain import _attack
+
+    source = tmp_path / "a.db"
+    with open_store(source) as src:
+        Recorder.start(src, session_id="s").append(events.message("user", "one"))
+        src.append("s", events.message("user", "two"))
+        src.append("s", events.message("user", "three"))
+    assert run_cli("migrate", "--from", str(source), "--to", db_url).returncode == 0
+    _attack(source, "UPDATE session_events SET payload = ? WHERE seq = 2", params=(b"\xa0",))
+    result = run_cli("migrate", "--from", str(source), "--to", db_url)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: session s: chain broken at seq 2: ")
+    with open_store(db_url) as dst:
+        assert [v.ok for v in verify(dst)] == [True]

@@ -43,6 +43,7 @@ from earlier turns back nothing either: a turn that states a number must show it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -387,20 +388,56 @@ def check_claims(events: Iterable[Event], traces: Sequence[TraceRow]) -> list[Cl
     for row in traces:
         rows_of.setdefault(row.turn_seq, []).append(row)
     numbers = {row.id: _row_numbers(row) for row in traces}
+    results_of: dict[int | None, list[Event]] = {}
+    calls: dict[Any, list[str]] = {}  # call id -> names; named only when the id is unique
     checks = []
     for event in items:
+        turn = turns.get(event.seq)
+        if event.type == "tool_call":
+            calls.setdefault(event.payload.get("id"), []).append(str(event.payload.get("name")))
+        if event.type == "tool_result":
+            results_of.setdefault(turn, []).append(event)
         if not _is_reply(event):
             continue
         text = message_text(event.payload)
-        turn = turns.get(event.seq)
         opener = by_seq.get(turn) if turn is not None else None
         given = numbers_in(message_text(opener.payload)) if opener is not None else []
         rows = rows_of.get(turn, [])
         for claim in numbers_in(text):
-            checks.append(
-                _check(event.seq, turn, claim, _context(text, claim.span), rows, numbers, given)
-            )
+            check = _check(event.seq, turn, claim, _context(text, claim.span), rows, numbers, given)
+            if check.status == "unbacked" and not rows:
+                why = _why_no_trace(claim, results_of.get(turn, []), calls)
+                check = dataclasses.replace(check, why=why)
+            checks.append(check)
     return checks
+
+
+_DIGITS = re.compile(r"(?<![\d.])\d+(?:\.\d+)?")
+"""Any run of digits in a tool's output, read loosely: only to say where a number may have
+come from, never to back it."""
+
+
+def _why_no_trace(claim: Claim, results: list[Event], calls: dict[Any, list[str]]) -> str:
+    """Why a number in a turn with no trace row is unbacked: the seed's "answered from memory"
+    when the turn called no tool; otherwise what the tools returned instead of an envelope."""
+    if not results:
+        return "no trace row in the turn: answered from memory"
+    for result in results:
+        output = result.payload.get("output")
+        if isinstance(output, str):
+            found = [Decimal(m) for m in _DIGITS.findall(output)]
+        else:
+            found = [value for _, value in json_numbers(output, "")]
+        if any(backs(claim, value) for value in found):
+            named = calls.get(result.payload.get("toolCallId"), [])
+            name = result.payload.get("name") or (named[0] if len(named) == 1 else "a tool")
+            return (
+                f"no trace row in the turn: {claim.text} is in the result of {name} "
+                f"(seq {result.seq}), which is no envelope: testimony, not evidence"
+            )
+    return (
+        f"no trace row in the turn, and none of its tool results ({len(results)}) holds this number"
+    )
 
 
 def _row_numbers(row: TraceRow) -> tuple[list[Backing], list[Backing]]:

@@ -193,11 +193,21 @@ def show(
 ) -> None:
     """Print a session as a transcript: one row per event, a tool call and its result on one.
 
+    The last line says whether the session's hash chain verifies: a transcript read from a
+    log changed by hand says where.
+
     Example: agenttrail show sample-harvey-session
     """
     with _open(db) as store:
         found = find_session(store, session)
         render_session(out, found, store.read(found.id), full=full)
+        (verdict,) = verify_chain(store, [found.id])
+    if verdict.ok:
+        line = f"chain intact: {verdict.events} events, head {verdict.head_hash.hex()[:16]}"
+        out.print(line, style="dim", markup=False)
+    else:
+        line = f"⚠ chain broken at seq {verdict.bad_seq}: {verdict.reason} (agenttrail verify)"
+        out.print(line, style="bold red", markup=False)
 
 
 @app.command()
@@ -209,8 +219,9 @@ def export(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Export a session, one JSON object per event (session_id, seq, created_at, actor,
-    payload, hash).
+    """Export a session, one JSON object per event.
+
+    Each line holds session_id, seq, created_at, actor, payload and hash.
 
     Example: agenttrail export sample-harvey-session > harvey.jsonl
     """
@@ -287,8 +298,9 @@ def verify(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Recompute the hash chain and check every trace row against the log; exit 0 when
-    intact, 1 naming the session and the first bad seq or trace row.
+    """Recompute the hash chain and check every trace row against the log.
+
+    Exits 0 when intact, 1 naming the session and the first bad seq or trace row.
 
     With --checkpoint and --pubkey, also prove that the log still extends a signed checkpoint,
     so that even a history rewritten consistently by hand is caught.
@@ -352,9 +364,10 @@ def reconcile_command(
     json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Reconcile every number the replies state against the trace's envelope outputs and,
-    with --rerun, a fresh run. Each claim is consistent, misstated, mis-extracted, unbacked,
-    drift or version-moved; exit 1 when any claim is not consistent.
+    """Reconcile the numbers the replies state with the trace and, with --rerun, a fresh run.
+
+    Each claim is consistent, misstated, mis-extracted, unbacked, drift or version-moved;
+    exit 1 when any claim is not consistent.
 
     Example: agenttrail reconcile loan-advice --rerun
     """
@@ -396,8 +409,10 @@ def claims(
     json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """List the numbers assistant messages state that no trace output of the same turn backs
-    (allowing for rounding; numbers the user gave are not claims); exit 1 when there is any.
+    """List the numbers the replies state that no trace output of their turn backs.
+
+    Rounding is allowed for; numbers the user gave are not claims. Exits 1 when there is
+    any.
 
     Example: agenttrail claims loan-advice --json | jq -r .stated
     """
@@ -451,8 +466,9 @@ def quickstart(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Import your Claude Code transcripts (or record our sample session when there are
-    none), show the latest as a transcript, and verify the whole log.
+    """Import your Claude Code transcripts, show the latest, and verify the whole log.
+
+    When there are no transcripts, records our sample session instead.
 
     Example: agenttrail quickstart
     """
@@ -501,8 +517,9 @@ def traces(
     json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """List a session's trace rows: the evidence kept for tool calls that returned an
-    envelope, with the turn they belong to and their record-hash status.
+    """List a session's trace rows: the evidence kept for tool calls that returned an envelope.
+
+    Each row shows the turn it belongs to and its record-hash status.
 
     Example: agenttrail traces mortgage-session
     """
@@ -511,6 +528,9 @@ def traces(
     if json:
         for row in rows:
             out.print(json_line(trace_record(row, envelope=False)), markup=False)
+        return
+    if not rows:
+        out.print("no trace rows: no tool result of this session is an envelope (docs/evidence.md)")
         return
     table = Table(expand=True)
     for name in ("trace", "turn", "call", "result", "tool", "status", "record hash"):
@@ -533,8 +553,9 @@ def trace(
     trace_id: Annotated[int, typer.Argument(metavar="ID", help="Trace row id (from traces).")],
     db: DbOption = None,
 ) -> None:
-    """Show one trace row: the call as issued, the envelope verbatim, its record hash and
-    status, and the turn it joins.
+    """Show one trace row: the call, the envelope verbatim, its record hash and status.
+
+    Also shows the turn the row joins.
 
     Example: agenttrail trace 1
     """
@@ -568,8 +589,10 @@ def retain(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Remove whole sessions whose last event is older than DAYS, with their trace rows,
-    leaving a tombstone (session, events, last chain hash, time, reason) for each.
+    """Remove whole sessions whose last event is older than DAYS, leaving a tombstone for each.
+
+    Trace rows go with their session; a tombstone keeps the session id, its event count,
+    last chain hash, the time and the reason.
 
     Example: agenttrail retain --older-than 365 --reason "records schedule R-7"
     """
@@ -623,8 +646,9 @@ def checkpoint(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Sign the session's current head (seq, chain hash, time) with your key; keep the
-    checkpoint somewhere the database's owner cannot rewrite.
+    """Sign the session's current head (seq, chain hash, time) with your key.
+
+    Keep the checkpoint somewhere the database's owner cannot rewrite.
 
     Example: agenttrail checkpoint mortgage-session --key agenttrail.key -o head.json
     """
@@ -654,9 +678,10 @@ def replay(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Print the message list a model gets for a session, rebuilt from the log: the JSON
-    request body's messages (Anthropic: with system). What replay left out or filled in is
-    printed on stderr, one note: line each (docs/replay.md).
+    """Print the message list a model gets for a session, rebuilt from the log.
+
+    Prints the JSON request body's messages (Anthropic: with system). What replay left out
+    or filled in is printed on stderr, one note: line each (docs/replay.md).
 
     Example: agenttrail replay sample-harvey-session --format anthropic --upto 12 | jq .
     """
@@ -704,8 +729,9 @@ def serve(
     secret_file: SecretOption = None,
     db: DbOption = None,
 ) -> None:
-    """Serve the web viewer, the REST API, the live feed and the user's tools; print the
-    viewer's address with an admin token.
+    """Serve the web viewer, the REST API, the live feed and the user's tools.
+
+    Prints the viewer's address with an admin token.
 
     Example: agenttrail serve --port 8787 --workspace ~/project
     """
@@ -761,9 +787,11 @@ def migrate_command(
         str, typer.Option("--to", metavar="URL", help="Database to copy into (set up if new).")
     ],
 ) -> None:
-    """Copy every session (events with the same seq, time, bytes and chain hashes; keys;
-    trace rows) and every tombstone to another database, then verify the copies there; exit
-    1 when one does not verify. Running it again copies only what is new.
+    """Copy every session and tombstone to another database, then verify the copies there.
+
+    Events keep their seq, time, bytes and chain hashes; keys and trace rows are copied
+    too. Each source session is verified first. Exits 1 when one does not verify. Running
+    it again copies only what is new.
 
     Example: agenttrail migrate --from sqlite:///agenttrail.db --to postgresql://app@db/agenttrail
     """

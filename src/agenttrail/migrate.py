@@ -9,6 +9,8 @@ to PostgreSQL when a team outgrows one machine, and back.
 
 Running it again copies only what is new: a session already on the target is extended from
 its head when the source's chain passes through that head, and refused when it does not.
+Each source session is verified before it is copied, so a source changed by hand is refused
+even when the target already holds every one of its events.
 Trace rows are numbered by the target (their ids may differ); they join their session by
 ``(session_id, call_seq, result_seq)``, which are copied as they are.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agenttrail.chain import verify
-from agenttrail.errors import InputError
+from agenttrail.errors import ChainBroken, InputError
 from agenttrail.store import LogStore, Session
 from agenttrail.traces import verify_traces
 
@@ -77,8 +79,8 @@ def migrate(source: LogStore, target: LogStore) -> MigrationReport:
     Raises:
         InputError: source and target are the same log, or a session on the target is not a
             prefix of the source's (another log's session under the same id).
-        ChainBroken: a source session's rows do not chain (run ``agenttrail verify`` on the
-            source); the sessions before it are copied.
+        ChainBroken: a source session does not verify (``agenttrail verify`` on the source
+            says the same); the sessions before it are copied.
         SessionExists: a session id was removed from the target by retention.
         AppendOnlyViolation: a source tombstone names a live session on the target.
     """
@@ -100,6 +102,9 @@ def migrate(source: LogStore, target: LogStore) -> MigrationReport:
 
 
 def _copy_session(source: LogStore, target: LogStore, session: Session) -> MigratedSession:
+    (verdict,) = verify(source, [session.id])
+    if verdict.bad_seq is not None:
+        raise ChainBroken(session.id, verdict.bad_seq, f"{verdict.reason} (on the source)")
     head = target.head(session.id)
     start = 0
     if head is not None:
