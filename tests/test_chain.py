@@ -302,6 +302,10 @@ def test_the_c_check_refuses_arguments_of_the_wrong_shape(c_check: Any) -> None:
         c_check.first_bad_row(CHAIN_TAG, b"s", b"short", [], 1)
     with pytest.raises(TypeError, match="4-tuple"):
         c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"")], 1)
+    with pytest.raises(ValueError, match="first_seq out of range"):
+        c_check.first_bad_row(
+            CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"", GENESIS_HASH)], 2**63 - 1
+        )
     assert c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [], 1) == -1
 
 

@@ -122,7 +122,7 @@ PyDoc_STRVAR(first_bad_row_doc,
 "row. The GIL is released while the rows are hashed.\n"
 "\n"
 "Raises TypeError for arguments of the wrong shape, ValueError for a prev_hash that is not\n"
-"32 bytes, RuntimeError if OpenSSL's SHA-256 fails.");
+"32 bytes or a first_seq below 0 or too large, RuntimeError if OpenSSL's SHA-256 fails.");
 
 static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer tag, sid, prev;
@@ -150,6 +150,10 @@ static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
         goto done;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(page);
+    if (first_seq < 0 || first_seq > LLONG_MAX - n) {
+        PyErr_SetString(PyExc_ValueError, "first_bad_row: first_seq out of range");
+        goto done;
+    }
     rows = PyMem_New(Row, n ? n : 1);
     if (rows == NULL) {
         PyErr_NoMemory();
