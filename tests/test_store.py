@@ -37,6 +37,7 @@ from agenttrail.errors import (
     TurnInFlight,
 )
 from agenttrail.store import Appended, LogStore, NewEvent, NewSession, open_store
+from agenttrail.store._pg_connect import Listener
 from agenttrail.store.postgres import parse_url
 from tests.conftest import is_postgres, owner_connection, postgres_schema, run_cli
 
@@ -743,6 +744,80 @@ def test_a_listener_reconnects_after_its_connection_is_killed(postgres_url: str)
             assert listener.wait(5.0) == [sid]
         finally:
             listener.close()
+
+
+class _Relay:
+    """A TCP relay to PostgreSQL whose connections can go silent.
+
+    After :meth:`silence`, the connections relayed so far carry nothing either way and stay
+    open, as a half-open connection behind a NAT or firewall does: no error, no data.
+    Connections made afterwards are relayed as usual.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self._upstream = (host, port)
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._server.getsockname()[1]
+        self._silenced: set[socket.socket] = set()
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return  # closed
+            upstream = socket.create_connection(self._upstream)
+            self._open += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                if source not in self._silenced:
+                    sink.sendall(data)
+        except OSError:
+            return
+
+    def silence(self) -> None:
+        self._silenced.update(self._open)
+
+    def close(self) -> None:
+        self._server.close()
+        for sock in self._open:
+            sock.close()
+
+
+def test_a_listener_whose_connection_goes_silent_reconnects(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with postgres_schema(postgres_url) as url, open_store(url) as store:
+        sid = store.create_session(NewSession()).id
+        direct = parse_url(url)
+        relay = _Relay(direct.host, direct.port)
+        relayed = parse_url(
+            url.replace(f"@{direct.host}:{direct.port}/", f"@127.0.0.1:{relay.port}/")
+        )
+        listener = Listener(relayed, heartbeat_s=0.2, lost_after_s=1.0)
+        try:
+            assert listener.wait(1.0) is None
+            store.append(sid, {"type": "x"})
+            assert listener.wait(5.0) == [sid]
+            relay.silence()  # the LISTEN connection: no error, no notifications
+            store.append(sid, {"type": "x"})
+            deadline = time.monotonic() + 15
+            with caplog.at_level(logging.WARNING, logger="agenttrail.store.postgres"):
+                while (woken := listener.wait(0.2)) is not None:
+                    assert woken == []  # the append's notification never arrives
+                    assert time.monotonic() < deadline, "the silent connection went unnoticed"
+            assert "LISTEN connection silent" in caplog.text
+            store.append(sid, {"type": "x"})  # reconnected through the relay: heard again
+            assert listener.wait(5.0) == [sid]
+        finally:
+            listener.close()
+            relay.close()
 
 
 # -- properties (Hypothesis) ---------------------------------------------------------------

@@ -49,6 +49,14 @@ NOTIFY_CHANNEL = "agenttrail_appends"
 ``<schema>/<session id>``: the channel is per database, and a database may hold several
 agenttrail schemas."""
 
+HEARTBEAT_S = 5.0
+"""How often a quiet LISTEN connection is checked end to end (seconds): a listener sends
+itself a notification over a connection of its own and expects it back."""
+
+HEARTBEAT_LOST_S = 15.0
+"""A heartbeat not back within this many seconds means the LISTEN connection went silent
+(a half-open TCP connection raises no error); the listener reconnects (seconds)."""
+
 _SCHEMA_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 Conn = psycopg.Connection[Any]
@@ -184,14 +192,36 @@ class Listener:
 
     Reconnects by itself after the connection drops; :meth:`wait` then returns ``None``,
     because notifications sent meanwhile are lost (NOTIFY is not queued for a listener that
-    is not connected: https://www.postgresql.org/docs/15/sql-notify.html).
+    is not connected: https://www.postgresql.org/docs/15/sql-notify.html). A connection can
+    also go silent without an error (a half-open TCP connection: a NAT or firewall dropped
+    it); so every ``heartbeat_s`` the listener sends itself a notification over a fresh
+    connection, and reconnects when it is not back within ``lost_after_s``.
+
+    Args:
+        url: the database.
+        heartbeat_s: seconds between heartbeats (:data:`HEARTBEAT_S`).
+        lost_after_s: seconds after which a heartbeat counts as lost (:data:`HEARTBEAT_LOST_S`).
     """
 
-    def __init__(self, url: PostgresURL) -> None:
+    def __init__(
+        self,
+        url: PostgresURL,
+        *,
+        heartbeat_s: float = HEARTBEAT_S,
+        lost_after_s: float = HEARTBEAT_LOST_S,
+    ) -> None:
         self._url = url
         self._conn: Conn | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._heartbeat_s = heartbeat_s
+        self._lost_after_s = lost_after_s
+        self._beat = f"heartbeat:{os.getpid()}:{id(self):x}"
+        """This listener's heartbeat payload; other listeners drop it (no schema prefix)."""
+        self._beat_due = 0.0
+        """``time.monotonic()`` when the next heartbeat is to be sent."""
+        self._beat_sent: float | None = None
+        """When the heartbeat in flight was sent, ``None`` when none is."""
 
     def wait(self, timeout: float) -> list[str] | None:
         """Session ids appended to within ``timeout`` seconds (may repeat, may be empty), or
@@ -208,18 +238,48 @@ class Listener:
                     time.sleep(timeout)
                     return []
                 self._conn = conn
+                self._beat_due = time.monotonic() + self._heartbeat_s
+                self._beat_sent = None
                 return None
+            now = time.monotonic()
+            if self._beat_sent is not None and now - self._beat_sent > self._lost_after_s:
+                logger.warning(
+                    "postgres: LISTEN connection silent: a heartbeat is %.0f s late; reconnecting",
+                    now - self._beat_sent,
+                )
+                self._drop()
+                return []
+            if self._beat_sent is None and now >= self._beat_due:
+                self._send_heartbeat(now)
             try:
                 found = [n.payload for n in self._conn.notifies(timeout=timeout, stop_after=1)]
                 if found:  # what arrived with the first, without waiting again
                     found += [n.payload for n in self._conn.notifies(timeout=0)]
-                ours = f"{self._url.schema}/"
-                return [p.removeprefix(ours) for p in found if p.startswith(ours)]
             except psycopg.Error as e:
                 logger.warning("postgres: LISTEN connection lost: %s", first_line(e))
-                self._conn.close()
-                self._conn = None
+                self._drop()
                 return []
+            if self._beat in found:
+                self._beat_sent = None
+                self._beat_due = time.monotonic() + self._heartbeat_s
+            ours = f"{self._url.schema}/"
+            return [p.removeprefix(ours) for p in found if p.startswith(ours)]
+
+    def _send_heartbeat(self, now: float) -> None:
+        """NOTIFY this listener's heartbeat over a connection of its own, which a silent
+        LISTEN connection does not share. A failure to send is logged; the heartbeat then
+        counts as sent, so an unreachable server also ends in a reconnect."""
+        self._beat_sent = now
+        try:
+            with connect(self._url, autocommit=True) as conn:
+                conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, self._beat))
+        except (StoreError, psycopg.Error) as e:
+            logger.warning("postgres: LISTEN heartbeat not sent: %s", first_line(e))
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def close(self) -> None:
         """Close the LISTEN connection (waits for a :meth:`wait` in progress)."""
