@@ -108,6 +108,7 @@ def test_cli_verify_names_the_session_and_first_bad_seq_after_a_change(db_url: s
     # The transcript says so too, on its last line.
     shown = run_cli("show", "s", "--db", db_url)
     assert shown.stdout.splitlines()[-1].startswith("⚠ chain broken at seq 3: stored hash")
+    assert "⚠ the chain breaks at seq 3" in shown.stdout  # on the row itself
     assert (
         run_cli("show", "t", "--db", db_url)
         .stdout.splitlines()[-1]

@@ -183,7 +183,7 @@ def test_unbacked_claims_in_the_loan_session(store: LogStore) -> None:
         (turns[3], "$2,600"),  # a numeric reply with no tool call in the turn
     ]
     assert unbacked[0].why == "no output of the turn's 1 trace row matches"
-    assert unbacked[1].why == "no trace row in the turn: answered from memory"
+    assert unbacked[1].why == "no trace row in the turn: no tool was called, answered from memory"
     assert "Typically around $2,600 a month" in unbacked[1].context
 
 
@@ -195,10 +195,10 @@ def test_an_unbacked_number_in_a_turn_with_tools_says_what_the_tools_returned(
     session = record_sample(store)
     why = {(c.turn_seq, c.claim.text): c.why for c in unbacked_claims(store.read(session), [])}
     assert why == {
-        (2, "4"): "no trace row in the turn: answered from memory",
-        (7, "42"): "no trace row in the turn: 42 is in the result of run_shell (seq 11), "
-        "which is no envelope: testimony, not evidence",
-        (14, "38"): "no trace row in the turn, and none of its tool results (1) holds this number",
+        (2, "4"): "no trace row in the turn: no tool was called, answered from memory",
+        (7, "42"): "no trace row in the turn: 42 is in the plain result of run_shell (seq 11), "
+        "which has no record to check it against",
+        (14, "38"): "no trace row in the turn, and its one tool result does not hold this number",
     }
 
 

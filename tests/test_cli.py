@@ -163,6 +163,20 @@ def test_show_pairs_calls_flags_anomalies_and_prints_markup_literally(tmp_path: 
     assert "user" in out and "agent" in out
 
 
+def test_show_gives_the_date_when_a_session_spans_days(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        store.create_session(NewSession(id="days"))
+        for stamp in ("2026-06-24T23:59:58.000000Z", "2026-06-25T00:00:03.000000Z"):
+            store.append("days", events.message("user", "hi"), created_at=stamp)
+        store.create_session(NewSession(id="day"))
+        store.append("day", events.message("user", "hi"), created_at="2026-06-24T10:00:00.000000Z")
+    spans = run_cli("show", "days", "--db", str(db)).stdout
+    assert "06-24 23:59:58" in spans and "06-25 00:00:03" in spans
+    one_day = run_cli("show", "day", "--db", str(db)).stdout
+    assert "10:00:00" in one_day and "06-24 10:00:00" not in one_day
+
+
 def test_sessions_lists_sessions_as_a_table_and_as_json(tmp_path: Path) -> None:
     db = tmp_path / "log.db"
     _mixed_log(db)

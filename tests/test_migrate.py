@@ -57,7 +57,7 @@ def test_sqlite_to_postgresql_and_back_keeps_every_chain(tmp_path: Path, postgre
     with postgres_schema(postgres_url) as pg:
         there = run_cli("migrate", "--from", source, "--to", pg)
         assert there.returncode == 0, there.stderr
-        assert "4 sessions, 1 tombstones copied" in there.stderr
+        assert "4 sessions and 1 tombstone copied" in there.stderr
         assert all(line.startswith("ok    ") for line in there.stdout.splitlines())
         assert run_cli("verify", "--db", pg).returncode == 0
         with open_store(pg, create=False) as store:
@@ -69,7 +69,7 @@ def test_sqlite_to_postgresql_and_back_keeps_every_chain(tmp_path: Path, postgre
         assert row == original["events"]["hard é"][0][2:]
         again = run_cli("migrate", "--from", source, "--to", pg)  # nothing new: nothing copied
         assert again.returncode == 0 and "0 tombstones copied" in again.stderr
-        assert "ok    hard é  0 of 3 events copied, 0 traces" in again.stdout
+        assert "ok    hard é  0 of 3 events copied, 0 trace rows" in again.stdout
         home = run_cli("migrate", "--from", pg, "--to", back)
         assert home.returncode == 0, home.stderr
     assert run_cli("verify", "--db", back).returncode == 0

@@ -421,7 +421,7 @@ def _why_no_trace(claim: Claim, results: list[Event], calls: dict[Any, list[str]
     """Why a number in a turn with no trace row is unbacked: the seed's "answered from memory"
     when the turn called no tool; otherwise what the tools returned instead of an envelope."""
     if not results:
-        return "no trace row in the turn: answered from memory"
+        return "no trace row in the turn: no tool was called, answered from memory"
     for result in results:
         output = result.payload.get("output")
         if isinstance(output, str):
@@ -432,11 +432,13 @@ def _why_no_trace(claim: Claim, results: list[Event], calls: dict[Any, list[str]
             named = calls.get(result.payload.get("toolCallId"), [])
             name = result.payload.get("name") or (named[0] if len(named) == 1 else "a tool")
             return (
-                f"no trace row in the turn: {claim.text} is in the result of {name} "
-                f"(seq {result.seq}), which is no envelope: testimony, not evidence"
+                f"no trace row in the turn: {claim.text} is in the plain result of {name} "
+                f"(seq {result.seq}), which has no record to check it against"
             )
+    if len(results) == 1:
+        return "no trace row in the turn, and its one tool result does not hold this number"
     return (
-        f"no trace row in the turn, and none of its tool results ({len(results)}) holds this number"
+        f"no trace row in the turn, and none of its {len(results)} tool results holds this number"
     )
 
 

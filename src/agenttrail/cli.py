@@ -58,7 +58,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
 )
 
 # soft_wrap: a data or error line is never broken at the terminal width.
@@ -121,7 +121,7 @@ def import_command(
     Every file is read before anything is written; each session is written in one
     transaction. Importing a file again writes nothing new.
 
-    Example: agenttrail import ~/.claude/projects/*/*.jsonl
+    Example: `agenttrail import ~/.claude/projects/*/*.jsonl`
     """
     # Read everything first: a bad file leaves the database, or its absence, as it was.
     parsed = read_paths(files, format=format, max_payload_bytes=payload_limit())
@@ -144,7 +144,7 @@ def _print_report(report: ImportReport) -> None:
 def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     """List sessions: id, started, agent, events, title.
 
-    Example: agenttrail sessions --json | jq -r .id
+    Example: `agenttrail sessions --json | jq -r .id`
     """
     with _open(db) as store:
         rows = sorted(store.sessions(), key=lambda s: s.started or s.created_at)
@@ -196,12 +196,12 @@ def show(
     The last line says whether the session's hash chain verifies: a transcript read from a
     log changed by hand says where.
 
-    Example: agenttrail show sample-harvey-session
+    Example: `agenttrail show sample-harvey-session`
     """
     with _open(db) as store:
         found = find_session(store, session)
-        render_session(out, found, store.read(found.id), full=full)
         (verdict,) = verify_chain(store, [found.id])
+        render_session(out, found, store.read(found.id), full=full, broken_at=verdict.bad_seq)
     if verdict.ok:
         line = f"chain intact: {verdict.events} events, head {verdict.head_hash.hex()[:16]}"
         out.print(line, style="dim", markup=False)
@@ -223,7 +223,7 @@ def export(
 
     Each line holds session_id, seq, created_at, actor, payload and hash.
 
-    Example: agenttrail export sample-harvey-session > harvey.jsonl
+    Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
     if format != "jsonl":
         raise InputError(f"unknown export format {format!r} (use jsonl)")
@@ -271,7 +271,7 @@ def fountain(
 ) -> None:
     """Render a session as a Fountain screenplay (Harvey session format v1.2).
 
-    Example: agenttrail fountain sample-harvey-session -o harvey.spmd
+    Example: `agenttrail fountain sample-harvey-session -o harvey.spmd`
     """
     with _open(db) as store:
         found = find_session(store, session)
@@ -305,7 +305,7 @@ def verify(
     With --checkpoint and --pubkey, also prove that the log still extends a signed checkpoint,
     so that even a history rewritten consistently by hand is caught.
 
-    Example: agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub
+    Example: `agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub`
     """
     if (checkpoint is None) != (pubkey is None):
         raise InputError("--checkpoint and --pubkey go together")
@@ -369,7 +369,7 @@ def reconcile_command(
     Each claim is consistent, misstated, mis-extracted, unbacked, drift or version-moved;
     exit 1 when any claim is not consistent.
 
-    Example: agenttrail reconcile loan-advice --rerun
+    Example: `agenttrail reconcile loan-advice --rerun`
     """
     with _open(db) as store:
         verdicts = reconcile_claims(store, find_session(store, session).id, rerun=rerun)
@@ -414,7 +414,7 @@ def claims(
     Rounding is allowed for; numbers the user gave are not claims. Exits 1 when there is
     any.
 
-    Example: agenttrail claims loan-advice --json | jq -r .stated
+    Example: `agenttrail claims loan-advice --json | jq -r .stated`
     """
     with _open(db) as store:
         found = find_session(store, session)
@@ -470,7 +470,7 @@ def quickstart(
 
     When there are no transcripts, records our sample session instead.
 
-    Example: agenttrail quickstart
+    Example: `agenttrail quickstart`
     """
     limit = payload_limit()
     if paths:  # named by the user: a bad one is bad input
@@ -521,7 +521,7 @@ def traces(
 
     Each row shows the turn it belongs to and its record-hash status.
 
-    Example: agenttrail traces mortgage-session
+    Example: `agenttrail traces mortgage-session`
     """
     with _open(db) as store:
         rows = store.traces(find_session(store, session).id)
@@ -557,7 +557,7 @@ def trace(
 
     Also shows the turn the row joins.
 
-    Example: agenttrail trace 1
+    Example: `agenttrail trace 1`
     """
     with _open(db) as store:
         row = store.trace(trace_id)
@@ -594,7 +594,7 @@ def retain(
     Trace rows go with their session; a tombstone keeps the session id, its event count,
     last chain hash, the time and the reason.
 
-    Example: agenttrail retain --older-than 365 --reason "records schedule R-7"
+    Example: `agenttrail retain --older-than 365 --reason "records schedule R-7"`
     """
     with _open(db) as store:
         if dry_run:
@@ -620,7 +620,7 @@ def keygen(
 ) -> None:
     """Make an Ed25519 key pair for signing checkpoints (private key readable by you only).
 
-    Example: agenttrail keygen --out agenttrail.key
+    Example: `agenttrail keygen --out agenttrail.key`
     """
     public_file = out_file.with_name(out_file.name + ".pub")
     for path in (out_file, public_file):
@@ -650,7 +650,7 @@ def checkpoint(
 
     Keep the checkpoint somewhere the database's owner cannot rewrite.
 
-    Example: agenttrail checkpoint mortgage-session --key agenttrail.key -o head.json
+    Example: `agenttrail checkpoint mortgage-session --key agenttrail.key -o head.json`
     """
     with _open(db) as store:
         found = find_session(store, session)
@@ -683,7 +683,7 @@ def replay(
     Prints the JSON request body's messages (Anthropic: with system). What replay left out
     or filled in is printed on stderr, one note: line each (docs/replay.md).
 
-    Example: agenttrail replay sample-harvey-session --format anthropic --upto 12 | jq .
+    Example: `agenttrail replay sample-harvey-session --format anthropic --upto 12 | jq .`
     """
     with _open(db) as store:
         found = find_session(store, session)
@@ -697,7 +697,7 @@ SecretOption = Annotated[
     Path | None,
     typer.Option(
         "--secret-file",
-        help="Key that signs tokens. Default: $AGENTTRAIL_SECRET, else <database>.secret "
+        help="Key that signs tokens. Default: $AGENTTRAIL_SECRET, else DATABASE.secret "
         "(made on first use, readable by you only).",
         show_default=False,
     ),
@@ -733,7 +733,7 @@ def serve(
 
     Prints the viewer's address with an admin token.
 
-    Example: agenttrail serve --port 8787 --workspace ~/project
+    Example: `agenttrail serve --port 8787 --workspace ~/project`
     """
     import uvicorn  # the server's imports cost half a second; only serve pays them
 
@@ -769,7 +769,7 @@ def token(
 ) -> None:
     """Mint a signed access token for the server: a session scope, rights and an expiry.
 
-    Example: agenttrail token --session sample-harvey-session --rights read,append
+    Example: `agenttrail token --session sample-harvey-session --rights read,append`
     """
     with _open(db) as store:
         scope = find_session(store, session).id if session is not None else "*"
@@ -793,20 +793,27 @@ def migrate_command(
     too. Each source session is verified first. Exits 1 when one does not verify. Running
     it again copies only what is new.
 
-    Example: agenttrail migrate --from sqlite:///agenttrail.db --to postgresql://app@db/agenttrail
+    Example: `agenttrail migrate --from sqlite:///agenttrail.db --to postgresql://app@db/agenttrail`
     """
     with _open(source) as src, _open(target, create=True) as dst:
         report = migrate_log(src, dst)
     for m in report.sessions:
         mark = "ok    " if m.ok else "FAIL  "
-        line = f"{mark}{m.session_id}  {m.events} of {m.head_seq} events copied, {m.traces} traces"
+        copied = f"{m.events} of {_count(m.head_seq, 'event')} copied"
+        line = f"{mark}{m.session_id}  {copied}, {_count(m.traces, 'trace row')}"
         out.print(line + (f": {m.problem}" if m.problem else ""), markup=False)
     err.print(
-        f"{len(report.sessions)} sessions, {report.tombstones} tombstones copied to {dst.url}",
+        f"{_count(len(report.sessions), 'session')} and "
+        f"{_count(report.tombstones, 'tombstone')} copied to {dst.url}",
         markup=False,
     )
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _expand(paths: list[Path]) -> list[Path]:

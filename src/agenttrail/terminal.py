@@ -57,7 +57,12 @@ _ACTOR_STYLE = {"user": "bold cyan", "agent": "green", "system": "grey50", "trig
 
 
 def render_session(
-    console: Console, session: Session, events: Iterable[Event], *, full: bool = False
+    console: Console,
+    session: Session,
+    events: Iterable[Event],
+    *,
+    full: bool = False,
+    broken_at: int | None = None,
 ) -> None:
     """Print a session's header and its transcript table.
 
@@ -66,6 +71,7 @@ def render_session(
         session: the session row (title, agent, user, workspace, started).
         events: the session's events in seq order.
         full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
+        broken_at: the first seq whose chain does not verify, marked on its row.
     """
     header = Text()
     header.append(safe(session.title or "(untitled session)"), style="bold")
@@ -79,12 +85,20 @@ def render_session(
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
     console.print(header)
-    console.print(transcript_table(list(events), full=full))
+    console.print(transcript_table(list(events), full=full, broken_at=broken_at))
 
 
-def transcript_table(events: list[Event], *, full: bool = False) -> Table:
-    """The transcript of ``events`` as a Rich table (columns: seq, time, actor, event, text)."""
+def transcript_table(
+    events: list[Event], *, full: bool = False, broken_at: int | None = None
+) -> Table:
+    """The transcript of ``events`` as a Rich table (columns: seq, time, actor, event, text).
+
+    The time is ``HH:MM:SS`` (UTC) while every event falls on one day, ``MM-DD HH:MM:SS``
+    when the session spans days (a session resumed later). The row holding seq
+    ``broken_at`` (an event, or the result shown on its call's row) is marked.
+    """
     pairing = pair_tool_calls(events)
+    one_day = len({event.created_at[:10] for event in events}) <= 1
     table = Table(show_lines=False, expand=True, pad_edge=False)
     table.add_column("seq", justify="right", no_wrap=True, style="dim")
     table.add_column("time", no_wrap=True, style="dim")
@@ -99,9 +113,12 @@ def transcript_table(events: list[Event], *, full: bool = False) -> Table:
         anomaly = pairing.anomalies.get(event.seq)
         if anomaly is not None:
             text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
+        result = pairing.result_of.get(event.seq)
+        if broken_at is not None and broken_at in (event.seq, result and result.seq):
+            text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
         table.add_row(
             seq,
-            event.created_at[11:19],
+            event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " "),
             Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
             kind,
             text,
