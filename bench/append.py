@@ -40,7 +40,7 @@ from pathlib import Path
 from agenttrail import chain, events
 from agenttrail.chain import verify
 from agenttrail.codec import encode_payload, now_timestamp
-from agenttrail.store import NewEvent, NewSession, open_store
+from agenttrail.store import LogStore, NewEvent, NewSession, open_store
 
 PAYLOAD_TEXT = "x" * 960
 """Content length that makes the whole payload about 1 KiB of CBOR."""
@@ -68,6 +68,29 @@ def _rate(n: int, run: Callable[[], None], setup: Callable[[], None] | None = No
         run()
         best = min(best, time.perf_counter() - start)
     return n / best
+
+
+def _appends(
+    store: LogStore,
+    payloads: list[dict[str, object]],
+    single: int,
+    batch: int,
+    runs: Iterator[int],
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """agenttrail's two append runs on ``store``: every payload in batches of ``batch``, and
+    the first ``single`` payloads one per commit; each run writes a session of its own."""
+
+    def batched() -> None:
+        sid = store.create_session(NewSession(id=f"b{next(runs)}")).id
+        for start in range(0, len(payloads), batch):
+            store.append_batch(sid, [NewEvent(p) for p in payloads[start : start + batch]])
+
+    def one_by_one() -> None:
+        sid = store.create_session(NewSession(id=f"s{next(runs)}")).id
+        for i in range(single):
+            store.append(sid, payloads[i])
+
+    return batched, one_by_one
 
 
 def _raw_db(path: Path) -> sqlite3.Connection:
@@ -119,19 +142,9 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
         raw.close()
 
         with open_store(root / "agenttrail.db") as store:
-
-            def ours_batched() -> None:
-                sid = store.create_session(NewSession(id=f"b{next(runs)}")).id
-                for start in range(0, total, batch):
-                    store.append_batch(sid, [NewEvent(p) for p in payloads[start : start + batch]])
-
-            def ours_single() -> None:
-                sid = store.create_session(NewSession(id=f"s{next(runs)}")).id
-                for i in range(single):
-                    store.append(sid, payloads[i])
-
-            out["agenttrail_batched"] = _rate(total, ours_batched)
-            out["agenttrail_single"] = _rate(single, ours_single)
+            batched, one_by_one = _appends(store, payloads, single, batch, runs)
+            out["agenttrail_batched"] = _rate(total, batched)
+            out["agenttrail_single"] = _rate(single, one_by_one)
 
             verified = store.sessions()[0].id
             stored = [data for _, _, data, _ in store.read_rows(verified)]
@@ -297,19 +310,9 @@ def bench_postgres(url: str, total: int, single: int, batch: int) -> dict[str, f
         out["pg_raw_single"] = _rate(single, raw_single)
 
         with open_store(f"{url}{separator}schema={log_schema}") as store:
-
-            def ours_batched() -> None:
-                sid = store.create_session(NewSession(id=f"b{next(runs)}")).id
-                for start in range(0, total, batch):
-                    store.append_batch(sid, [NewEvent(p) for p in payloads[start : start + batch]])
-
-            def ours_single() -> None:
-                sid = store.create_session(NewSession(id=f"s{next(runs)}")).id
-                for i in range(single):
-                    store.append(sid, payloads[i])
-
-            out["pg_agenttrail_batched"] = _rate(total, ours_batched)
-            out["pg_agenttrail_single"] = _rate(single, ours_single)
+            batched, one_by_one = _appends(store, payloads, single, batch, runs)
+            out["pg_agenttrail_batched"] = _rate(total, batched)
+            out["pg_agenttrail_single"] = _rate(single, one_by_one)
 
             verified = store.sessions()[0].id
 

@@ -11,15 +11,20 @@ machine), dropped afterwards. ``--backend sqlite`` runs the SQLite half only.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
+import uvicorn
 from psycopg import sql
 
 from agenttrail.store import LogStore, open_store
@@ -135,6 +140,35 @@ def store(db_url: str) -> Iterator[LogStore]:
         yield opened
     finally:
         opened.close()
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[int]:
+    """``app`` on a real uvicorn on loopback, in a thread; yields its port once it serves,
+    and stops it on exit."""
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def is_postgres(url: str) -> bool:

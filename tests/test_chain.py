@@ -56,15 +56,9 @@ def _attack(db: str | Path, *statements: str, params: tuple[object, ...] = ()) -
         conn.close()
 
 
-def test_the_hash_is_the_documented_preimage_hashed_with_sha256() -> None:
-    # docs/log-format.md, "The hash chain": built here with struct, independently of chain.py.
-    prev, seq, created, sid, payload = (
-        bytes(range(32)),
-        7,
-        "2026-06-24T10:00:05.000000Z",
-        "sé",
-        b"\xa0",
-    )
+def _documented_hash(prev: bytes, seq: int, created: str, sid: str, payload: bytes) -> bytes:
+    """docs/log-format.md, "The hash chain": built here with struct, independently of
+    chain.py."""
     preimage = (
         b"agenttrail-chain-v1\x00"
         + prev
@@ -76,7 +70,20 @@ def test_the_hash_is_the_documented_preimage_hashed_with_sha256() -> None:
         + struct.pack(">Q", len(payload))
         + payload
     )
-    assert event_hash(prev, seq, created, sid, payload) == hashlib.sha256(preimage).digest()
+    return hashlib.sha256(preimage).digest()
+
+
+def test_the_hash_is_the_documented_preimage_hashed_with_sha256() -> None:
+    prev, seq, created, sid, payload = (
+        bytes(range(32)),
+        7,
+        "2026-06-24T10:00:05.000000Z",
+        "sé",
+        b"\xa0",
+    )
+    assert event_hash(prev, seq, created, sid, payload) == _documented_hash(
+        prev, seq, created, sid, payload
+    )
     assert bytes(32) == GENESIS_HASH
 
 
@@ -252,7 +259,8 @@ _ODD_VALUES = st.sampled_from([None, 1.0, "text", b"bytes", 7, "2026-06-24T10:00
 
 @st.composite
 def _pages(draw: st.DrawFn) -> tuple[str, bytes, list[tuple[Any, ...]], int]:
-    """A chained page of rows as a store returns them, then perhaps one change to one row."""
+    """A page of rows as a store returns them, chained by the documented layout (not by
+    chain.py), then perhaps one change to one row."""
     sid = draw(st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=40))
     first_seq = draw(st.integers(1, 2**40))
     prev = draw(st.binary(min_size=32, max_size=32))
@@ -264,7 +272,7 @@ def _pages(draw: st.DrawFn) -> tuple[str, bytes, list[tuple[Any, ...]], int]:
             | st.text(st.characters(max_codepoint=127), max_size=40)
         )
         payload = draw(st.binary(max_size=3000))
-        digest = event_hash(link, first_seq + offset, created, sid, payload)
+        digest = _documented_hash(link, first_seq + offset, created, sid, payload)
         rows.append((first_seq + offset, created, payload, digest))
         link = digest
     change = draw(st.sampled_from(["none", "seq", "created_at", "payload", "hash", "type"]))

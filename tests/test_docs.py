@@ -11,6 +11,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,8 +75,10 @@ def _outsider_script(db: Path, session: str) -> str:
     not all(shutil.which(tool) for tool in ("sqlite3", "xxd", "sha256sum")),
     reason="needs the sqlite3, xxd and sha256sum commands",
 )
-def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> None:
-    db = tmp_path / "agenttrail.db"
+def _verifies_by_hand(db: str | Path, script: Callable[[str], str]) -> None:
+    """Write the sample session and one with a lone surrogate and a 512 KiB result into
+    ``db``, then run the by-hand ``script(session)`` of each: it prints ``ok`` for every seq
+    and the head the store has."""
     with open_store(db) as store:
         record_sample(store)
         rec = Recorder.start(store, session_id="hard é")
@@ -86,10 +89,15 @@ def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> No
         heads = {s.id: (s.head_seq, s.head_hash.hex()) for s in store.sessions()}
     for session, (head_seq, head_hash) in heads.items():
         out = subprocess.run(
-            ["sh", "-c", _outsider_script(db, session)], capture_output=True, text=True, check=True
+            ["sh", "-c", script(session)], capture_output=True, text=True, check=True
         ).stdout.splitlines()
         assert out[:-1] == [f"seq {n}: ok" for n in range(1, head_seq + 1)]
         assert out[-1] == f"head|{head_seq}|{head_hash}"
+
+
+def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> None:
+    db = tmp_path / "agenttrail.db"
+    _verifies_by_hand(db, lambda session: _outsider_script(db, session))
     # The same script catches a row changed by someone who dropped the triggers.
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TRIGGER session_events_no_update")
@@ -125,20 +133,7 @@ def _psql_script(url: str, session: str) -> str:
 )
 def test_a_postgresql_log_verifies_by_hand_with_psql_and_sha256sum(postgres_url: str) -> None:
     with postgres_schema(postgres_url) as url:
-        with open_store(url) as store:
-            record_sample(store)
-            rec = Recorder.start(store, session_id="hard é")
-            with rec.turn(model="m") as turn:
-                turn.user("café \udc81 done")
-                call = turn.tool_call("read_file", {"path": "big"})
-                turn.tool_result(call, "x" * (512 * 1024))
-            heads = {s.id: (s.head_seq, s.head_hash.hex()) for s in store.sessions()}
-        for session, (head_seq, head_hash) in heads.items():
-            out = subprocess.run(
-                ["sh", "-c", _psql_script(url, session)], capture_output=True, text=True, check=True
-            ).stdout.splitlines()
-            assert out[:-1] == [f"seq {n}: ok" for n in range(1, head_seq + 1)]
-            assert out[-1] == f"head|{head_seq}|{head_hash}"
+        _verifies_by_hand(url, lambda session: _psql_script(url, session))
         # The same script catches a row changed by the database's owner around the triggers.
         with owner_connection(url) as conn:
             conn.execute("ALTER TABLE session_events DISABLE TRIGGER session_events_no_update")

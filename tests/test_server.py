@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import threading
@@ -18,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
@@ -29,7 +27,7 @@ from agenttrail.server import live as live_module
 from agenttrail.server.auth import RIGHTS
 from agenttrail.server.tools import ToolRegistry, workspace_tools
 from agenttrail.store import LogStore, open_store
-from tests.conftest import postgres_schema
+from tests.conftest import free_port, postgres_schema, serving
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
 
@@ -51,12 +49,6 @@ class Server:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server(tmp_path: Path, db_url: str) -> Iterator[Server]:
     """A server on each backend (on PostgreSQL its hub LISTENs for appends)."""
@@ -65,22 +57,10 @@ def server(tmp_path: Path, db_url: str) -> Iterator[Server]:
     workspace.mkdir()
     (workspace / "notes.txt").write_text("hello from the workspace\n")
     app = create_app(store, secret=SECRET, tools=ToolRegistry(workspace_tools(workspace)))
-    port = _free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio"
-    )
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not uv.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
     try:
-        yield Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", store, workspace)
+        with serving(app) as port:
+            yield Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", store, workspace)
     finally:
-        uv.should_exit = True
-        thread.join(timeout=10)
         store.close()
 
 
@@ -423,38 +403,11 @@ def test_eight_writers_and_twenty_subscribers(server: Server) -> None:
 
 
 def test_agenttrail_serve_prints_an_admin_token_and_serves(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
-    db, port = tmp_path / "log.db", _free_port()
+    db = tmp_path / "log.db"
     with open_store(db) as store:
         Recorder.start(store, session_id="s1")
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    args = ["serve", "--port", str(port), "--db", str(db), "--workspace", str(tmp_path)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agenttrail.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first.startswith("admin token (24 h): ")
-        admin = first.split(": ", 1)[1].strip()
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                reply = httpx.get(
-                    f"http://127.0.0.1:{port}/v1/sessions",
-                    headers={"Authorization": f"Bearer {admin}"},
-                )
-                break
-            except httpx.ConnectError:
-                assert time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
-                time.sleep(0.1)
+    with _serve(str(db), tmp_path, {}) as (url, admin):
+        reply = httpx.get(f"{url}/v1/sessions", headers={"Authorization": f"Bearer {admin}"})
         assert [s["id"] for s in reply.json()] == ["s1"]
         minted = subprocess.run(
             [sys.executable, "-m", "agenttrail.cli", "token", "--session", "s1", "--db", str(db)],
@@ -462,26 +415,19 @@ def test_agenttrail_serve_prints_an_admin_token_and_serves(tmp_path: Path) -> No
             text=True,
             check=True,
         ).stdout.strip()
-        scoped = httpx.get(
-            f"http://127.0.0.1:{port}/v1/sessions/s1", headers={"Authorization": f"Bearer {minted}"}
-        )
+        scoped = httpx.get(f"{url}/v1/sessions/s1", headers={"Authorization": f"Bearer {minted}"})
         assert scoped.status_code == 200
         assert (tmp_path / "log.db.secret").stat().st_mode & 0o777 == 0o600
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
 
 
 # -- replicas: two `agenttrail serve` processes on one PostgreSQL schema ----------------------
 
 
 @contextlib.contextmanager
-def _serve(db: str, workspace: Path, env: dict[str, str]) -> Iterator[str]:
-    """A real ``agenttrail serve`` process on ``db``; yields its base URL once it answers."""
-    port = _free_port()
+def _serve(db: str, workspace: Path, env: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """A real ``agenttrail serve`` process on ``db``; yields its base URL and the admin token
+    it printed, once it answers."""
+    port = free_port()
     args = ["serve", "--port", str(port), "--db", db, "--workspace", str(workspace)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "agenttrail.cli", *args],
@@ -493,7 +439,9 @@ def _serve(db: str, workspace: Path, env: dict[str, str]) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         assert proc.stdout is not None
-        assert proc.stdout.readline().startswith("admin token (24 h): ")
+        first = proc.stdout.readline()
+        assert first.startswith("admin token (24 h): ")
+        admin = first.split(": ", 1)[1].strip()
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -504,7 +452,7 @@ def _serve(db: str, workspace: Path, env: dict[str, str]) -> Iterator[str]:
                     proc.stderr.read() if proc.stderr else ""
                 )
                 time.sleep(0.1)
-        yield url
+        yield url, admin
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -520,7 +468,7 @@ def test_two_replicas_on_one_postgresql_database(postgres_url: str, tmp_path: Pa
         env = {"AGENTTRAIL_SECRET": SECRET.decode()}
         headers = {"Authorization": f"Bearer {mint_token(SECRET, rights=RIGHTS)}"}
         read = mint_token(SECRET, rights=["read"])
-        with _serve(db, tmp_path, env) as a, _serve(db, tmp_path, env) as b:
+        with _serve(db, tmp_path, env) as (a, _), _serve(db, tmp_path, env) as (b, _):
             http_a = httpx.Client(base_url=a, headers=headers, timeout=30)
             http_b = httpx.Client(base_url=b, headers=headers, timeout=30)
             with http_a, http_b:
@@ -569,7 +517,7 @@ def test_serve_on_postgresql_needs_a_shared_secret(postgres_url: str) -> None:
     with postgres_schema(postgres_url) as db:
         open_store(db).close()
         env = {k: v for k, v in os.environ.items() if k != "AGENTTRAIL_SECRET"}
-        for command in (["serve", "--port", str(_free_port())], ["token"]):
+        for command in (["serve", "--port", str(free_port())], ["token"]):
             result = subprocess.run(
                 [sys.executable, "-m", "agenttrail.cli", *command, "--db", db],
                 capture_output=True,

@@ -9,7 +9,6 @@ pokes one database directly (``sqlite3``, ``psycopg``) sits next to its counterp
 
 from __future__ import annotations
 
-import importlib
 import logging
 import multiprocessing
 import socket
@@ -38,6 +37,7 @@ from agenttrail.errors import (
 )
 from agenttrail.store import Appended, LogStore, NewEvent, NewSession, open_store
 from agenttrail.store._pg_connect import Listener
+from agenttrail.store._shared import READ_PAGE_ROWS
 from agenttrail.store.postgres import parse_url
 from tests.conftest import is_postgres, owner_connection, postgres_schema, run_cli
 
@@ -65,8 +65,6 @@ def test_appends_get_seq_1_2_3_and_read_back_in_order(store: LogStore) -> None:
 
 
 def test_read_pages_through_more_rows_than_one_page(store: LogStore) -> None:
-    READ_PAGE_ROWS = importlib.import_module(type(store).__module__).READ_PAGE_ROWS
-
     sid = store.create_session(NewSession()).id
     n = READ_PAGE_ROWS * 2 + 7
     store.append_batch(sid, [NewEvent({"type": "x", "i": i}) for i in range(n)])

@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sqlite3
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,7 +24,6 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from agenttrail import events
@@ -36,7 +33,7 @@ from agenttrail.server import live as live_module
 from agenttrail.server.tools import Tool, ToolRegistry, workspace_tools
 from agenttrail.server.viewer import STATIC_DIR
 from agenttrail.store import LogStore, NewEvent, NewSession, open_store
-from tests.conftest import REALDATA
+from tests.conftest import REALDATA, serving
 from tests.loan_session import record_loan_session
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -152,12 +149,6 @@ class Viewer:
         return page
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def viewer(tmp_path: Path, browser: Browser) -> Iterator[Viewer]:
     store = open_store(tmp_path / "log.db")
@@ -166,28 +157,21 @@ def viewer(tmp_path: Path, browser: Browser) -> Iterator[Viewer]:
     (workspace / "notes.txt").write_text("hello from the workspace\n")
     registry = ToolRegistry([*workspace_tools(workspace), _echo_tool()])
     app = create_app(store, secret=SECRET, tools=registry)
-    port = _free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    running = Viewer(f"http://127.0.0.1:{port}", store, workspace, browser)
     try:
-        yield running
-        unexpected = [e for e in running.errors if not any(x in e for x in running.expected)]
-        assert unexpected == [], unexpected  # no script error, no failed request
-        assert running.dialogs == [], running.dialogs  # nothing from the log ran as script
+        with serving(app) as port:
+            running = Viewer(f"http://127.0.0.1:{port}", store, workspace, browser)
+            try:
+                yield running
+                unexpected = [
+                    e for e in running.errors if not any(x in e for x in running.expected)
+                ]
+                assert unexpected == [], unexpected  # no script error, no failed request
+                # Nothing from the log ran as script.
+                assert running.dialogs == [], running.dialogs
+            finally:
+                for context in browser.contexts:
+                    context.close()
     finally:
-        for context in browser.contexts:
-            context.close()
-        server.should_exit = True
-        thread.join(timeout=10)
         store.close()
 
 

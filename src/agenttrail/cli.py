@@ -150,7 +150,7 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
         rows = sorted(store.sessions(), key=lambda s: s.started or s.created_at)
     if json:
         for s in rows:
-            out.print(json_line(_session_record(s)), markup=False)
+            out.print(json_line(s.record()), markup=False)
         return
     table = Table(expand=True)
     table.add_column("id", no_wrap=True)  # whole, so it can be copied
@@ -167,20 +167,6 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
             escape(safe(title)),
         )
     out.print(table)
-
-
-def _session_record(s: Session) -> dict[str, object]:
-    return {
-        "id": s.id,
-        "title": s.title,
-        "agent": s.agent,
-        "user": s.user,
-        "workspace": s.workspace,
-        "started": s.started,
-        "events": s.head_seq,
-        "head": s.head_hash.hex(),
-        "metadata": s.metadata,
-    }
 
 
 @app.command()

@@ -10,7 +10,7 @@ surrogates (``"\\udc81"``, e.g. from ``surrogateescape`` decoding of bytes that 
 UTF-8). Such a string, and only such a string, is written as CBOR tag
 :data:`SURROGATE_TEXT_TAG` around a byte string holding its WTF-8 bytes (UTF-8 with
 ``surrogatepass``; https://simonsapin.github.io/wtf-8/). Reading turns the tag back into the
-same ``str``. In JSON output, lone surrogates are written as ``\\uXXXX`` escapes, which
+same ``str``. In JSON output, lone surrogates are written as ``\\u`` escapes (``\\udc81``), which
 Python's ``json`` reads back to the same ``str``. Both escapes are reversible and documented in
 ``docs/log-format.md``.
 """
@@ -193,7 +193,7 @@ def _untag_surrogates(tag: cbor2.CBORTag, immutable: bool) -> Any:
 
 
 def json_line(value: Any) -> str:
-    """One line of compact JSON, UTF-8 text kept readable, lone surrogates as ``\\uXXXX``.
+    """One line of compact JSON, UTF-8 text kept readable, lone surrogates as ``\\u`` escapes.
 
     ``json.loads`` of the result gives back an equal value, lone surrogates included; the
     text encodes to valid UTF-8 (the escapes are ASCII).

@@ -106,7 +106,7 @@ class Replay:
         """:meth:`body` as JSON text: the same events always give the same text.
 
         Compact (``json_line``) by default; ``indent`` pretty-prints. Lone surrogates are
-        written as ``\\uXXXX`` escapes, so the text always encodes to UTF-8.
+        written as ``\\u`` escapes (``\\udc81``), so the text always encodes to UTF-8.
         """
         if indent is None:
             return json_line(self.body())

@@ -103,20 +103,6 @@ def _problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse
     return JSONResponse(body, status_code=status, media_type="application/problem+json")
 
 
-def _session_json(s: Session) -> dict[str, Any]:
-    return {
-        "id": s.id,
-        "title": s.title,
-        "agent": s.agent,
-        "user": s.user,
-        "workspace": s.workspace,
-        "started": s.started,
-        "metadata": s.metadata,
-        "events": s.head_seq,
-        "head": s.head_hash.hex(),
-    }
-
-
 def _grant(request: Request, authorization: Annotated[str | None, Header()] = None) -> Grant:
     token = authorization.removeprefix("Bearer ").strip() if authorization else None
     return check_token(request.app.state.secret, token)
@@ -196,20 +182,22 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
         new = NewSession(
             body.id, body.title, body.agent, body.user, body.workspace, None, body.metadata
         )
-        return _session_json(await run(store.create_session, new))
+        session: Session = await run(store.create_session, new)
+        return session.record()
 
     @app.get("/v1/sessions")
     async def list_sessions(auth: Auth) -> list[dict[str, Any]]:
         """Every session this token may read."""
         auth.require("read")
         sessions = await run(store.sessions)
-        return [_session_json(s) for s in sessions if auth.session in ("*", s.id)]
+        return [s.record() for s in sessions if auth.session in ("*", s.id)]
 
     @app.get("/v1/sessions/{session_id}")
     async def get_session(session_id: str, auth: Auth) -> dict[str, Any]:
         """One session."""
         auth.require("read", session_id)
-        return _session_json(await run(store.get_session, session_id))
+        session: Session = await run(store.get_session, session_id)
+        return session.record()
 
     @app.post("/v1/sessions/{session_id}/events", status_code=201)
     async def append(session_id: str, body: AppendBody, auth: Auth) -> dict[str, Any]:

@@ -70,6 +70,21 @@ class Session:
     head_hash: bytes = field(repr=False)
     """Chain hash of the last event (32 zero bytes when empty)."""
 
+    def record(self) -> dict[str, Any]:
+        """The session as JSON (``agenttrail sessions --json``, the REST API): its fields,
+        with its head as ``events`` (the head seq) and ``head`` (the head hash in hex)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "agent": self.agent,
+            "user": self.user,
+            "workspace": self.workspace,
+            "started": self.started,
+            "events": self.head_seq,
+            "head": self.head_hash.hex(),
+            "metadata": self.metadata,
+        }
+
 
 @dataclass(frozen=True)
 class NewSession:

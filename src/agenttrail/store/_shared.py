@@ -11,22 +11,26 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from agenttrail.chain import chain_hasher
 from agenttrail.codec import encode_payload
 from agenttrail.errors import InputError, PayloadTooLarge, StoreError
+from agenttrail.events import Event
 from agenttrail.store import Appended, NewEvent, NewSession, NewTrace, Row, Session, TraceRow
 
 __all__ = [
     "CHAIN_PAGE_ROWS",
+    "READ_PAGE_ROWS",
     "SESSION_TEXT_FIELDS",
     "TRACE_FIELDS",
     "TRACE_TEXT_FIELDS",
     "Chained",
     "Encoded",
+    "StoreBase",
     "as_new_session",
     "chain_events",
     "check_created_at",
@@ -43,6 +47,10 @@ __all__ = [
     "trace_row",
     "with_id",
 ]
+
+READ_PAGE_ROWS = 1000
+"""Rows fetched per query when streaming a session; keyset pages keep memory flat on large
+sessions and let appends interleave between pages."""
 
 CHAIN_PAGE_ROWS = 512
 """Rows per page of a chain snapshot (``fetchmany``): about 550 KiB of 1 KiB events, hashed
@@ -62,6 +70,74 @@ TRACE_TEXT_FIELDS = tuple(
 
 Encoded = tuple[bytes, "str | None", "str | None"]
 """One event ready for the store: ``(canonical CBOR, created_at or None, key or None)``."""
+
+
+class StoreBase(ABC):
+    """What both backends do the same way on top of their own :meth:`append_batch`,
+    :meth:`_read_page` and :meth:`close` (the rest of the ``LogStore`` contract is theirs)."""
+
+    @abstractmethod
+    def append_batch(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        create: NewSession | None = None,
+        unless_turn: bool = False,
+    ) -> list[Appended]:
+        """Append events to a session in one transaction (``LogStore`` contract)."""
+
+    @abstractmethod
+    def _read_page(self, session_id: str, after_seq: int, limit: int) -> list[Row]:
+        """At most ``limit`` rows of a session with seq > ``after_seq``, in seq order."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the store's connections; further calls fail."""
+
+    def append(
+        self,
+        session_id: str,
+        payload: dict[str, Any],
+        *,
+        created_at: str | None = None,
+        key: str | None = None,
+    ) -> Appended:
+        """Append one event (see :meth:`append_batch`)."""
+        return self.append_batch(session_id, [NewEvent(payload, created_at, key)])[0]
+
+    def read(
+        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> Iterator[Event]:
+        """Events of a session with seq > ``after_seq``, in seq order, at most ``limit``.
+
+        Streams in keyset pages of :data:`READ_PAGE_ROWS`; an empty or unknown session
+        yields nothing (use ``get_session`` to tell them apart).
+        """
+        for seq, created_at, data, digest in self._rows(session_id, after_seq, limit):
+            yield Event(session_id, seq, created_at, data, digest)
+
+    def read_rows(self, session_id: str) -> Iterator[Row]:
+        """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
+        return self._rows(session_id, 0, None)
+
+    def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
+            rows = self._read_page(session_id, after_seq, page)
+            yield from rows
+            if len(rows) < page:
+                return
+            after_seq = rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def stored_head(session_id: str, head_seq: Any, head_hash: Any) -> tuple[int, bytes]:

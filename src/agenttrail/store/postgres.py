@@ -58,7 +58,6 @@ from agenttrail.errors import (
     StoreError,
     TurnInFlight,
 )
-from agenttrail.events import Event
 from agenttrail.store import (
     Appended,
     ChainPage,
@@ -83,8 +82,10 @@ from agenttrail.store._pg_connect import (
 )
 from agenttrail.store._shared import (
     CHAIN_PAGE_ROWS,
+    READ_PAGE_ROWS,
     TRACE_FIELDS,
     Encoded,
+    StoreBase,
     as_new_session,
     chain_events,
     check_created_at,
@@ -129,9 +130,6 @@ ORDER BY e.seq
 """A page of a session's rows and the session head in one statement, so in one snapshot:
 at least one row, whose event columns are NULL when there are no more events."""
 
-READ_PAGE_ROWS = 1000
-"""Rows fetched per query when streaming a session; keyset pages keep memory flat and let
-appends interleave between pages (the same as SQLite's)."""
 
 POOL_MAX_SIZE = 8
 """Connections a store keeps at most. An append holds one for two round trips; eight serve
@@ -170,7 +168,7 @@ class _KeysMoved(Exception):
     look-up and the seq allocation: the allocation counted it as new. Roll back, retry."""
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """An agenttrail log in a PostgreSQL schema (``LogStore`` contract).
 
     Args:
@@ -454,17 +452,6 @@ class PostgresStore:
 
     # -- appends ----------------------------------------------------------------------------
 
-    def append(
-        self,
-        session_id: str,
-        payload: dict[str, Any],
-        *,
-        created_at: str | None = None,
-        key: str | None = None,
-    ) -> Appended:
-        """Append one event (see :meth:`append_batch`)."""
-        return self.append_batch(session_id, [NewEvent(payload, created_at, key)])[0]
-
     def append_batch(
         self,
         session_id: str,
@@ -590,21 +577,6 @@ class PostgresStore:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def read(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Event]:
-        """Events of a session with seq > ``after_seq``, in seq order, at most ``limit``.
-
-        Streams in keyset pages of :data:`READ_PAGE_ROWS`; an empty or unknown session
-        yields nothing (use :meth:`get_session` to tell them apart).
-        """
-        for seq, created_at, data, digest in self._rows(session_id, after_seq, limit):
-            yield Event(session_id, seq, created_at, data, digest)
-
-    def read_rows(self, session_id: str) -> Iterator[Row]:
-        """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
-        return self._rows(session_id, 0, None)
-
     @contextmanager
     def chain_pages(self, session_id: str) -> Iterator[Iterator[ChainPage]]:
         """A session's rows a page at a time, each read with the head in one statement
@@ -628,22 +600,13 @@ class PostgresStore:
                 return
             after = page[-1][0]
 
-    def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
-            rows = self._query(
-                "SELECT seq, created_at, payload, hash FROM session_events "
-                "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-                (session_id, after_seq, page),
-                binary=True,
-            )
-            yield from rows
-            if len(rows) < page:
-                return
-            after_seq = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+    def _read_page(self, session_id: str, after_seq: int, limit: int) -> list[Row]:
+        return self._query(
+            "SELECT seq, created_at, payload, hash FROM session_events "
+            "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
+            (session_id, after_seq, limit),
+            binary=True,
+        )
 
     def event_keys(self, session_id: str) -> list[tuple[str, int]]:
         """``(key, seq)`` of every idempotency key of a session, in seq order."""
@@ -883,9 +846,3 @@ class PostgresStore:
         for listener in self._listeners:
             listener.close()
         self._pool.close()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -18,7 +18,6 @@ from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from agenttrail.chain import GENESIS_HASH, chain_hasher
 from agenttrail.codec import json_line, normalize_timestamp, now_timestamp
@@ -31,7 +30,6 @@ from agenttrail.errors import (
     StoreError,
     TurnInFlight,
 )
-from agenttrail.events import Event
 from agenttrail.store import (
     Appended,
     ChainPage,
@@ -48,6 +46,7 @@ from agenttrail.store._shared import (
     CHAIN_PAGE_ROWS,
     TRACE_FIELDS,
     Encoded,
+    StoreBase,
     as_new_session,
     chain_events,
     check_created_at,
@@ -69,9 +68,6 @@ BUSY_TIMEOUT_S = 60.0
 Appends hold the lock for well under a millisecond, so 60 s only runs out when something
 holds the database open in a write transaction by hand."""
 
-READ_PAGE_ROWS = 1000
-"""Rows fetched per query when streaming a session; keyset pages keep memory flat on large
-sessions and let appends interleave between pages."""
 
 IDLE_READERS = 4
 """Snapshot connections a store keeps open between verifies (one per concurrent verify)."""
@@ -91,7 +87,7 @@ _SESSION_COLUMNS = (
 )
 
 
-class SQLiteStore:
+class SQLiteStore(StoreBase):
     """An agenttrail log in one SQLite file (``LogStore`` contract).
 
     Args:
@@ -248,17 +244,6 @@ class SQLiteStore:
 
     # -- appends ----------------------------------------------------------------------------
 
-    def append(
-        self,
-        session_id: str,
-        payload: dict[str, Any],
-        *,
-        created_at: str | None = None,
-        key: str | None = None,
-    ) -> Appended:
-        """Append one event (see :meth:`append_batch`)."""
-        return self.append_batch(session_id, [NewEvent(payload, created_at, key)])[0]
-
     def append_batch(
         self,
         session_id: str,
@@ -346,21 +331,6 @@ class SQLiteStore:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def read(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Event]:
-        """Events of a session with seq > ``after_seq``, in seq order, at most ``limit``.
-
-        Streams in keyset pages of :data:`READ_PAGE_ROWS`; an empty or unknown session
-        yields nothing (use :meth:`get_session` to tell them apart).
-        """
-        for seq, created_at, data, digest in self._rows(session_id, after_seq, limit):
-            yield Event(session_id, seq, created_at, data, digest)
-
-    def read_rows(self, session_id: str) -> Iterator[Row]:
-        """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
-        return self._rows(session_id, 0, None)
-
     @contextmanager
     def chain_pages(self, session_id: str) -> Iterator[Iterator[ChainPage]]:
         """A session's rows and its head in one read transaction (``LogStore`` contract).
@@ -411,22 +381,14 @@ class SQLiteStore:
                 return
         conn.close()
 
-    def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
-            with self._lock, self._translate():
-                rows = self._conn.execute(
-                    "SELECT seq, created_at, payload, hash FROM session_events "
-                    "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                    (session_id, after_seq, page),
-                ).fetchall()
-            yield from rows
-            if len(rows) < page:
-                return
-            after_seq = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+    def _read_page(self, session_id: str, after_seq: int, limit: int) -> list[Row]:
+        with self._lock, self._translate():
+            rows: list[Row] = self._conn.execute(
+                "SELECT seq, created_at, payload, hash FROM session_events "
+                "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (session_id, after_seq, limit),
+            ).fetchall()
+        return rows
 
     def event_keys(self, session_id: str) -> list[tuple[str, int]]:
         """``(key, seq)`` of every idempotency key of a session, in seq order."""
@@ -652,12 +614,6 @@ class SQLiteStore:
             for reader in self._readers:
                 reader.close()
             self._readers.clear()
-
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _translate(self) -> _Translate:
         return _Translate(self.path)
