@@ -37,10 +37,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from agenttrail import chain, events
-from agenttrail.chain import verify
 from agenttrail.codec import encode_payload, now_timestamp
-from agenttrail.store import LogStore, NewEvent, NewSession, open_store
+from agenttrail.log import chain
+from agenttrail.log.chain import verify
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import NewEvent, NewSession, events
 
 PAYLOAD_TEXT = "x" * 960
 """Content length that makes the whole payload about 1 KiB of CBOR."""

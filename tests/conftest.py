@@ -27,8 +27,8 @@ import pytest
 import uvicorn
 from psycopg import sql
 
-from agenttrail.store import LogStore, open_store
-from agenttrail.store.postgres import parse_url
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store.postgres import parse_url
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AGENTTRAIL_SHARED") or ROOT / ".." / "shared").resolve()

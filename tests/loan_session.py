@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agenttrail.recorder import Recorder
-from agenttrail.store import LogStore
+from agenttrail.ingest.recorder import Recorder
+from agenttrail.log.store import LogStore
 from tests import mortgage_model
 
 SESSION_ID = "loan-advice"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenttrail.envelopes import record_hash
+from agenttrail.evidence.envelopes import record_hash
 
 MODEL = "mortgage"
 SPEC_VERSION = "2.1"

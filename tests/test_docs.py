@@ -19,9 +19,9 @@ import typer
 
 from agenttrail import Recorder
 from agenttrail.cli import app
-from agenttrail.sample import SAMPLE_SESSION_ID, record_sample
-from agenttrail.store import open_store
-from agenttrail.store.postgres import parse_url
+from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
+from agenttrail.log.store import open_store
+from agenttrail.log.store.postgres import parse_url
 from tests.conftest import ROOT, owner_connection, postgres_schema, run_cli
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

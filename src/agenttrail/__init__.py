@@ -5,7 +5,6 @@ record a session with :class:`Recorder`, read it back with :meth:`LogStore.read`
 not altered with :func:`verify`.
 """
 
-from agenttrail.chain import SessionVerdict, verify
 from agenttrail.errors import (
     AgentTrailError,
     AppendOnlyViolation,
@@ -18,11 +17,22 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
-from agenttrail.events import Actor, Event, event_actor, meta, tool_status, usage
-from agenttrail.importer import ImportReport, import_paths
-from agenttrail.pairing import Anomaly, Pairing, pair_tool_calls
-from agenttrail.recorder import Recorder, Turn
-from agenttrail.store import Appended, LogStore, NewEvent, NewSession, Session, open_store
+from agenttrail.ingest.importer import ImportReport, import_paths
+from agenttrail.ingest.recorder import Recorder, Turn
+from agenttrail.log.chain import SessionVerdict, verify
+from agenttrail.log.store import Appended, LogStore, open_store
+from agenttrail.model import (
+    Actor,
+    Event,
+    NewEvent,
+    NewSession,
+    Session,
+    event_actor,
+    meta,
+    tool_status,
+    usage,
+)
+from agenttrail.views.pairing import Anomaly, Pairing, pair_tool_calls
 
 __version__ = "0.1.0"
 

@@ -107,7 +107,7 @@ class SessionExists(AgentTrailError):
 
 class TurnInFlight(AgentTrailError):
     """An agent turn holds the session's turn lock; ``turn_id`` and ``expires_at`` say which
-    and until when (seed ``the-log.txt``: "a lock that an in-flight agent turn refuses with a
+    and until when (docs/specs.md, The log: "a lock that an in-flight agent turn refuses with a
     409")."""
 
     def __init__(self, session_id: str, turn_id: str, expires_at: str) -> None:

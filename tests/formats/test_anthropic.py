@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from agenttrail.errors import FormatError
-from agenttrail.events import Event, tool_status
 from agenttrail.formats import anthropic, detect, read_file
 from agenttrail.formats.jsonl import jsonl_from_events
-from agenttrail.importer import import_paths
-from agenttrail.pairing import pair_tool_calls
-from agenttrail.store import LogStore
+from agenttrail.ingest.importer import import_paths
+from agenttrail.log.store import LogStore
+from agenttrail.model import Event, tool_status
+from agenttrail.views.pairing import pair_tool_calls
 from tests.conftest import REALDATA
 
 REAL = REALDATA / "anthropic-sdk-python"

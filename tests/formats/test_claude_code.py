@@ -25,11 +25,11 @@ from typing import Any
 import pytest
 
 from agenttrail.errors import FormatError
-from agenttrail.events import Event
 from agenttrail.formats import claude_code, detect, read_file
-from agenttrail.importer import import_paths
-from agenttrail.pairing import pair_tool_calls
-from agenttrail.store import LogStore
+from agenttrail.ingest.importer import import_paths
+from agenttrail.log.store import LogStore
+from agenttrail.model import Event
+from agenttrail.views.pairing import pair_tool_calls
 from tests.conftest import REALDATA
 
 SPOTTER = REALDATA / "claude-code-spotter"

@@ -145,7 +145,7 @@ _EXPORT_LINE = {"session_id": "s", "seq": 1, "payload": {}, "hash": "00"}
     },
     as_lines=False,
 )
-# jsonl: created_at and session_id that agenttrail.chain cannot encode
+# jsonl: created_at and session_id that agenttrail.log.chain cannot encode
 @example(doc={**_EXPORT_LINE, "created_at": "é" * 26 + "Z"}, as_lines=True)
 @example(
     doc={**_EXPORT_LINE, "session_id": "\ud800", "created_at": "2024-01-01T00:00:00.000000Z"},

@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agenttrail import Recorder
-from agenttrail.events import Event
 from agenttrail.formats import detect, fountain
 from agenttrail.formats.fountain import fountain_from_events
-from agenttrail.importer import import_paths
-from agenttrail.pairing import pair_tool_calls
-from agenttrail.sample import SAMPLE_SESSION_ID, record_sample
-from agenttrail.store import LogStore, open_store
+from agenttrail.ingest.importer import import_paths
+from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import Event
+from agenttrail.views.pairing import pair_tool_calls
 from tests.conftest import REALDATA, SHARED, run_cli
 
 GOLDEN = SHARED / "fountain" / "seed-example.spmd"

@@ -26,12 +26,12 @@ from typing import Any
 import pytest
 
 from agenttrail.errors import FormatError
-from agenttrail.events import Event
 from agenttrail.formats import detect, jsonl, openai, read_file
 from agenttrail.formats.jsonl import jsonl_from_events
-from agenttrail.importer import import_paths
-from agenttrail.pairing import Pairing, pair_tool_calls
-from agenttrail.store import LogStore
+from agenttrail.ingest.importer import import_paths
+from agenttrail.log.store import LogStore
+from agenttrail.model import Event
+from agenttrail.views.pairing import Pairing, pair_tool_calls
 from tests.conftest import REALDATA
 
 CASSETTES = REALDATA / "otel-openai-v2-cassettes"

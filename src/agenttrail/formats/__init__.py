@@ -3,7 +3,7 @@
 Each format module has ``NAME`` (what ``--format`` takes), ``sniff(path, data) -> bool`` (a
 cheap look at the bytes) and ``read(path, data) -> list[ImportedSession]`` (raises
 :class:`~agenttrail.errors.FormatError` naming the file, line and field). Formats know events,
-not the store: they return payloads, and :mod:`agenttrail.importer` writes them.
+not the store: they return payloads, and :mod:`agenttrail.ingest.importer` writes them.
 
 ``detect`` asks the formats in turn, most specific first (Inspect's recorder registry shape).
 """

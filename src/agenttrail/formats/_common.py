@@ -14,7 +14,7 @@ from typing import Any
 
 from agenttrail.codec import normalize_timestamp
 from agenttrail.errors import FormatError
-from agenttrail.store import NewEvent, NewSession
+from agenttrail.model import NewEvent, NewSession
 
 __all__ = [
     "ImportedSession",

@@ -1,10 +1,10 @@
 """Claude Code session transcripts: ``~/.claude/projects/<project>/<session>.jsonl``.
 
-Claude Code appends one JSON object (a *record*) per line to the session's file, and one file
-per subagent under ``<session>/subagents/agent-<id>.jsonl``. Anthropic publishes no schema for
-these files; the rules below come from real files (``../shared/realdata/claude-code-spotter``,
-CLI 2.1.38/2.1.39, and the older layout in ``claude-code-simonw``; see ``SOURCES.md``) and,
-inside ``message``, from the Messages API (https://docs.anthropic.com/en/api/messages)::
+Claude Code appends one JSON object (a *record*) per line to the session's file, and one file per
+subagent under ``<session>/subagents/agent-<id>.jsonl``. Anthropic publishes no schema for these
+files; the rules below come from real transcripts (Claude Code CLI 2.1.38/2.1.39, and an older
+layout with a leading ``summary`` line; the tests read such files) and, inside ``message``, from the
+Messages API (https://docs.anthropic.com/en/api/messages)::
 
     {"type": "user" | "assistant", "uuid", "parentUuid", "sessionId", "timestamp", "cwd",
      "version", "gitBranch", "isSidechain", "agentId"?, "isMeta"?, "toolUseResult"?,
@@ -12,7 +12,7 @@ inside ``message``, from the Messages API (https://docs.anthropic.com/en/api/mes
     {"type": "summary", "summary", "leafUuid"}
     {"type": "progress" | "system" | "file-history-snapshot" | "queue-operation" | ..., ...}
 
-Mapping (``DESIGN.md`` conventions for importers):
+Mapping (the importer conventions of docs/architecture.md):
 
 - **Assistant lines.** Claude Code writes each content block of one API message on its own
   line, every line repeating ``message.id`` and the whole ``usage``; the lines need not be
@@ -78,10 +78,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agenttrail import events
 from agenttrail.errors import FormatError
 from agenttrail.formats._common import ImportedSession, iter_jsonl, timestamp_or_none, title_from
-from agenttrail.store import NewEvent, NewSession
+from agenttrail.model import NewEvent, NewSession, events
 
 __all__ = ["NAME", "RECORD_TYPES", "read", "sniff"]
 

@@ -18,12 +18,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agenttrail.chain import GENESIS_HASH, ChainHasher, chain_hasher
 from agenttrail.codec import encode_payload, json_line
 from agenttrail.errors import FormatError, InputError
-from agenttrail.events import Event
 from agenttrail.formats._common import ImportedSession, iter_jsonl
-from agenttrail.store import NewEvent, NewSession
+from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
+from agenttrail.model import Event, NewEvent, NewSession
 
 __all__ = ["NAME", "event_record", "jsonl_from_events", "read", "sniff"]
 
@@ -121,7 +120,7 @@ def _record(line: Any, where: str, number: int) -> dict[str, Any]:
             "not YYYY-MM-DDTHH:MM:SS.ffffffZ", path=where, line=number, field="created_at"
         )
     try:
-        line["session_id"].encode("utf-8")  # hashed as UTF-8 (agenttrail.chain)
+        line["session_id"].encode("utf-8")  # hashed as UTF-8 (agenttrail.log.chain)
     except UnicodeEncodeError:
         raise FormatError(
             "not valid Unicode text (a lone surrogate)", path=where, line=number, field="session_id"

@@ -1,5 +1,5 @@
 """``agenttrail serve``: the REST API, the live WebSocket feed, signed access and the user's
-own tools, as a thin ASGI layer over the library (DESIGN.md §Shape of the system).
+own tools, as a thin ASGI layer over the library (docs/architecture.md).
 
 ``create_app`` is imported on first use (PEP 562): the CLI's other commands need only the
 token functions, and FastAPI takes half a second to import.

@@ -3,7 +3,7 @@
 Every route needs a bearer token (:mod:`agenttrail.server.auth`). Errors are RFC 9457
 problem details (``application/problem+json``): 401/403 for tokens, 404 for an unknown
 session, 409 when an agent turn holds the turn lock, 413 naming the payload limit, 422 naming
-the field. The app is handed its store (Phoenix's ``create_app(db, …)`` shape, STYLE.md §1).
+the field. The app is handed its store (the server is as thin as the CLI).
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from agenttrail import events
-from agenttrail.chain import verify
 from agenttrail.errors import (
     AgentTrailError,
     InputError,
@@ -30,14 +28,16 @@ from agenttrail.errors import (
     SessionNotFound,
     TurnInFlight,
 )
+from agenttrail.evidence.traces import trace_record, verify_traces
 from agenttrail.formats.fountain import fountain_from_events
+from agenttrail.log.chain import verify
+from agenttrail.log.store import LogStore
+from agenttrail.model import NewEvent, NewSession, Session, events
 from agenttrail.replay import replay
 from agenttrail.server.auth import Forbidden, Grant, Unauthorized, check_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription, event_message
 from agenttrail.server.tools import ToolRegistry
 from agenttrail.server.viewer import add_viewer
-from agenttrail.store import LogStore, NewEvent, NewSession, Session
-from agenttrail.traces import trace_record, verify_traces
 
 __all__ = ["create_app"]
 

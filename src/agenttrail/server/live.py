@@ -9,7 +9,7 @@ How no event is lost or sent twice: the subscription is registered *before* the 
 read, so an append that commits meanwhile is both in the backlog and in the queue, and the
 sender drops any append whose seq it has already sent. Appends reach the hub in seq order
 because :meth:`Hub.sync` reads them from the store under a per-session lock (the store's
-seq order is commit order: DESIGN.md §The log). Appends made by other processes — another
+seq order is commit order: docs/log-format.md). Appends made by other processes — another
 server replica, an agent writing straight into the database — are found by :meth:`Hub.watch`:
 on PostgreSQL each append NOTIFYs its session id at commit and the hub LISTENs, so a replica
 publishes another replica's appends as they commit; on SQLite, which has no notifications,
@@ -30,9 +30,9 @@ from typing import Any
 
 import anyio
 
-from agenttrail.events import Event
 from agenttrail.formats.jsonl import event_record
-from agenttrail.store import LogStore
+from agenttrail.log.store import LogStore
+from agenttrail.model import Event
 
 __all__ = [
     "LISTEN_WAIT_S",
@@ -67,7 +67,7 @@ RESUME_CODE = 4408
 
 
 class FeedState(enum.Enum):
-    """A subscriber's feed: accepting → backlog → live → closed (STYLE.md §3)."""
+    """A subscriber's feed: accepting → backlog → live → closed."""
 
     ACCEPTING = "accepting"
     BACKLOG = "backlog"

@@ -1,9 +1,9 @@
-"""The web viewer: its static page at ``/`` and the JSON routes it reads (issue 7).
+"""The web viewer: its static page at ``/`` and the JSON routes it reads.
 
 The page (``static/``: HTML, CSS and ES modules, no build step, nothing from a CDN) holds no
 data and is served without a token; it sends the token it was opened with as a bearer header
 and as ``?token=`` on the live WebSocket. The routes here are thin: rows come from
-:mod:`agenttrail.timeline`, search from :mod:`agenttrail.search` (``docs/viewer.md``).
+:mod:`agenttrail.views.transcript`, search from :mod:`agenttrail.views.search` (``docs/viewer.md``).
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures below, whose
@@ -19,10 +19,10 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from agenttrail.errors import InputError
-from agenttrail.search import search
+from agenttrail.log.store import LogStore
 from agenttrail.server.auth import Grant
-from agenttrail.store import LogStore
-from agenttrail.timeline import IndexCache
+from agenttrail.views.search import search
+from agenttrail.views.transcript import IndexCache
 
 __all__ = ["STATIC_DIR", "TRANSCRIPT_PAGE_LIMIT", "add_viewer"]
 

@@ -1,0 +1,433 @@
+"""Reading a Fountain session file back into events (ours, and Harvey's own, old ones too).
+
+The file is cut into blocks (runs of non-blank lines). Each block is one element: a scene
+heading, a run of notes, a dialogue (a cue and its lines), an action, or ``THE END.``. The
+reader knows the session's people from the title page and the headings, so it reads each
+dialogue by who speaks and where, never by Fountain's guesses; every text goes through
+:func:`~agenttrail.formats.fountain._text.unescape`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agenttrail.codec import normalize_timestamp
+from agenttrail.errors import FormatError
+from agenttrail.formats._common import ImportedSession, decode_text
+from agenttrail.formats.fountain._text import (
+    escape_inline,
+    is_plain_cue,
+    text_from_dialogue,
+    unescape,
+)
+from agenttrail.model import Actor, NewEvent, NewSession, events
+
+__all__ = ["read_session", "role_of_cue"]
+
+_HEADING = re.compile(
+    r"(?P<place>INT|EXT)\. (?P<body>.*?)(?: —)? "
+    r"(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?)$"
+)
+_TITLE_KEY = re.compile(r"([A-Za-z][A-Za-z ]*):(?: (.*))?$")
+_PROSE_CALL = re.compile(r"(?P<who>\S+) calls (?P<name>[\w.:-]+): (?P<args>.*)$", re.DOTALL)
+_RECALL = re.compile(r"recall: (?P<id>.*) \((?P<source>.*)\)$")
+_RAG = re.compile(r"rag: (?P<chunks>\d+) chunks from (?P<store>.*), top score (?P<score>\S+)$")
+_TOOL = re.compile(r"(?:(?P<who>[^:]+?)\.)?tool: (?P<call>.*)", re.DOTALL)
+_NOTE_KIND = re.compile(r"[\w .-]+")
+_CUT = re.compile(r"…\[(\d+) chars, sha256 ([0-9a-f]{64})\]$")
+_TITLE_KEYS = ("Title", "Credit", "Author", "Date", "Draft date")
+
+
+@dataclass
+class _Block:
+    """Consecutive non-blank lines, with the number of the first (1-based)."""
+
+    line: int
+    lines: list[str]
+
+
+@dataclass
+class _Reader:
+    """The state of reading one file: who is who, where the current scene runs, the events."""
+
+    path: Path
+    user_cue: str
+    agent_cue: str | None = None
+    agent_name: str | None = None
+    workspace: str | None = None
+    scene: str = "none"  # "turn" | "recall" | "shell" | "other" | "none"
+    stamp: str | None = None
+    location: str = "local"
+    model: str | None = None
+    shell: dict[str, Any] | None = None
+    recalled: list[dict[str, Any]] = field(default_factory=list)
+    events: list[NewEvent] = field(default_factory=list)
+    ended: bool = False
+
+    def add(self, payload: dict[str, Any], line: int) -> None:
+        self.events.append(NewEvent(payload, self.stamp, key=f"line{line}:{len(self.events)}"))
+
+    def annotate(self, kind: str, text: str, line: int) -> None:
+        self.add({"type": "annotation", "kind": kind, "text": text, "actor": "system"}, line)
+
+    def close_scene(self, line: int) -> None:
+        """Write what a scene gathered across blocks: its recall results, its shell command."""
+        if self.recalled:
+            self.add(events.recall(self.recalled, actor=Actor.SYSTEM.value), line)
+            self.recalled = []
+        if self.shell is not None:
+            self.add(self.shell, line)
+            self.shell = None
+
+    # -- elements ---------------------------------------------------------------------------
+
+    def block(self, block: _Block) -> None:
+        first = block.lines[0]
+        single = len(block.lines) == 1
+        heading = _HEADING.match(first) if single else None
+        if heading is not None or (single and first.startswith(".") and first[1:2].isalnum()):
+            self.close_scene(block.line)
+            self.heading(heading, first, block.line)
+        elif block.lines == ["THE END."]:
+            self.close_scene(block.line)
+            self.ended = True
+        elif block.lines == ["FADE IN:"]:
+            pass
+        elif all(line.startswith("[[") and line.endswith("]]") for line in block.lines):
+            for offset, line in enumerate(block.lines):
+                self.note(line[2:-2], block.line + offset)
+        elif (first.startswith("@") or is_plain_cue(first)) and len(block.lines) >= 2:
+            self.dialogue(block)
+        else:
+            self.action("\n".join(block.lines), block.line)
+
+    def heading(self, heading: re.Match[str] | None, first: str, line: int) -> None:
+        if heading is None:  # a forced heading (".SOMETHING") from another tool
+            self.scene = "other"
+            self.annotate("scene", unescape(first[1:]), line)
+            return
+        self.stamp = _stamp(heading.group("stamp"))
+        place, body = heading.group("place"), heading.group("body")
+        user = escape_inline(self.user_cue)
+        if body in ("CONTEXT RECALL", "SHELL"):
+            self.scene = "recall" if body == "CONTEXT RECALL" else "shell"
+        elif place == "INT" and body.endswith(f" AND {user} TALKING"):
+            self.scene, self.location, self.model = "turn", "local", None
+            self.agent_cue = unescape(body[: -len(f" AND {user} TALKING")])
+        elif place == "EXT" and body.endswith(f" AND {user}"):
+            self.scene, self.location = "turn", "remote"
+            self.model = unescape(body[: -len(f" AND {user}")])
+        else:
+            self.scene = "other"
+            self.annotate("scene", unescape(first), line)
+
+    def dialogue(self, block: _Block) -> None:
+        first = block.lines[0]
+        cue = unescape(first[1:]) if first.startswith("@") else first
+        body = block.lines[1:]
+        parens: dict[str, str] = {}
+        while len(body) > 1 and body[0].startswith("(") and body[0].endswith(")"):
+            key, _, value = body[0][1:-1].partition(": ")
+            parens[key] = unescape(value)
+            body = body[1:]
+        if self.scene == "shell" and self._shell_line(cue, body):
+            return
+        if cue == self.agent_cue and len(body) == 1 and _forwarded_to(body[0]) is not None:
+            self.model = self.model or _forwarded_to(body[0])
+            return
+        role = parens.get("role") or role_of_cue(cue, self.user_cue)
+        payload = events.message(
+            role,
+            text_from_dialogue(body),
+            meta=events.meta(model=self.model, location=self.location),
+        )
+        if role == "user":
+            payload["actor"] = parens.get("actor", Actor.USER.value)
+        elif "actor" in parens:
+            payload["actor"] = parens["actor"]
+        if role == "assistant":
+            payload["character"] = cue
+        self.add(payload, block.line)
+
+    def _shell_line(self, cue: str, body: list[str]) -> bool:
+        """The user's ``! command`` or the SHELL's output inside a shell scene."""
+        if cue == self.user_cue and len(body) == 1 and body[0].startswith("! "):
+            command = unescape(body[0][2:])
+            self.shell = {"type": "shell", "command": command, "output": "", "exit_code": None}
+            self.shell["actor"] = Actor.USER.value
+            return True
+        if cue == "SHELL" and self.shell is not None:
+            self.shell["output"] = text_from_dialogue(body)
+            return True
+        return False
+
+    def action(self, text: str, line: int) -> None:
+        if self._scene_action(text):
+            return
+        prose = _PROSE_CALL.fullmatch(text)
+        if prose is None:
+            self.annotate("action", unescape(text), line)
+            return
+        # Harvey before v1.2 wrote tool calls as prose: "Harvey calls read_file: {…}".
+        args = prose.group("args")
+        self.add(
+            events.tool_call(f"fountain:{line}", prose.group("name"), _json_or_text(args)), line
+        )
+
+    def _scene_action(self, text: str) -> bool:
+        """Read a turn's action line: ``<Agent> and <USER> are in chat mode. Model: <M>.
+        Workspace: <W>.`` or ``<Agent> routing to <M> (cloud API). Workspace: <W>.``"""
+        user = escape_inline(self.user_cue)
+        chat, routed = f" and {user} are in chat mode.", " routing to "
+        for marker in (chat, routed):
+            head, found, rest = text.partition(marker)
+            if found and head:
+                break
+        else:
+            return False
+        if marker == routed:
+            model, found, rest = rest.partition(" (cloud API).")
+            if not found:
+                return False
+            self.model = self.model or unescape(model)
+        elif rest.startswith(" Model: "):
+            rest = rest[len(" Model: ") :]
+            end = _first_unescaped(rest, ".")
+            if end < 0:
+                return False
+            self.model = self.model or unescape(rest[:end])
+            rest = rest[end + 1 :]
+        self.agent_name = unescape(head)
+        self.agent_cue = self.agent_name.upper()  # as the writer derives its cue
+        if rest.startswith(" Workspace: ") and rest.endswith("."):
+            self.workspace = unescape(rest[len(" Workspace: ") : -1])
+        return True
+
+    def note(self, note: str, line: int) -> None:
+        # Fields are separated by " — "; split on the last one (our writer escapes every dash
+        # inside a field, and Harvey's notes put the status last).
+        head, found, tail = note.rpartition(" — ")
+        if not found:
+            head, tail = note, ""
+        recalled = _RECALL.fullmatch(head)
+        if recalled and tail.startswith("score "):
+            self.recalled.append(
+                {
+                    "id": unescape(recalled.group("id")),
+                    "source": unescape(recalled.group("source")),
+                    "score": _number(tail[len("score ") :]),
+                }
+            )
+            return
+        rag = _RAG.fullmatch(note)
+        tool = _TOOL.fullmatch(head) if found else None
+        if rag:
+            store, chunks = unescape(rag.group("store")), int(rag.group("chunks"))
+            payload = events.rag(
+                store, chunks, _number(rag.group("score")), actor=Actor.SYSTEM.value
+            )
+            self.add(payload, line)
+        elif head.startswith("shell: ") and self.shell is not None and tail.startswith("exit "):
+            code = tail[len("exit ") :]
+            self.shell["exit_code"] = int(code) if re.fullmatch(r"-?\d+", code) else None
+        elif tool:
+            self.tool_note(tool.group("who"), tool.group("call"), unescape(tail), line)
+        elif head.startswith("tool result: ") and found:
+            call_id = _json_or_text(unescape(head[len("tool result: ") :]))
+            self.add(
+                _result(call_id if isinstance(call_id, str) else None, None, unescape(tail)), line
+            )
+        elif note.startswith("error: "):
+            self.add(events.error(unescape(note[len("error: ") :]), actor=Actor.SYSTEM.value), line)
+        else:
+            kind, sep, rest = note.partition(": ")
+            if sep and _NOTE_KIND.fullmatch(kind):
+                self.annotate(kind, unescape(rest), line)
+            else:
+                self.annotate("note", unescape(note), line)
+
+    def tool_note(self, who: str | None, call: str, status: str, line: int) -> None:
+        """``[[WHO.tool: name(args) — status]]``: a call and, from its status, its result."""
+        opening = _first_unescaped(call, "(")
+        if opening < 0 or not call.endswith(")"):
+            name, args = unescape(call), ""
+        else:
+            name, args = unescape(call[:opening]), unescape(call[opening + 1 : -1])
+        cut = _CUT.search(args)
+        extra: dict[str, Any] = {}
+        if cut:
+            extra["argumentsSha256"] = cut.group(2)
+        if who:
+            extra["character"] = unescape(who)
+        call_id = f"fountain:{line}"
+        for prefix in ("ambiguous id ", "several results for id "):
+            if status.startswith(prefix):
+                named = _json_or_text(status[len(prefix) :])
+                call_id = named if isinstance(named, str) else call_id
+                status = ""
+        if status == "no call id":
+            call_id, status = "", ""
+        value = args if cut else _json_or_text(args)
+        self.add(events.tool_call(call_id, name, value, **extra), line)
+        if status and status != "no result":
+            self.add(_result(call_id, name, status), line)
+
+    def session(self, title: dict[str, str]) -> NewSession:
+        metadata: dict[str, Any] = {"format": "fountain", "source": self.path.name}
+        if title.get("Credit"):
+            metadata["credit"] = title["Credit"]
+        extra = {k: v for k, v in title.items() if k not in _TITLE_KEYS}
+        if extra:
+            metadata["title_page"] = extra
+        if not self.ended:
+            metadata["incomplete"] = True
+        date = title.get("Date")
+        return NewSession(
+            title=title.get("Title"),
+            agent=self.agent_name or self.agent_cue,
+            user=self.user_cue,
+            workspace=self.workspace,
+            started=_stamp(date) if date else None,
+            metadata=metadata,
+        )
+
+
+def read_session(path: Path, data: bytes) -> ImportedSession:
+    """Read one Fountain session file into a session and its events.
+
+    Raises:
+        FormatError: not UTF-8, no title page, or a note cut off; names the line.
+    """
+    text = decode_text(path, data)
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    title, body_start = _title_page(path, lines)
+    reader = _Reader(path, user_cue=(title.get("Author") or "USER").strip())
+    for block in _blocks(path, lines, body_start):
+        reader.block(block)
+    reader.close_scene(len(lines))
+    warnings = []
+    if reader.ended:
+        reader.add({"type": "session_end", "reason": "closed", "actor": "system"}, len(lines))
+    else:
+        warnings.append(f"{path}: no THE END.: the session did not close cleanly (incomplete)")
+    return ImportedSession(reader.session(title), reader.events, warnings)
+
+
+def _title_page(path: Path, lines: list[str]) -> tuple[dict[str, str], int]:
+    """The title page's ``Key: value`` pairs and the index of the first body line."""
+    title: dict[str, str] = {}
+    key: str | None = None
+    for index, text in enumerate(lines):
+        if text == "":
+            if title:
+                return title, index
+            continue
+        match = _TITLE_KEY.match(text)
+        if match and not text.startswith((" ", "\t")):
+            key = match.group(1)
+            title[key] = unescape(match.group(2) or "")
+        elif key is not None and text.startswith((" ", "\t")):
+            title[key] = (title[key] + "\n" + unescape(text.strip())).strip("\n")
+        else:
+            raise FormatError(
+                "not a Fountain session: no title page (Title: …)", path=str(path), line=index + 1
+            )
+    raise FormatError(
+        "not a Fountain session: nothing after the title page", path=str(path), line=len(lines)
+    )
+
+
+def _blocks(path: Path, lines: list[str], start: int) -> list[_Block]:
+    blocks: list[_Block] = []
+    current: _Block | None = None
+    for index in range(start, len(lines)):
+        text = lines[index]
+        if text == "":
+            current = None
+            continue
+        if _unescaped_count(text, "[[") != _unescaped_count(text, "]]"):
+            raise FormatError(
+                "note opened with [[ is not closed with ]] on the same line (truncated?)",
+                path=str(path),
+                line=index + 1,
+            )
+        if current is None:
+            current = _Block(index + 1, [])
+            blocks.append(current)
+        current.lines.append(text)
+    return blocks
+
+
+def _unescaped_count(text: str, pair: str) -> int:
+    count, i = 0, 0
+    while i < len(text) - 1:
+        if text[i] == "\\":
+            i += 2
+        elif text.startswith(pair, i):
+            count, i = count + 1, i + 2
+        else:
+            i += 1
+    return count
+
+
+def _first_unescaped(text: str, char: str) -> int:
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == char:
+            return i
+        else:
+            i += 1
+    return -1
+
+
+def _forwarded_to(line: str) -> str | None:
+    if line.startswith("Forwarding to ") and line.endswith("."):
+        return unescape(line[len("Forwarding to ") : -1])
+    return None
+
+
+def role_of_cue(cue: str, user_cue: str) -> str:
+    """The role a dialogue has from its cue alone (the writer adds ``(role: …)`` otherwise)."""
+    if cue == user_cue:
+        return "user"
+    if cue in ("SYSTEM", "TOOL"):
+        return cue.lower()
+    return "assistant"
+
+
+def _stamp(text: str) -> str | None:
+    try:
+        return normalize_timestamp(text.strip())
+    except ValueError:
+        return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _result(call_id: str | None, name: str | None, status: str) -> dict[str, Any]:
+    """A tool result carrying just what a note says: ``ok`` or ``error: <first line>``."""
+    if status == "ok":
+        return events.tool_result(call_id, name)
+    if status == "error":
+        return events.tool_result(call_id, name, is_error=True)
+    if status.startswith("error: "):
+        return events.tool_result(call_id, name, error=status.removeprefix("error: "))
+    return events.tool_result(call_id, name, status=status)

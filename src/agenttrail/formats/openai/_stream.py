@@ -1,0 +1,172 @@
+"""Assemble an OpenAI stream (server-sent events) into the response body it streams.
+
+The log keeps the final message, never the fragments (docs/specs.md, The log: partials are never
+stored).
+
+- Chat Completions (https://platform.openai.com/docs/api-reference/chat-streaming): each
+  ``chat.completion.chunk`` carries ``choices[].delta``; text (``content``, ``refusal``) is
+  concatenated, tool calls arrive in fragments keyed by ``index`` (id, type and name once,
+  ``arguments`` in pieces), ``finish_reason`` comes last, and usage comes in a final chunk with
+  empty ``choices`` only when ``stream_options.include_usage`` was set (otherwise ``None``).
+- Responses API (https://platform.openai.com/docs/api-reference/responses-streaming): the
+  ``response.completed`` (or ``.incomplete`` / ``.failed``) event carries the whole response;
+  a stream cut before it keeps the ``response.output_item.done`` items and says so.
+- An ``error`` in the stream becomes ``{"error": {...}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agenttrail.formats._common import JSONValueError, loads
+from agenttrail.formats.http.recording import fail
+from agenttrail.formats.http.sse import sse_events
+
+__all__ = ["assemble"]
+
+Chunks = list[tuple[int, dict[str, Any]]]
+"""``(body line, event data)`` of each event, in order."""
+
+
+def assemble(text: str, path: Path, where: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """The body a stream of server-sent events amounts to, and problems worth a warning.
+
+    Args:
+        text: the recorded response body (``data: {...}`` lines, ``data: [DONE]`` last).
+        path: the file, for errors.
+        where: the body's field path, for errors.
+
+    Returns:
+        ``(body, warnings)``: a ``chat.completion`` or ``response`` mapping (``None`` for an
+        empty stream) and one line per problem (a stream that ends early).
+
+    Raises:
+        FormatError: an event whose data is not a JSON object, or a chunk of the wrong shape;
+            names the field and the body line.
+    """
+    chunks: Chunks = []
+    for event in sse_events(text):
+        line, data = event.line, event.data
+        if data.strip() == "[DONE]":
+            break
+        try:
+            chunk = loads(data)
+        except json.JSONDecodeError as e:
+            raise fail(
+                path, f"server-sent event at body line {line}: invalid JSON: {e.msg}", where
+            ) from None
+        except JSONValueError as e:
+            raise fail(
+                path, f"server-sent event at body line {line}: {e}", e.within(where)
+            ) from None
+        if not isinstance(chunk, dict):
+            raise fail(
+                path, f"server-sent event at body line {line}: expected a JSON object", where
+            )
+        chunks.append((line, chunk))
+    if not chunks:
+        return None, []
+    if any(str(chunk.get("type", "")).startswith("response.") for _, chunk in chunks):
+        return _response(chunks)
+    return _chat_completion(chunks, path, where)
+
+
+def _chat_completion(chunks: Chunks, path: Path, where: str) -> tuple[dict[str, Any], list[str]]:
+    body: dict[str, Any] = {"object": "chat.completion", "usage": None}
+    choices: dict[int, dict[str, Any]] = {}
+    calls: dict[int, dict[int, dict[str, Any]]] = {}
+    for line, chunk in chunks:
+        at = f"{where} (server-sent event at body line {line})"
+        if chunk.get("error"):
+            return {"error": chunk["error"]}, []
+        for name in ("id", "created", "model", "system_fingerprint"):
+            if body.get(name) is None and chunk.get(name) is not None:
+                body[name] = chunk[name]
+        if chunk.get("usage") is not None:
+            body["usage"] = chunk["usage"]
+        deltas = chunk.get("choices") or []
+        if not isinstance(deltas, list):
+            raise fail(path, "expected a list of choices", at)
+        for part in deltas:
+            delta = part.get("delta") if isinstance(part, dict) else None
+            index = part.get("index", 0) if isinstance(part, dict) else None
+            if not isinstance(delta, dict) or not isinstance(index, int):
+                raise fail(path, "expected a choice with an integer index and a delta object", at)
+            choice = choices.setdefault(
+                index, {"index": index, "message": {"role": "assistant"}, "finish_reason": None}
+            )
+            message = choice["message"]
+            if isinstance(delta.get("role"), str):
+                message["role"] = delta["role"]
+            for name in ("content", "refusal"):
+                if isinstance(delta.get(name), str):
+                    message[name] = (message.get(name) or "") + delta[name]
+            _call_fragments(delta, calls.setdefault(index, {}), message, path, at)
+            if part.get("finish_reason") is not None:
+                choice["finish_reason"] = part["finish_reason"]
+    warnings = []
+    for index, choice in choices.items():
+        if calls.get(index):
+            choice["message"]["tool_calls"] = [calls[index][k] for k in sorted(calls[index])]
+        if choice["finish_reason"] is None:
+            warnings.append(f"the stream of choice {index} ends without a finish_reason")
+    body["choices"] = [choices[k] for k in sorted(choices)]
+    return body, warnings
+
+
+def _call_fragments(
+    delta: dict[str, Any],
+    calls: dict[int, dict[str, Any]],
+    message: dict[str, Any],
+    path: Path,
+    at: str,
+) -> None:
+    """Join tool call fragments: id, type and name come once, arguments in pieces."""
+    fragments = delta.get("tool_calls") or []
+    if not isinstance(fragments, list):
+        raise fail(path, "expected a list of tool call fragments", at)
+    for fragment in fragments:
+        if not isinstance(fragment, dict) or not isinstance(fragment.get("index"), int):
+            raise fail(path, "expected a tool call fragment with an integer index", at)
+        function = fragment.get("function") or {}
+        if not isinstance(function, dict):
+            raise fail(path, "expected a function object in a tool call fragment", at)
+        call = calls.setdefault(
+            fragment["index"],
+            {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+        )
+        for name in ("id", "type"):
+            if isinstance(fragment.get(name), str) and fragment[name]:
+                call[name] = fragment[name]
+        if isinstance(function.get("name"), str) and function["name"]:
+            call["function"]["name"] = function["name"]
+        if isinstance(function.get("arguments"), str):
+            call["function"]["arguments"] += function["arguments"]
+    legacy = delta.get("function_call")  # deprecated single call, streamed the same way
+    if isinstance(legacy, dict):
+        joined = message.setdefault("function_call", {"name": "", "arguments": ""})
+        for name in ("name", "arguments"):
+            if isinstance(legacy.get(name), str):
+                joined[name] += legacy[name]
+
+
+def _response(chunks: Chunks) -> tuple[dict[str, Any], list[str]]:
+    base: Any = None
+    done: list[Any] = []
+    for _, event in chunks:
+        kind = event.get("type")
+        if kind in ("response.completed", "response.incomplete", "response.failed"):
+            if isinstance(event.get("response"), dict):
+                return event["response"], []
+        elif kind in ("response.created", "response.in_progress"):
+            base = event.get("response")
+        elif kind == "response.output_item.done":
+            done.append(event.get("item"))
+        elif kind == "error":
+            return {"error": {k: v for k, v in event.items() if k != "type"}}, []
+    body = dict(base) if isinstance(base, dict) else {}
+    body["output"] = done
+    warning = f"the stream ends before response.completed; kept its {len(done)} finished items"
+    return body, [warning]

@@ -1,0 +1,160 @@
+"""Write sessions read from files into the log: every file is parsed before anything is written.
+
+Bad input (a missing file, malformed JSON, an unknown format, a payload over the limit) raises
+before the first write, so the database is exactly as before. Each session is then written in
+one transaction. Importing the same file again writes nothing new: every imported event
+carries an idempotency key, and agenttrail's own export is matched by its chain hashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from agenttrail.codec import encode_payload
+from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
+from agenttrail.evidence.traces import capture
+from agenttrail.formats import ImportedSession, read_file
+from agenttrail.formats._common import title_from
+from agenttrail.log.store import LogStore
+from agenttrail.model import NewSession
+
+__all__ = ["ImportReport", "import_paths", "read_paths", "write_sessions"]
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What importing one session did."""
+
+    path: Path
+    """The file the session came from."""
+    session_id: str
+    """The session written to (new or existing)."""
+    written: int
+    """Events appended."""
+    skipped: int
+    """Events already in the log (same idempotency key or same chain hash)."""
+    warnings: list[str] = field(default_factory=list)
+    """Problems in the source that did not stop the import."""
+
+
+def import_paths(
+    store: LogStore, paths: Iterable[Path], *, format: str | None = None
+) -> list[ImportReport]:
+    """Import files into the log, one transaction per session.
+
+    Args:
+        store: the log to write.
+        paths: files to read; each may hold one or more sessions.
+        format: a format name (``agenttrail.formats.FORMATS``) or ``None`` to detect.
+
+    Returns:
+        One report per session, in file order.
+
+    Raises:
+        FormatError: a file is missing, empty, of unknown format or malformed, or holds a
+            payload that cannot be stored; raised before anything is written.
+        InputError: an export's session already exists with different events.
+    """
+    parsed = read_paths(paths, format=format, max_payload_bytes=store.max_payload_bytes)
+    return write_sessions(store, parsed)
+
+
+def read_paths(
+    paths: Iterable[Path], *, format: str | None = None, max_payload_bytes: int
+) -> list[tuple[Path, ImportedSession]]:
+    """Read and check every file without touching a store: ``(path, session)`` pairs.
+
+    Raises:
+        FormatError: as :func:`import_paths`; every payload is checked against
+            ``max_payload_bytes`` (bytes of CBOR) here, so a later write cannot fail on it.
+    """
+    parsed: list[tuple[Path, ImportedSession]] = []
+    for path in paths:
+        for imported in read_file(path, format):
+            _check_payloads(max_payload_bytes, path, imported)
+            parsed.append((path, imported))
+    return parsed
+
+
+def write_sessions(
+    store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
+) -> list[ImportReport]:
+    """Write sessions read by :func:`read_paths`, one transaction each, then their trace rows
+    (:func:`agenttrail.evidence.traces.capture`)."""
+    reports = []
+    for path, imported in parsed:
+        report = _write(store, path, imported)
+        capture(store, report.session_id)
+        reports.append(report)
+    return reports
+
+
+def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:
+    for index, event in enumerate(imported.events, start=1):
+        try:
+            size = len(encode_payload(event.payload))
+        except InputError as e:
+            raise FormatError(f"event {index}: {e}", path=str(path)) from None
+        if size > limit:
+            raise FormatError(f"event {index}: {PayloadTooLarge(size, limit)}", path=str(path))
+
+
+def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportReport:
+    session_id = imported.session.id
+    assert session_id is not None, "read_file gives every session an id"
+    if imported.exported_hashes is not None:
+        return _write_export(store, path, imported, session_id)
+    results = store.append_batch(session_id, imported.events, create=_filled(imported))
+    written = sum(not r.duplicate for r in results)
+    return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
+
+
+def _write_export(
+    store: LogStore, path: Path, imported: ImportedSession, session_id: str
+) -> ImportReport:
+    """Import agenttrail's own export so that seq, created_at and every hash are reproduced."""
+    expected = imported.exported_hashes or []
+    try:
+        head_seq = store.get_session(session_id).head_seq
+    except SessionNotFound:
+        head_seq = 0
+    present = [row[3] for row in store.read_rows(session_id)][: len(expected)]
+    for seq, (stored, exported) in enumerate(zip(present, expected, strict=False), start=1):
+        if stored != exported:
+            raise InputError(
+                f"{path}: session {session_id} already exists with different events "
+                f"(they differ at seq {seq})"
+            )
+    fresh = imported.events[head_seq:]
+    results = store.append_batch(session_id, fresh, create=_filled(imported)) if fresh else []
+    for result in results:
+        if result.hash != expected[result.seq - 1]:
+            raise StoreError(
+                f"session {session_id}: seq {result.seq} was written with a different hash "
+                "than exported (another writer appended at the same time?)"
+            )
+    return ImportReport(
+        path, session_id, len(results), min(head_seq, len(expected)), imported.warnings
+    )
+
+
+def _filled(imported: ImportedSession) -> NewSession:
+    """The session to create, with a title and start time taken from its events if missing."""
+    session = imported.session
+    if session.title is not None and session.started is not None:
+        return session
+    title = session.title
+    if title is None:
+        prompt = next(
+            (
+                e.payload.get("content")
+                for e in imported.events
+                if e.payload.get("type") == "message" and e.payload.get("role") == "user"
+            ),
+            None,
+        )
+        title = title_from(prompt) if isinstance(prompt, str) else None
+    started = session.started or next((e.created_at for e in imported.events if e.created_at), None)
+    return replace(session, title=title, started=started)

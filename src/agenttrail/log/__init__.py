@@ -1,0 +1,5 @@
+"""The log: the hash chain, the store and its backends, checkpoints, retention, migrate.
+
+Everything that keeps events durable and provable lives here; nothing above this package
+issues SQL (docs/architecture.md).
+"""

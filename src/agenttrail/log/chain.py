@@ -1,0 +1,267 @@
+"""The per-session hash chain and ``verify``.
+
+Every event's ``hash`` commits to the previous event's hash and to the row's stored bytes
+(byte layout in ``docs/log-format.md``)::
+
+    hash_n = SHA-256( CHAIN_TAG                      20 bytes, b"agenttrail-chain-v1\\x00"
+                    ‖ hash_{n-1}                     32 bytes; hash_0 = 32 zero bytes
+                    ‖ seq                            8 bytes, unsigned big-endian
+                    ‖ len(created_at) ‖ created_at   4-byte big-endian length, ASCII text
+                    ‖ len(session_id) ‖ session_id   4-byte big-endian length, UTF-8 text
+                    ‖ len(payload)    ‖ payload      8-byte big-endian length, the CBOR bytes )
+
+The session row keeps the head (last seq, last hash), so a removed last event is caught too.
+Whoever owns the database file can recompute the whole chain; signed checkpoints kept
+elsewhere are what pins a head.
+
+``verify`` checks each page of rows with the C check of ``agenttrail.log._speedups`` when it was
+built: it hashes a page of rows without the GIL while a second thread reads the next page
+(reading a row into Python costs about as much as hashing it; docs/benchmarks.md). Why a row
+is bad is said by the Python check below, which is the whole check when the C one is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+try:
+    from agenttrail.log import _speedups
+except ImportError:  # built without a C compiler or OpenSSL's headers (pyproject.toml)
+    _speedups = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from agenttrail.log.store import ChainPage, LogStore, Row
+
+__all__ = [
+    "CHAIN_TAG",
+    "GENESIS_HASH",
+    "ChainHasher",
+    "SessionVerdict",
+    "chain_hasher",
+    "event_hash",
+    "verify",
+]
+
+CHAIN_TAG = b"agenttrail-chain-v1\x00"
+"""Domain-separation tag that opens every hashed preimage (20 bytes)."""
+
+GENESIS_HASH = bytes(32)
+"""``hash_0``: the previous hash of a session's first event."""
+
+_sha256 = hashlib.sha256
+_pack_seq = struct.Struct(">Q").pack
+_pack_u32 = struct.Struct(">I").pack
+_CREATED_AT_LEN = 27  # YYYY-MM-DDTHH:MM:SS.ffffffZ, the only form the store writes
+
+ChainHasher = Callable[[bytes, int, str, bytes], bytes]
+"""``(prev_hash, seq, created_at, payload) -> hash`` for one session."""
+
+
+def chain_hasher(session_id: str) -> ChainHasher:
+    """A hash function for the rows of one session (layout in the module docstring).
+
+    The session's part of the preimage is packed once, so hashing a row costs one
+    ``struct.pack`` and one SHA-256: appends and ``verify`` run this per event.
+    """
+    sid = session_id.encode("utf-8")
+    pack = struct.Struct(f">{len(CHAIN_TAG)}s32sQI{_CREATED_AT_LEN}sI{len(sid)}sQ").pack
+
+    def hash_row(prev_hash: bytes, seq: int, created_at: str, payload: bytes) -> bytes:
+        created = created_at.encode("ascii")
+        if len(created) != _CREATED_AT_LEN or len(prev_hash) != 32:
+            return _hash_any(prev_hash, seq, created, sid, payload)
+        head = pack(
+            CHAIN_TAG, prev_hash, seq, _CREATED_AT_LEN, created, len(sid), sid, len(payload)
+        )
+        return _sha256(head + payload).digest()
+
+    return hash_row
+
+
+def _hash_any(prev_hash: bytes, seq: int, created: bytes, sid: bytes, payload: bytes) -> bytes:
+    """The same preimage built field by field, for rows of any shape (a tampered row)."""
+    return _sha256(
+        b"".join(
+            (
+                CHAIN_TAG,
+                prev_hash,
+                _pack_seq(seq),
+                _pack_u32(len(created)),
+                created,
+                _pack_u32(len(sid)),
+                sid,
+                _pack_seq(len(payload)),
+                payload,
+            )
+        )
+    ).digest()
+
+
+def event_hash(
+    prev_hash: bytes, seq: int, created_at: str, session_id: str, payload: bytes
+) -> bytes:
+    """The 32-byte chain hash of one event row (layout in the module docstring)."""
+    return chain_hasher(session_id)(prev_hash, seq, created_at, payload)
+
+
+@dataclass(frozen=True)
+class SessionVerdict:
+    """What ``verify`` found for one session."""
+
+    session_id: str
+    """The session checked."""
+    events: int
+    """Rows read for the session."""
+    head_hash: bytes
+    """The last good hash (``GENESIS_HASH`` when there are no events)."""
+    bad_seq: int | None = None
+    """The first seq that does not verify, or ``None`` when the chain is intact."""
+    reason: str = ""
+    """Why ``bad_seq`` is bad."""
+
+    @property
+    def ok(self) -> bool:
+        """True when every row and the session head verify."""
+        return self.bad_seq is None
+
+
+def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[SessionVerdict]:
+    """Recompute the chain of each session and compare it with what is stored.
+
+    Checks, in seq order: seq runs 1, 2, 3 … without gaps; each stored hash equals the hash
+    recomputed from the stored bytes and the previous stored hash; the session row's head
+    (seq and hash) equals the last event. The head checked is the one read with the last
+    page of rows (``LogStore.chain_pages``), so a session being appended to verifies too. With
+    no ``session_ids``, every session is checked, and so is every session id that has events
+    but no session row (rows moved by hand).
+
+    Args:
+        store: the log to read.
+        session_ids: the sessions to check; all when ``None``.
+
+    Returns:
+        One verdict per session, in the order checked.
+
+    Raises:
+        SessionNotFound: a given session id does not exist.
+        StoreError: a session row's head or metadata is not well-formed (changed by hand).
+    """
+    if session_ids is None:
+        ids = [s.id for s in store.sessions()]
+        stray = store.event_session_ids() - set(ids)
+        ids += sorted(sid for sid in stray if isinstance(sid, str))
+        # A session id changed by hand into bytes that are not text lands as a BLOB.
+        odd = [
+            SessionVerdict(repr(sid), 0, GENESIS_HASH, 1, "session id is not text")
+            for sid in stray
+            if not isinstance(sid, str)
+        ]
+    else:
+        ids = list(session_ids)
+        for sid in ids:
+            store.get_session(sid)
+        odd = []
+    return [_verify_session(store, sid) for sid in ids] + odd
+
+
+def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
+    hash_row = chain_hasher(session_id)
+    sid = session_id.encode("utf-8")
+    prev = GENESIS_HASH
+    expected = 1
+    head: tuple[int, bytes] | None = None
+    with store.chain_pages(session_id) as pages, _read_ahead(pages) as ahead:
+        for page in ahead:
+            head, rows = page.head, page.rows  # the last page's head is the one checked
+            if not rows:
+                continue
+            # The C check only says whether (and where) a page has a bad row; the Python
+            # check says why, so each rule is stated once, here.
+            if (
+                _speedups is None
+                or _speedups.first_bad_row(CHAIN_TAG, sid, prev, rows, expected) >= 0
+            ):
+                found = _first_bad_row(hash_row, prev, expected, rows)
+                if found is not None:
+                    offset, why = found
+                    good = rows[offset - 1][3] if offset else prev
+                    return SessionVerdict(
+                        session_id, expected + offset, good, expected + offset, why
+                    )
+            prev = rows[-1][3]
+            expected += len(rows)
+    last = expected - 1
+    if head is None:
+        return SessionVerdict(
+            session_id, last, prev, 1 if last else 0, "events with no session row"
+        )
+    head_seq, head_hash = head
+    if head_seq > last:
+        return SessionVerdict(
+            session_id, last, prev, last + 1, f"seq {last + 1} is missing (head is seq {head_seq})"
+        )
+    if head_seq < last:
+        return SessionVerdict(
+            session_id, last, prev, head_seq + 1, f"rows beyond the session head (seq {head_seq})"
+        )
+    if head_hash != prev:
+        return SessionVerdict(
+            session_id, last, prev, max(last, 1), "session head hash does not match the last row"
+        )
+    return SessionVerdict(session_id, last, prev)
+
+
+@contextmanager
+def _read_ahead(pages: Iterator[ChainPage]) -> Iterator[Iterator[ChainPage]]:
+    """``pages``, from the second on with the next one read on a second thread while the
+    caller checks this one.
+
+    The C check hashes a page without the GIL, so reading and hashing overlap on two cores.
+    The first page is read here: most sessions fit in one, and for them starting a thread
+    would cost more than it saves. Leaving the block waits for a read in flight, so the
+    store's ``chain_pages`` block can close after it.
+    """
+    with ThreadPoolExecutor(1, thread_name_prefix="agenttrail-verify") as reader:
+
+        def ahead() -> Iterator[ChainPage]:
+            page = next(pages, None)
+            if page is None:
+                return
+            yield page
+            page = next(pages, None)
+            while page is not None:
+                pending = reader.submit(next, pages, None)  # the thread starts here
+                yield page
+                page = pending.result()
+
+        yield ahead()
+
+
+def _first_bad_row(
+    hash_row: ChainHasher, prev: bytes, expected: int, rows: list[Row]
+) -> tuple[int, str] | None:
+    """``(index, why)`` of the first row of a page that does not verify, or ``None``.
+
+    Row ``i`` must have seq ``expected + i`` and a stored hash equal to the hash of its bytes
+    chained to the previous row's stored hash (``prev`` for row 0).
+    """
+    for offset, (seq, created_at, data, stored) in enumerate(rows):
+        want = expected + offset
+        if seq != want:
+            gap = type(seq) is int and seq > want
+            return offset, f"seq {want} is missing" if gap else f"seq {seq!r} out of order"
+        try:
+            digest = hash_row(prev, seq, created_at, data)
+        except (AttributeError, TypeError, UnicodeError, struct.error):
+            # A column changed by hand into another type (text into a BLOB, say).
+            return offset, "row is not well-formed"
+        if digest != stored:
+            return offset, "stored hash does not match the row's bytes"
+        prev = stored
+    return None

@@ -1,0 +1,174 @@
+"""Signed checkpoints: a session's head, signed with Ed25519, to keep somewhere else.
+
+The hash chain shows that nothing changed *since a head you trust*; whoever can write the
+database can rebuild the whole chain and its head. A checkpoint pins a head outside the
+database: a statement ``{type, session_id, seq, head_hash, created_at}`` in RFC 8785 canonical
+JSON, signed with an Ed25519 key (RFC 8032, via ``cryptography``). Verifying a log against a
+checkpoint proves that the log still *extends* it: the signature holds, the event at the
+checkpoint's seq still has the checkpoint's hash, and the chain from there to today's head
+verifies. A history rewritten consistently by hand passes ``verify`` alone and fails here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from agenttrail.codec import json_line, now_timestamp
+from agenttrail.errors import InputError
+from agenttrail.evidence.envelopes import canonical_json
+from agenttrail.log.chain import verify
+from agenttrail.log.store import LogStore
+
+__all__ = [
+    "CHECKPOINT_TYPE",
+    "CheckpointVerdict",
+    "checkpoint_json",
+    "generate_keys",
+    "load_checkpoint",
+    "make_checkpoint",
+    "verify_checkpoint",
+]
+
+CHECKPOINT_TYPE = "agenttrail-checkpoint/v1"
+"""The ``type`` of every checkpoint statement (domain separation for the signature)."""
+
+_STATEMENT = ("type", "session_id", "seq", "head_hash", "created_at")
+
+
+def generate_keys() -> tuple[bytes, bytes]:
+    """A new Ed25519 key pair as PEM: ``(private PKCS#8, public SubjectPublicKeyInfo)``."""
+    private = Ed25519PrivateKey.generate()
+    return (
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+        private.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        ),
+    )
+
+
+def _private_key(pem: bytes, where: str) -> Ed25519PrivateKey:
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{where}: not a PEM private key ({e})") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise InputError(f"{where}: not an Ed25519 private key")
+    return key
+
+
+def _public_key(pem: bytes, where: str) -> Ed25519PublicKey:
+    try:
+        key = serialization.load_pem_public_key(pem)
+    except (ValueError, TypeError) as e:
+        raise InputError(f"{where}: not a PEM public key ({e})") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise InputError(f"{where}: not an Ed25519 public key")
+    return key
+
+
+def make_checkpoint(
+    store: LogStore, session_id: str, private_key_pem: bytes, *, key_name: str = "key"
+) -> dict[str, Any]:
+    """Sign the session's current head.
+
+    Returns:
+        ``{type, session_id, seq, head_hash (hex), created_at, signature (base64)}``; the
+        signature covers the RFC 8785 canonical JSON of every other field.
+
+    Raises:
+        SessionNotFound: no such session.
+        InputError: the key is not an Ed25519 private key in PEM.
+    """
+    key = _private_key(private_key_pem, key_name)
+    session = store.get_session(session_id)
+    statement = {
+        "type": CHECKPOINT_TYPE,
+        "session_id": session.id,
+        "seq": session.head_seq,
+        "head_hash": session.head_hash.hex(),
+        "created_at": now_timestamp(),
+    }
+    signature = key.sign(canonical_json(statement))
+    return {**statement, "signature": base64.b64encode(signature).decode("ascii")}
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """Read a checkpoint file. Raises ``InputError`` naming the file and the field."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InputError(f"{path}: cannot read checkpoint: {e.strerror or e}") from None
+    except ValueError as e:
+        raise InputError(f"{path}: not a checkpoint (invalid JSON: {e})") from None
+    if not isinstance(value, dict) or value.get("type") != CHECKPOINT_TYPE:
+        raise InputError(f"{path}: not an agenttrail checkpoint (type {CHECKPOINT_TYPE!r})")
+    for name, kind in (("session_id", str), ("seq", int), ("head_hash", str), ("signature", str)):
+        if not isinstance(value.get(name), kind):
+            raise InputError(f"{path}: field {name!r}: expected {kind.__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class CheckpointVerdict:
+    """Whether the log still extends a checkpoint."""
+
+    session_id: str
+    seq: int
+    """The checkpoint's seq."""
+    ok: bool
+    reason: str = ""
+
+
+def verify_checkpoint(
+    store: LogStore, checkpoint: dict[str, Any], public_key_pem: bytes, *, key_name: str = "key"
+) -> CheckpointVerdict:
+    """Prove that the log still extends a signed checkpoint.
+
+    Checks, in order: the signature over the statement (Ed25519, RFC 8032); the stored hash of
+    the event at the checkpoint's seq equals the checkpoint's head hash; the session's chain
+    verifies from seq 1 to today's head (so everything after the checkpoint hangs off it).
+
+    Raises:
+        InputError: the key is not an Ed25519 public key in PEM.
+    """
+    key = _public_key(public_key_pem, key_name)
+    session_id, seq = checkpoint["session_id"], checkpoint["seq"]
+    statement = {name: checkpoint.get(name) for name in _STATEMENT}
+
+    def fail(reason: str) -> CheckpointVerdict:
+        return CheckpointVerdict(session_id, seq, False, reason)
+
+    try:
+        key.verify(
+            base64.b64decode(checkpoint["signature"], validate=True), canonical_json(statement)
+        )
+    except (InvalidSignature, ValueError):
+        return fail("the signature does not verify with this public key")
+    stored = next(iter(store.read(session_id, after_seq=seq - 1, limit=1)), None) if seq else None
+    if seq and (stored is None or stored.seq != seq):
+        return fail(f"seq {seq} of the checkpoint is no longer in the log")
+    if seq and stored is not None and stored.hash.hex() != checkpoint["head_hash"]:
+        return fail(f"seq {seq} has another hash than the checkpoint: history was rewritten")
+    (verdict,) = verify(store, [session_id])
+    if not verdict.ok:
+        return fail(f"the chain is broken at seq {verdict.bad_seq}: {verdict.reason}")
+    return CheckpointVerdict(
+        session_id, seq, True, f"the log extends the checkpoint (seq {seq}) to seq {verdict.events}"
+    )
+
+
+def checkpoint_json(checkpoint: dict[str, Any]) -> str:
+    """The checkpoint as one line of JSON, for a file."""
+    return json_line(checkpoint)

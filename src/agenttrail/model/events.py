@@ -1,0 +1,299 @@
+"""The event model: stored events, payload shapes, actors, meta and tool-result status.
+
+A payload is a mapping with a ``type`` (docs/specs.md, The log: Event shapes;
+docs/architecture.md, Vocabulary). The known shapes, built by the functions below::
+
+    message      {type, role: user|assistant|system|tool, content: str, actor?, meta?,
+                  blocks?, toolCallId?, clientMessageId?, character?, agentId?, source?}
+    tool_call    {type, id: str, name: str, input, arguments?, actor?, character?, meta?,
+                  caller?, agentId?, source?}
+    tool_result  {type, toolCallId?: str, name?, output?, error?, is_error?, exit_code?,
+                  actor?, meta?, agentId?, source?}
+    error        {type, message: str, actor?, code?, source?}
+    rag          {type, store: str, chunks: int, top_score: float|None}
+    recall       {type, results: [{id, source, score}]}
+    shell        {type, command: str, output: str, exit_code: int|None, actor?}
+    annotation   {type, kind: str, text?, data?, actor?}   runtime notes kept beside messages
+                                                          (progress lines, import warnings)
+    session_end  {type, reason?}                          the session closed cleanly
+
+Any other mapping is kept verbatim and rendered generically. ``meta`` is
+``{model, provider, usage: {input, output, cache_read, cache_write}, duration_ms, location?}``;
+usage counts are tokens and an unknown count is ``None``, never 0.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from agenttrail.codec import decode_payload, json_line
+
+__all__ = [
+    "Actor",
+    "Event",
+    "NewEvent",
+    "ToolStatus",
+    "error",
+    "event_actor",
+    "message",
+    "meta",
+    "payload_text",
+    "rag",
+    "recall",
+    "shell",
+    "tool_call",
+    "tool_result",
+    "tool_status",
+    "usage",
+]
+
+Payload = dict[str, Any]
+
+
+class Actor(enum.StrEnum):
+    """Who authored an event (docs/specs.md, The log: Actors)."""
+
+    USER = "user"
+    """The person using the agent, including tool calls they ran themselves."""
+    AGENT = "agent"
+    """The agent and the models it forwards to."""
+    SYSTEM = "system"
+    """The runtime speaking as itself; never in the user's voice."""
+    TRIGGER = "trigger"
+    """A trigger firing, not disguised as a user message."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """One durable row of a session's log, as stored.
+
+    ``data`` is the canonical CBOR of the payload and ``hash`` the 32-byte chain hash of the
+    row (``docs/log-format.md``). ``payload`` decodes ``data`` on first use.
+    """
+
+    session_id: str
+    """The session the event belongs to."""
+    seq: int
+    """1, 2, 3 … per session, gapless; the only order."""
+    created_at: str
+    """RFC 3339 UTC with microseconds, e.g. ``2026-06-24T10:00:05.000000Z``; informational."""
+    data: bytes = field(repr=False)
+    """The payload's canonical CBOR bytes, exactly as stored and hashed."""
+    hash: bytes = field(repr=False)
+    """SHA-256 chain hash of this row (32 bytes)."""
+
+    @cached_property
+    def payload(self) -> Payload:
+        """The decoded payload mapping."""
+        value = decode_payload(self.data)
+        return value if isinstance(value, dict) else {"type": None, "value": value}
+
+    @property
+    def type(self) -> str | None:
+        """The payload's ``type``, or ``None`` for an untyped mapping."""
+        kind = self.payload.get("type")
+        return kind if isinstance(kind, str) else None
+
+    @property
+    def actor(self) -> str:
+        """The stored actor, or the one derived from the payload's shape (:func:`event_actor`)."""
+        return event_actor(self.payload)
+
+
+def event_actor(payload: Payload) -> str:
+    """The actor of a payload: stored when known, else derived from its shape.
+
+    Rule (docs/specs.md, The log: Actors): a user message is ``user``, an
+    error is ``system``, everything else is ``agent``. Derived at read time, never backfilled.
+    """
+    stored = payload.get("actor")
+    if isinstance(stored, str) and stored in _ACTORS:
+        return stored
+    kind = payload.get("type")
+    if kind == "message" and payload.get("role") == "user":
+        return Actor.USER.value
+    if kind == "error":
+        return Actor.SYSTEM.value
+    return Actor.AGENT.value
+
+
+_ACTORS = frozenset(a.value for a in Actor)
+
+
+def usage(
+    input: int | None = None,
+    output: int | None = None,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
+) -> dict[str, int | None]:
+    """Token usage of one model call, per kind; ``None`` where the provider did not say."""
+    return {"input": input, "output": output, "cache_read": cache_read, "cache_write": cache_write}
+
+
+def meta(
+    *,
+    model: str | None = None,
+    provider: str | None = None,
+    usage: dict[str, int | None] | None = None,
+    duration_ms: float | None = None,
+    location: str | None = None,
+) -> Payload:
+    """The ``meta`` mapping of an event: which model answered, where, at what cost.
+
+    Args:
+        model: the model's name as the provider reported it (``claude-opus-4-6``).
+        provider: who served it (``anthropic``, ``openai``, ``ollama``).
+        usage: token counts from :func:`usage`; ``None`` when unknown altogether.
+        duration_ms: wall time of the call in milliseconds.
+        location: ``local`` or ``remote``, where the computation ran (Fountain INT./EXT.).
+    """
+    out: Payload = {
+        "model": model,
+        "provider": provider,
+        "usage": usage,
+        "duration_ms": duration_ms,
+    }
+    if location is not None:
+        if location not in ("local", "remote"):
+            raise ValueError(f"location must be 'local' or 'remote', not {location!r}")
+        out["location"] = location
+    return out
+
+
+def _build(kind: str, fields: Payload, extra: Payload) -> Payload:
+    payload: Payload = {"type": kind}
+    payload.update((k, v) for k, v in fields.items() if v is not None)
+    payload.update((k, v) for k, v in extra.items() if v is not None)
+    return payload
+
+
+def message(
+    role: str, content: str, *, actor: str | None = None, meta: Payload | None = None, **extra: Any
+) -> Payload:
+    """A ``message`` payload: ``role`` is ``user``, ``assistant``, ``system`` or ``tool``."""
+    return _build(
+        "message", {"role": role, "content": content, "actor": actor, "meta": meta}, extra
+    )
+
+
+def tool_call(id: str, name: str, input: Any, *, actor: str | None = None, **extra: Any) -> Payload:
+    """A ``tool_call`` payload: the call as issued, ``input`` as the model gave it."""
+    payload = _build("tool_call", {"id": id, "name": name, "actor": actor}, extra)
+    payload["input"] = input
+    return payload
+
+
+def tool_result(
+    tool_call_id: str | None,
+    name: str | None = None,
+    *,
+    output: Any = None,
+    error: str | None = None,
+    actor: str | None = None,
+    **extra: Any,
+) -> Payload:
+    """A ``tool_result`` payload; ``tool_call_id`` is ``None`` when the source gave none."""
+    fields = {"toolCallId": tool_call_id, "name": name, "output": output, "error": error}
+    return _build("tool_result", {**fields, "actor": actor}, extra)
+
+
+def error(message: str, *, actor: str | None = None, **extra: Any) -> Payload:
+    """An ``error`` payload (derived actor: ``system``)."""
+    return _build("error", {"message": message, "actor": actor}, extra)
+
+
+def rag(store: str, chunks: int, top_score: float | None, *, actor: str | None = None) -> Payload:
+    """A ``rag`` payload: RAG fired and prepended ``chunks`` chunks from ``store`` (Harvey W2).
+
+    ``top_score`` is the best chunk's similarity score, ``None`` when the store gave none.
+    """
+    payload = _build("rag", {"store": store, "chunks": chunks, "actor": actor}, {})
+    payload["top_score"] = top_score
+    return payload
+
+
+def recall(results: list[dict[str, Any]], *, actor: str | None = None) -> Payload:
+    """A ``recall`` payload: memories injected at session start, ``[{id, source, score}]`` (W3)."""
+    return _build("recall", {"results": results, "actor": actor}, {})
+
+
+def shell(command: str, output: str, exit_code: int | None, **extra: Any) -> Payload:
+    """A ``shell`` payload: a command the user ran, its output and exit code."""
+    return _build(
+        "shell", {"command": command, "output": output}, {"exit_code": exit_code, **extra}
+    )
+
+
+@dataclass(frozen=True)
+class ToolStatus:
+    """Whether a tool call succeeded, from its result alone."""
+
+    ok: bool
+    """False when the result says the call failed."""
+    detail: str
+    """``""`` when ok; else the first line of the error (``exit 1``)."""
+
+    def __str__(self) -> str:
+        return "ok" if self.ok else f"error: {self.detail}" if self.detail else "error"
+
+
+def tool_status(result: Payload) -> ToolStatus:
+    """The status of a ``tool_result`` payload, taken from the result itself.
+
+    Rule (docs/specs.md, The Harvey audit trail: W1): an ``error`` field, ``is_error`` true, a
+    non-zero ``exit_code``, or output text starting with ``error:`` mean failure; the detail
+    is the first line of the error text (without the ``error:`` prefix).
+    """
+    err = result.get("error")
+    if err:
+        return ToolStatus(False, _first_line(err if isinstance(err, str) else str(err)))
+    text = payload_text(result.get("output"))
+    exit_code = result.get("exit_code")
+    if isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0:
+        return ToolStatus(False, f"exit {exit_code}")
+    if result.get("is_error") is True:
+        return ToolStatus(False, _first_line(_strip_error(text)))
+    if text.lstrip().lower().startswith("error:"):
+        return ToolStatus(False, _first_line(_strip_error(text)))
+    return ToolStatus(True, "")
+
+
+def _strip_error(text: str) -> str:
+    stripped = text.lstrip()
+    return stripped[6:].lstrip() if stripped.lower().startswith("error:") else stripped
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0].strip()
+
+
+def payload_text(value: Any) -> str:
+    """Readable text of a content value: a string, or text blocks joined, or compact JSON.
+
+    Content arrives as a plain string (OpenAI), a list of blocks with ``text`` (Anthropic,
+    Claude Code), or any JSON value (tool outputs).
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(b, dict) for b in value):
+        texts = [b["text"] for b in value if isinstance(b.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    return json_line(value)
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to append: its payload, optional ``created_at`` and idempotency ``key``."""
+
+    payload: dict[str, Any]
+    """The payload mapping (see :mod:`agenttrail.model.events`)."""
+    created_at: str | None = None
+    """Source timestamp in ``created_at`` form; ``None`` means the time of the append."""
+    key: str | None = None
+    """Idempotency key: a retry with a key already in the session writes nothing."""

@@ -1,0 +1,180 @@
+"""Pair each tool call with its tool result, strictly by call id, and name what does not pair.
+
+The transcript shows a ``tool_call`` and its ``tool_result`` as one row (docs/specs.md, The log:
+"The transcript UI pairs each tool_call with its tool_result into one row"). Pairing is a view
+computed at read time over a whole session; the log itself is never changed.
+
+Rules: a result pairs with the one call whose ``id`` equals its ``toolCallId``, wherever the
+two sit in the session (parallel calls, results out of order, unrelated events between). Never
+by position, never by tool name. What cannot be paired is kept and marked:
+
+    missing_id      a call with no or an empty id, or a result with no or an empty toolCallId
+    duplicate_id    two or more calls share an id: every one of them and every result naming
+                    that id is ambiguous and stays unpaired
+    orphan_result   a result whose id matches no call
+    duplicate_result  two or more results name one call: the call and its results stay
+                    unpaired
+    no_result       a call with a unique id and no result (still running, or never recorded)
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from agenttrail.model import Event
+
+__all__ = [
+    "ANOMALY_TEXT",
+    "Anomaly",
+    "Pairing",
+    "SeqPairing",
+    "ToolRef",
+    "pair_refs",
+    "pair_tool_calls",
+    "tool_ref",
+]
+
+ANOMALY_TEXT = {
+    "missing_id": "no call id: cannot be paired",
+    "duplicate_id": "call id used by more than one call: ambiguous",
+    "orphan_result": "result with no call",
+    "duplicate_result": "more than one result for this call: ambiguous",
+    "no_result": "call with no result",
+}
+"""One-line reader-facing text for each anomaly kind."""
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One event that could not be paired."""
+
+    seq: int
+    """The event's seq."""
+    kind: str
+    """A key of :data:`ANOMALY_TEXT`."""
+    call_id: str | None
+    """The id involved, if any."""
+
+    def __str__(self) -> str:
+        suffix = f" ({self.call_id!r})" if self.call_id else ""
+        return f"seq {self.seq}: {ANOMALY_TEXT[self.kind]}{suffix}"
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Tool calls and results of a session, paired."""
+
+    result_of: dict[int, Event] = field(default_factory=dict)
+    """Call seq → its one result event."""
+    call_of: dict[int, Event] = field(default_factory=dict)
+    """Result seq → its one call event."""
+    anomalies: dict[int, Anomaly] = field(default_factory=dict)
+    """Event seq → what is wrong with it."""
+
+
+def _call_id(value: object) -> str | None:
+    return value if isinstance(value, str) and value != "" else None
+
+
+@dataclass(frozen=True)
+class ToolRef:
+    """A tool call or tool result reduced to what pairing reads."""
+
+    seq: int
+    """The event's seq."""
+    kind: str
+    """``tool_call`` or ``tool_result``."""
+    call_id: str | None
+    """The call's ``id`` or the result's ``toolCallId``; ``None`` when missing or empty."""
+
+
+def tool_ref(event: Event) -> ToolRef | None:
+    """The :class:`ToolRef` of a ``tool_call`` or ``tool_result`` event; ``None`` for others."""
+    kind = event.type
+    if kind == "tool_call":
+        return ToolRef(event.seq, kind, _call_id(event.payload.get("id")))
+    if kind == "tool_result":
+        return ToolRef(event.seq, kind, _call_id(event.payload.get("toolCallId")))
+    return None
+
+
+@dataclass(frozen=True)
+class SeqPairing:
+    """Tool calls and results paired by seq only (see :func:`pair_refs`)."""
+
+    result_seq: dict[int, int] = field(default_factory=dict)
+    """Call seq → the seq of its one result."""
+    call_seq: dict[int, int] = field(default_factory=dict)
+    """Result seq → the seq of its one call."""
+    anomalies: dict[int, Anomaly] = field(default_factory=dict)
+    """Event seq → what is wrong with it."""
+
+
+def pair_refs(refs: Iterable[ToolRef]) -> SeqPairing:
+    """Pair tool calls and results given as :class:`ToolRef` (rules in the module docstring).
+
+    The same rules as :func:`pair_tool_calls`, over seqs and ids alone, so that a view that
+    keeps a large session's refs (the web viewer's index) can pair again as the log grows
+    without holding every payload.
+
+    Args:
+        refs: the session's tool calls and results, any order (seq decides nothing here:
+            pairing is by id).
+
+    Returns:
+        The :class:`SeqPairing`.
+    """
+    calls: dict[str, list[int]] = defaultdict(list)
+    results: dict[str, list[int]] = defaultdict(list)
+    pairing = SeqPairing()
+    for ref in refs:
+        if ref.call_id is None:
+            pairing.anomalies[ref.seq] = Anomaly(ref.seq, "missing_id", None)
+        elif ref.kind == "tool_call":
+            calls[ref.call_id].append(ref.seq)
+        elif ref.kind == "tool_result":
+            results[ref.call_id].append(ref.seq)
+    for call_id, group in calls.items():
+        answers = results.get(call_id, [])
+        if len(group) > 1:
+            for seq in group + answers:
+                pairing.anomalies[seq] = Anomaly(seq, "duplicate_id", call_id)
+        elif len(answers) > 1:
+            for seq in group + answers:
+                pairing.anomalies[seq] = Anomaly(seq, "duplicate_result", call_id)
+        elif answers:
+            pairing.result_seq[group[0]] = answers[0]
+            pairing.call_seq[answers[0]] = group[0]
+        else:
+            pairing.anomalies[group[0]] = Anomaly(group[0], "no_result", call_id)
+    for call_id, answers in results.items():
+        if call_id not in calls:
+            for seq in answers:
+                pairing.anomalies[seq] = Anomaly(seq, "orphan_result", call_id)
+    return pairing
+
+
+def pair_tool_calls(events: Iterable[Event]) -> Pairing:
+    """Pair ``tool_call`` and ``tool_result`` events by id (rules in the module docstring).
+
+    Args:
+        events: a session's events, any order (seq decides).
+
+    Returns:
+        The :class:`Pairing`; events of other types are ignored.
+    """
+    by_seq: dict[int, Event] = {}
+    refs: list[ToolRef] = []
+    for event in events:
+        ref = tool_ref(event)
+        if ref is not None:
+            refs.append(ref)
+            by_seq[event.seq] = event
+    seqs = pair_refs(refs)
+    return Pairing(
+        result_of={call: by_seq[result] for call, result in seqs.result_seq.items()},
+        call_of={result: by_seq[call] for result, call in seqs.call_seq.items()},
+        anomalies=seqs.anomalies,
+    )

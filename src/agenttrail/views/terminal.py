@@ -1,0 +1,288 @@
+"""The terminal transcript: a session as rows, one writer per kind of row (Harvey's shape).
+
+Each row shows the seq, the time, the actor and what happened. A tool call and its result
+share one row (seq ``4→7``), whatever stood between them in the log; what could not be paired
+is flagged with ⚠ and the reason. Text from the log is never read as Rich markup.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agenttrail.codec import json_line
+from agenttrail.model import Event, Session, payload_text, tool_status
+from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
+
+__all__ = ["render_session", "safe", "transcript_table"]
+
+ARGS_CHARS = 160
+"""Widest tool-call argument text shown in a row before it is cut (characters)."""
+
+ANNOTATION_CHARS = 100
+"""Characters of a runtime annotation's data shown: annotations are quiet asides."""
+
+RESULT_LINES = 6
+"""Lines of a tool result shown under its call unless ``full`` is asked for."""
+
+RESULT_CHARS = 480
+"""Characters of a tool result shown under its call unless ``full`` is asked for: one line
+of minified JSON can otherwise fill the screen."""
+
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def safe(text: str) -> str:
+    """Text from the log made safe for a terminal: control characters (an ESC could move the
+    cursor or clear the screen), bidi controls (they reorder what is shown, CVE-2021-42574) and
+    lone surrogates (not encodable) become visible escapes such as ``\\x1b``, ``\\u202e`` and
+    ``\\udc81``; newlines and tabs stay."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+_ACTOR_STYLE = {"user": "bold cyan", "agent": "green", "system": "grey50", "trigger": "magenta"}
+
+
+def render_session(
+    console: Console,
+    session: Session,
+    events: Iterable[Event],
+    *,
+    full: bool = False,
+    broken_at: int | None = None,
+) -> None:
+    """Print a session's header and its transcript table.
+
+    Args:
+        console: where to print.
+        session: the session row (title, agent, user, workspace, started).
+        events: the session's events in seq order.
+        full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
+        broken_at: the first seq whose chain does not verify, marked on its row.
+    """
+    header = Text()
+    header.append(safe(session.title or "(untitled session)"), style="bold")
+    header.append(f"\nsession {safe(session.id)}", style="dim")
+    for label, value in (
+        ("agent", session.agent),
+        ("user", session.user),
+        ("workspace", session.workspace),
+        ("started", session.started),
+    ):
+        if value:
+            header.append(f"\n{label}: {safe(value)}", style="dim")
+    console.print(header)
+    console.print(transcript_table(list(events), full=full, broken_at=broken_at))
+
+
+def transcript_table(
+    events: list[Event], *, full: bool = False, broken_at: int | None = None
+) -> Table:
+    """The transcript of ``events`` as a Rich table (columns: seq, time, actor, event, text).
+
+    The time is ``HH:MM:SS`` (UTC) while every event falls on one day, ``MM-DD HH:MM:SS``
+    when the session spans days (a session resumed later). The row holding seq
+    ``broken_at`` (an event, or the result shown on its call's row) is marked.
+    """
+    pairing = pair_tool_calls(events)
+    one_day = len({event.created_at[:10] for event in events}) <= 1
+    table = Table(show_lines=False, expand=True, pad_edge=False)
+    table.add_column("seq", justify="right", no_wrap=True, style="dim")
+    table.add_column("time", no_wrap=True, style="dim")
+    table.add_column("actor", no_wrap=True)
+    table.add_column("event", no_wrap=True)
+    table.add_column("text", ratio=1, overflow="fold")
+    for event in events:
+        if event.type == "tool_result" and event.seq in pairing.call_of:
+            continue  # shown on its call's row
+        writer = _WRITERS.get(event.type or "", _generic)
+        seq, kind, text = writer(event, pairing, full)
+        anomaly = pairing.anomalies.get(event.seq)
+        if anomaly is not None:
+            text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
+        result = pairing.result_of.get(event.seq)
+        if broken_at is not None and broken_at in (event.seq, result and result.seq):
+            text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
+        table.add_row(
+            seq,
+            event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " "),
+            Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
+            kind,
+            text,
+        )
+    return table
+
+
+Row = tuple[str, Text, Text]
+
+
+def _message(event: Event, pairing: Pairing, full: bool) -> Row:
+    payload = event.payload
+    role = str(payload.get("role", "?"))
+    text = Text(safe(payload_text(payload.get("content")).strip()))
+    blocks = payload.get("blocks")
+    if isinstance(blocks, list):
+        kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)} - {"text"})
+        if kinds:
+            text.append(safe(f"\n[{', '.join(kinds)} blocks kept]"), style="dim")
+    text.append(safe(_meta_line(payload.get("meta"))), style="dim")
+    name = payload.get("character")
+    label = safe(f"{role} {name}" if isinstance(name, str) and name else role)
+    style = "grey50" if event.actor == "system" else ""
+    return str(event.seq), Text(label, style=style), text
+
+
+def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
+    payload = event.payload
+    args = payload.get("input")
+    args_text = args if isinstance(args, str) else json_line(args)
+    if len(args_text) > ARGS_CHARS:
+        args_text = args_text[:ARGS_CHARS] + "…"
+    who = payload.get("character")
+    prefix = f"{who}." if isinstance(who, str) and who else ""
+    text = Text(safe(f"{prefix}{payload.get('name', '?')}({args_text})"))
+    result = pairing.result_of.get(event.seq)
+    seq = str(event.seq)
+    if result is not None:
+        seq = f"{event.seq}→{result.seq}"
+        status = tool_status(result.payload)
+        text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
+        output = payload_text(result.payload.get("output"))
+        if not status.ok and output.strip().removeprefix("error:").strip() == status.detail:
+            output = ""  # the status line already says all of it
+        if output:
+            text.append("\n" + safe(_clip(output, full)), style="dim")
+    return seq, Text("tool", style="yellow"), text
+
+
+def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
+    payload = event.payload
+    status = tool_status(payload)
+    text = Text(
+        safe(f"{payload.get('name') or ''} result for {payload.get('toolCallId')!r} — {status}")
+    )
+    text.append("\n" + safe(_clip(payload_text(payload.get("output")), full)), style="dim")
+    return str(event.seq), Text("tool result", style="yellow"), text
+
+
+def _error(event: Event, pairing: Pairing, full: bool) -> Row:
+    text = Text(safe(str(event.payload.get("message", ""))), style="red")
+    return str(event.seq), Text("error", style="bold red"), text
+
+
+def _rag(event: Event, pairing: Pairing, full: bool) -> Row:
+    p = event.payload
+    text = Text(
+        safe(f"{p.get('chunks')} chunks from {p.get('store')}, top score {p.get('top_score')}")
+    )
+    return str(event.seq), Text("rag", style="blue"), text
+
+
+def _recall(event: Event, pairing: Pairing, full: bool) -> Row:
+    results = event.payload.get("results")
+    lines = [
+        f"{r.get('id')} ({r.get('source')}) — score {r.get('score')}"
+        for r in (results if isinstance(results, list) else [])
+        if isinstance(r, dict)
+    ]
+    return str(event.seq), Text("recall", style="blue"), Text(safe("\n".join(lines)))
+
+
+def _shell(event: Event, pairing: Pairing, full: bool) -> Row:
+    p = event.payload
+    text = Text(safe(f"$ {p.get('command')} — exit {p.get('exit_code')}"))
+    text.append("\n" + safe(_clip(payload_text(p.get("output")), full)), style="dim")
+    return str(event.seq), Text("shell", style="blue"), text
+
+
+def _annotation(event: Event, pairing: Pairing, full: bool) -> Row:
+    p = event.payload
+    body = p.get("text")
+    if not isinstance(body, str):
+        body = json_line(p.get("data"))
+        body = body if full else _clip(body, False, chars=ANNOTATION_CHARS)
+    return (
+        str(event.seq),
+        Text(safe(str(p.get("kind", "note"))), style="grey50"),
+        Text(safe(body), style="grey50"),
+    )
+
+
+def _session_end(event: Event, pairing: Pairing, full: bool) -> Row:
+    reason = event.payload.get("reason") or "closed"
+    return (
+        str(event.seq),
+        Text("end", style="grey50"),
+        Text(safe(f"session {reason}"), style="grey50"),
+    )
+
+
+def _generic(event: Event, pairing: Pairing, full: bool) -> Row:
+    body = {k: v for k, v in event.payload.items() if k != "type"}
+    kind = event.type or "(untyped)"
+    return (
+        str(event.seq),
+        Text(safe(kind), style="italic"),
+        Text(safe(_clip(json_line(body), full))),
+    )
+
+
+_WRITERS: dict[str, Callable[[Event, Pairing, bool], Row]] = {
+    "message": _message,
+    "tool_call": _tool_call,
+    "tool_result": _tool_result,
+    "error": _error,
+    "rag": _rag,
+    "recall": _recall,
+    "shell": _shell,
+    "annotation": _annotation,
+    "session_end": _session_end,
+}
+
+
+def _meta_line(meta: Any) -> str:
+    if not isinstance(meta, dict):
+        return ""
+    parts = [str(meta[k]) for k in ("model", "provider", "location") if meta.get(k)]
+    usage = meta.get("usage")
+    if isinstance(usage, dict):
+        counts = [
+            f"{label} {usage[key]}"
+            for key, label in (
+                ("input", "in"),
+                ("output", "out"),
+                ("cache_read", "cache read"),
+                ("cache_write", "cache write"),
+            )
+            if usage.get(key) is not None  # unknown counts are left out, never shown as 0
+        ]
+        if counts:
+            parts.append("tokens " + ", ".join(counts))
+    if meta.get("duration_ms") is not None:
+        parts.append(f"{meta['duration_ms']} ms")
+    return "\nⓘ " + " · ".join(parts) if parts else ""
+
+
+def _clip(text: str, full: bool, *, chars: int | None = None) -> str:
+    if chars is not None and len(text) > chars:
+        return text[:chars] + "…"
+    if full:
+        return text
+    lines = text.splitlines()
+    if len(lines) <= RESULT_LINES and len(text) <= RESULT_CHARS:
+        return text
+    shown = "\n".join(lines[:RESULT_LINES])[:RESULT_CHARS]
+    hidden = len(text) - len(shown)
+    return f"{shown}… ({hidden:,} more characters; --full shows them)"

@@ -1,0 +1,305 @@
+"""The ``agenttrail`` command, run as a real subprocess against real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agenttrail import Recorder
+from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
+from agenttrail.log.store import open_store
+from agenttrail.model import NewEvent, NewSession, events
+from agenttrail.replay import validate
+from tests.conftest import REALDATA, run_cli
+
+
+def _snapshot(db_path: Path) -> list[tuple[object, ...]]:
+    """Everything stored, to compare a database before and after a refused command."""
+    conn = sqlite3.connect(db_path)
+    try:
+        rows = conn.execute("SELECT * FROM sessions ORDER BY id").fetchall()
+        rows += conn.execute("SELECT * FROM session_events ORDER BY session_id, seq").fetchall()
+        rows += conn.execute("SELECT * FROM session_event_keys ORDER BY session_id, key").fetchall()
+        return rows
+    finally:
+        conn.close()
+
+
+def test_quickstart_records_the_sample_when_there_are_no_transcripts(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    first = run_cli("quickstart", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "Harvey Session" in first.stdout
+    assert "@mistral review this fix" in first.stdout
+    assert "verify: 1 of 1 sessions intact (18 events)" in first.stdout
+    assert (tmp_path / "agenttrail.db").exists()  # the embedded default, ./agenttrail.db
+    second = run_cli("quickstart", cwd=tmp_path, env=env)
+    assert second.returncode == 0
+    assert "verify: 1 of 1 sessions intact (18 events)" in second.stdout
+
+
+def _mixed_log(db_path: Path) -> str:
+    with open_store(db_path) as store:
+        record_sample(store)
+        rec = Recorder.start(store, session_id="hard", title="hard text")
+        with rec.turn(model="m") as turn:
+            turn.user("café \udc81 done [bold]not markup[/bold]")
+            call = turn.tool_call("read_file", {"path": "big"})
+            turn.tool_result(call, "x" * (2 * 1024 * 1024))
+            call = turn.tool_call("echo", {"text": "hi"})
+            turn.tool_result(call, "0123456789")
+        rec.append({"type": "from-the-future", "shape": [1, {"deep": None}]})
+        rec.append(events.tool_result("nobody", "ghost", output="lost"))
+    return "hard"
+
+
+def test_export_import_export_gives_identical_bytes(tmp_path: Path) -> None:
+    first_db, second_db = tmp_path / "a.db", tmp_path / "b.db"
+    _mixed_log(first_db)
+    for session in (SAMPLE_SESSION_ID, "hard"):
+        exported = run_cli("export", session, "--format", "jsonl", "--db", str(first_db))
+        assert exported.returncode == 0, exported.stderr
+        path = tmp_path / f"{session}.jsonl"
+        path.write_text(exported.stdout, encoding="utf-8")
+        imported = run_cli("import", str(path), "--db", str(second_db))
+        assert imported.returncode == 0, imported.stderr
+        assert imported.stdout == f"{session}\n"
+        again = run_cli("export", session, "--db", str(second_db))
+        assert again.stdout.encode() == exported.stdout.encode()
+        # Importing the export again writes nothing.
+        twice = run_cli("import", str(path), "--db", str(second_db))
+        assert "0 events written" in twice.stderr
+    lines = [json.loads(line) for line in (tmp_path / "hard.jsonl").read_text().splitlines()]
+    assert lines[0]["payload"]["content"] == "café \udc81 done [bold]not markup[/bold]"
+    assert len(lines[2]["payload"]["output"]) == 2 * 1024 * 1024
+    assert {"session_id", "seq", "created_at", "actor", "payload"} <= set(lines[0])
+    assert all("type" in line["payload"] for line in lines)
+    assert run_cli("verify", "--db", str(second_db)).returncode == 0
+
+
+def test_an_altered_export_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with open_store(db) as store:
+        record_sample(store)
+    exported = run_cli("export", SAMPLE_SESSION_ID, "--db", str(db)).stdout
+    altered = exported.replace("What is 2+2?", "What is 2+3?")
+    path = tmp_path / "altered.jsonl"
+    path.write_text(altered, encoding="utf-8")
+    target = tmp_path / "b.db"
+    result = run_cli("import", str(path), "--db", str(target))
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(
+        "field 'hash': hash does not match the line's contents: the export was altered"
+    )
+    assert "altered.jsonl:2" in result.stderr
+    with open_store(target) as store:
+        assert store.sessions() == []
+
+
+_BAD_INPUTS = {
+    "malformed.json": (
+        b'{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": \n',
+        ":4: invalid JSON",
+    ),
+    "malformed.jsonl": (
+        b'{"type": "user"}\n{"type": "assistant", "message": \n',
+        ":2: invalid JSON",
+    ),
+    "garbage.bin": (bytes(range(256)) * 4, "not UTF-8"),
+    "empty.json": (b"", "empty file"),
+    "blank.jsonl": (b"\n\n  \n", "empty file"),
+    "unknown.txt": (b"just some prose, not a transcript\n", "unknown format"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BAD_INPUTS))
+def test_bad_input_is_one_line_exit_2_and_leaves_the_database_as_it_was(
+    tmp_path: Path, name: str
+) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)
+    before = _snapshot(db)
+    content, expected = _BAD_INPUTS[name]
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    other = tmp_path / "other.db"
+    with open_store(other) as store:
+        store.append_batch("copy", [NewEvent(events.message("user", "hi"))], create=NewSession())
+    good = tmp_path / "good.jsonl"
+    good.write_text(run_cli("export", "copy", "--db", str(other)).stdout, encoding="utf-8")
+    # The good file comes first: it must not be written either.
+    result = run_cli("import", str(good), str(bad), "--db", str(db))
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: {bad}") and expected in lines[0]
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+    assert _snapshot(db) == before
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    result = run_cli("import", str(tmp_path / "nope.jsonl"), "--db", str(tmp_path / "x.db"))
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"error: {tmp_path / 'nope.jsonl'}: cannot read file: No such file or directory\n"
+    )
+
+
+def test_show_pairs_calls_flags_anomalies_and_prints_markup_literally(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    _mixed_log(db)
+    result = run_cli("show", "hard", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "[bold]not markup[/bold]" in out
+    assert "read_file" in out and "2→3" in out and "— ok" in out
+    assert "⚠ result with no call" in out
+    assert "from-the-future" in out
+    assert "user" in out and "agent" in out
+
+
+def test_show_gives_the_date_when_a_session_spans_days(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        store.create_session(NewSession(id="days"))
+        for stamp in ("2026-06-24T23:59:58.000000Z", "2026-06-25T00:00:03.000000Z"):
+            store.append("days", events.message("user", "hi"), created_at=stamp)
+        store.create_session(NewSession(id="day"))
+        store.append("day", events.message("user", "hi"), created_at="2026-06-24T10:00:00.000000Z")
+    spans = run_cli("show", "days", "--db", str(db)).stdout
+    assert "06-24 23:59:58" in spans and "06-25 00:00:03" in spans
+    one_day = run_cli("show", "day", "--db", str(db)).stdout
+    assert "10:00:00" in one_day and "06-24 10:00:00" not in one_day
+
+
+def test_sessions_lists_sessions_as_a_table_and_as_json(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    _mixed_log(db)
+    table = run_cli("sessions", "--db", str(db))
+    assert table.returncode == 0 and "Harvey Session" in table.stdout
+    rows = [
+        json.loads(line)
+        for line in run_cli("sessions", "--json", "--db", str(db)).stdout.splitlines()
+    ]
+    assert [(r["id"], r["events"]) for r in rows] == [(SAMPLE_SESSION_ID, 18), ("hard", 7)]
+
+
+def test_a_unique_prefix_names_a_session(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        store.append_batch("abc-1", [NewEvent({"type": "x"})], create=NewSession())
+        store.append_batch("abd-2", [NewEvent({"type": "x"})], create=NewSession())
+    assert run_cli("show", "abc", "--db", str(db)).returncode == 0
+    ambiguous = run_cli("show", "ab", "--db", str(db))
+    assert ambiguous.returncode == 2 and "matches 2 sessions" in ambiguous.stderr
+    missing = run_cli("verify", "zzz", "--db", str(db))
+    assert (missing.returncode, missing.stderr) == (2, "error: no session 'zzz'\n")
+
+
+def test_read_commands_do_not_create_a_database(tmp_path: Path) -> None:
+    result = run_cli("sessions", "--db", str(tmp_path / "none.db"))
+    assert result.returncode == 2 and "no agenttrail database" in result.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_the_environment_names_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "env.db"
+    with open_store(db) as store:
+        record_sample(store)
+    result = run_cli("sessions", "--json", env={"AGENTTRAIL_DATABASE_URL": f"sqlite:///{db}"})
+    assert json.loads(result.stdout)["id"] == SAMPLE_SESSION_ID
+
+
+def test_a_truncated_real_transcript_is_refused_naming_the_line(tmp_path: Path) -> None:
+    # ../shared/realdata/claude-code-spotter/short.jsonl (marot/spotter, SOURCES.md), cut in
+    # the middle of its 7th line as a crash mid-write would leave it.
+    lines = (REALDATA / "claude-code-spotter" / "short.jsonl").read_bytes().split(b"\n")
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"\n".join(lines[:6]) + b"\n" + lines[6][: len(lines[6]) // 2])
+    db = tmp_path / "log.db"
+    result = run_cli("import", str(torn), "--db", str(db))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: {torn}:7: invalid JSON")
+    assert len(result.stderr.splitlines()) == 1
+    with open_store(db) as store:
+        assert store.sessions() == []
+
+
+def test_a_failed_import_does_not_create_the_database(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"messages": [', encoding="utf-8")
+    result = run_cli("import", str(bad), "--db", str(tmp_path / "new.db"))
+    assert result.returncode == 2
+    assert not (tmp_path / "new.db").exists()
+
+
+@pytest.mark.parametrize("target", ["missing-folder/x.jsonl", "."])
+def test_writing_to_a_bad_path_is_one_line_and_exit_2(tmp_path: Path, target: str) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)
+    for command in ("export", "fountain"):
+        result = run_cli(command, SAMPLE_SESSION_ID, "--db", str(db), "-o", str(tmp_path / target))
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        p.name for p in tmp_path.iterdir() if not p.name.endswith(".tmp")
+    )
+
+
+def test_quickstart_takes_named_paths_strictly_and_shows_what_it_imported(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    missing = run_cli("quickstart", str(tmp_path / "nope"), cwd=tmp_path, env=env)
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    # ../shared/realdata/otel-openai-v2-cassettes (SOURCES.md): OpenAI, not Claude Code.
+    cassette = (
+        REALDATA / "otel-openai-v2-cassettes" / "test_chat_completion_tool_calls_with_content.yaml"
+    )
+    result = run_cli("quickstart", str(cassette), cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "What's the weather in Seattle and San Francisco today?" in result.stdout
+    assert "sample session" not in result.stderr
+
+
+def test_direction_controls_never_reach_the_terminal_raw(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        rec = Recorder.start(store, session_id="bidi")
+        with rec.turn(model="m") as turn:
+            turn.user("pay \u202eevil\u202c now \x1b[2J")
+    shown = run_cli("show", "bidi", "--db", str(db)).stdout
+    assert "\u202e" not in shown and "\x1b" not in shown
+    assert "\\u202e" in shown and "\\x1b" in shown
+    screenplay = run_cli("fountain", "bidi", "--db", str(db)).stdout
+    assert "\u202e" not in screenplay and "\\u{202e}" in screenplay
+
+
+def test_replay_prints_the_body_and_notes_on_stderr(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with open_store(db) as store:
+        sid = store.create_session(NewSession(id="todo")).id
+        payloads = [
+            events.message("user", "find TODOs", actor="user"),
+            events.message("assistant", ""),
+            events.tool_call("c1", "grep", {"pattern": "TODO"}),
+            events.tool_call("c2", "ls", {}),
+            events.tool_result("c1", output="a.py:3"),
+            events.message("user", "hi", actor="user"),
+        ]
+        store.append_batch(sid, [NewEvent(p) for p in payloads])
+    got = run_cli("replay", "todo", "--format", "anthropic", "--db", str(db))
+    assert got.returncode == 0, got.stderr
+    assert validate(json.loads(got.stdout)["messages"], "anthropic") == []
+    assert got.stderr == (
+        "note: seq 4: call 'c2' (ls) has no result recorded: a placeholder result was sent\n"
+    )
+    early = run_cli("replay", "todo", "--upto", "1", "--db", str(db))
+    assert json.loads(early.stdout) == {"messages": [{"role": "user", "content": "find TODOs"}]}
+    bad = run_cli("replay", "todo", "--format", "gemini", "--db", str(db))
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown replay format")

@@ -1,0 +1,122 @@
+"""The recorder API a live agent writes with, checked against the Harvey seed's example."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from agenttrail import Recorder, usage
+from agenttrail.errors import PayloadTooLarge, TurnInFlight
+from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
+from agenttrail.log.store import LogStore
+from agenttrail.model import NewEvent, events
+from agenttrail.views.pairing import pair_tool_calls
+
+
+def test_the_sample_session_holds_the_seeds_example(store: LogStore) -> None:
+    # ../shared/seeds/harvey-audit-trail-design.txt, "A complete session file with all four
+    # new elements": recall before the first turn, a plain turn, a RAG turn, a tool loop with
+    # one failing call, a shell scene, a remote route whose model made its own tool call.
+    assert record_sample(store) == SAMPLE_SESSION_ID
+    assert record_sample(store) == SAMPLE_SESSION_ID  # a second run writes nothing
+    got = list(store.read(SAMPLE_SESSION_ID))
+    kinds = [e.type for e in got]
+    assert kinds[0] == "recall" and kinds.index("recall") < kinds.index("message")
+    recalled = [(r["id"], r["source"], r["score"]) for r in got[0].payload["results"]]
+    assert recalled == [
+        ("workspace_profile_250928", "workspace_profile", 1.0),
+        ("tool_use_d55f70", "tool_use", 0.75),
+    ]
+    users = [e.payload["content"] for e in got if e.type == "message" and e.actor == "user"]
+    assert users == [
+        "What is 2+2?",
+        "How do I initialise a Go module?",
+        "Does harvey.go compile cleanly?",
+        "@mistral review this fix",
+    ]
+    rag = next(e.payload for e in got if e.type == "rag")
+    assert (rag["chunks"], rag["store"], rag["top_score"]) == (3, "rag_store.db", 0.87)
+    pairing = pair_tool_calls(got)
+    calls = [e for e in got if e.type == "tool_call"]
+    notes = [
+        (
+            c.payload.get("character"),
+            c.payload["name"],
+            str(events.tool_status(pairing.result_of[c.seq].payload)),
+        )
+        for c in calls
+    ]
+    assert notes == [
+        (None, "read_file", "ok"),
+        (None, "run_shell", "error: exit 1"),
+        ("MISTRAL", "read_file", "ok"),
+    ]
+    assert pairing.anomalies == {}
+    shell = next(e.payload for e in got if e.type == "shell")
+    assert (shell["command"], shell["exit_code"]) == ("go build ./...", 1)
+    replies = [e.payload for e in got if e.type == "message" and e.payload["role"] == "assistant"]
+    assert [r["meta"]["location"] for r in replies] == ["local"] * 3 + ["remote"]
+    assert replies[-1]["character"] == "MISTRAL"
+    assert got[-1].type == "session_end"
+
+
+def test_a_turn_records_its_failure_and_reraises(store: LogStore) -> None:
+    rec = Recorder.start(store, title="t")
+    with pytest.raises(ZeroDivisionError), rec.turn(model="m") as turn:
+        turn.user("go")
+        1 / 0  # noqa: B018
+    last = list(store.read(rec.session_id))[-1]
+    assert last.type == "error" and last.actor == "system"
+    assert "ZeroDivisionError" in last.payload["message"]
+
+
+def test_client_message_id_makes_the_user_message_idempotent(store: LogStore) -> None:
+    rec = Recorder.start(store)
+    with rec.turn(model="m") as turn:
+        first = turn.user("hello", client_message_id="abc")
+        again = turn.user("hello", client_message_id="abc")
+    assert (first.seq, again.seq, again.duplicate) == (1, 1, True)
+
+
+def test_usage_unknown_is_null_not_zero(store: LogStore) -> None:
+    rec = Recorder.start(store)
+    with rec.turn(model="m", provider="p", location="remote") as turn:
+        turn.reply("x", usage=usage(input=5))
+    meta = next(store.read(rec.session_id)).payload["meta"]
+    assert meta["usage"] == {"input": 5, "output": None, "cache_read": None, "cache_write": None}
+    assert meta["duration_ms"] is None
+
+
+def test_a_too_large_tool_result_fails_naming_the_limit(store: LogStore) -> None:
+    rec = Recorder.start(store)
+    with rec.turn() as turn:
+        call = turn.tool_call("dump", {})
+        with pytest.raises(PayloadTooLarge, match="16,777,216"):
+            turn.tool_result(call, "x" * (17 * 1024 * 1024))
+
+
+def test_a_turn_holds_the_turn_lock_until_it_ends(store: LogStore) -> None:
+    rec = Recorder.start(store, agent="harvey")
+    user_call = [NewEvent(events.tool_call("u1", "read_file", {"path": "a"}, actor="user"))]
+    with rec.turn(model="m") as turn:
+        turn.user("go")
+        lease = store.current_turn(rec.session_id)
+        assert lease is not None and lease.turn_id == turn.turn_id and lease.holder == "harvey"
+        with pytest.raises(TurnInFlight, match=turn.turn_id):
+            store.append_batch(rec.session_id, user_call, unless_turn=True)
+        assert [e.seq for e in store.read(rec.session_id)] == [1]  # nothing appended
+    assert store.current_turn(rec.session_id) is None
+    assert store.append_batch(rec.session_id, user_call, unless_turn=True)[0].seq == 2
+
+
+def test_an_expired_lease_frees_the_lock(store: LogStore) -> None:
+    sid = Recorder.start(store).session_id
+    store.acquire_turn(sid, turn_id="t1", holder="a", ttl_s=0.05)
+    with pytest.raises(TurnInFlight):
+        store.acquire_turn(sid, turn_id="t2", holder="b", ttl_s=10)
+    time.sleep(0.1)
+    assert store.current_turn(sid) is None
+    assert store.acquire_turn(sid, turn_id="t2", holder="b", ttl_s=10).turn_id == "t2"
+    store.release_turn(sid, "t1")  # not the holder: a no-op
+    assert store.current_turn(sid) is not None

@@ -1,0 +1,404 @@
+"""The hash chain: verify passes on intact logs and finds the first bad seq after any change.
+
+The attacker owns the database: on SQLite they drop the guard triggers, on PostgreSQL they
+switch every trigger off (``session_replication_role = replica``, foreign keys included),
+then change, delete or insert rows. Each test runs on both backends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import struct
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+
+from agenttrail.log import chain
+from agenttrail.log.chain import CHAIN_TAG, GENESIS_HASH, chain_hasher, event_hash, verify
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store._base import CHAIN_PAGE_ROWS
+from agenttrail.model import NewEvent, NewSession, events
+from tests.conftest import is_postgres, owner_connection, postgres_schema, run_cli
+
+
+def _fill(store: LogStore, session_id: str = "s", n: int = 5) -> None:
+    store.create_session(NewSession(id=session_id))
+    for i in range(n):
+        store.append(session_id, events.message("user" if i % 2 else "assistant", f"m{i} é"))
+
+
+def _attack(db: str | Path, *statements: str, params: tuple[object, ...] = ()) -> None:
+    """Run ``statements`` (``?`` placeholders) as the database's owner, around every guard."""
+    if is_postgres(str(db)):
+        with owner_connection(str(db)) as pg:
+            pg.execute("SET session_replication_role = replica")
+            for statement in statements:
+                pg.execute(statement.replace("?", "%s"), params if "?" in statement else ())
+        return
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'trigger'"
+        ).fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
+        for statement in statements:
+            conn.execute(statement, params if "?" in statement else ())
+    finally:
+        conn.close()
+
+
+def _documented_hash(prev: bytes, seq: int, created: str, sid: str, payload: bytes) -> bytes:
+    """docs/log-format.md, "The hash chain": built here with struct, independently of
+    chain.py."""
+    preimage = (
+        b"agenttrail-chain-v1\x00"
+        + prev
+        + struct.pack(">Q", seq)
+        + struct.pack(">I", len(created))
+        + created.encode()
+        + struct.pack(">I", len(sid.encode()))
+        + sid.encode()
+        + struct.pack(">Q", len(payload))
+        + payload
+    )
+    return hashlib.sha256(preimage).digest()
+
+
+def test_the_hash_is_the_documented_preimage_hashed_with_sha256() -> None:
+    prev, seq, created, sid, payload = (
+        bytes(range(32)),
+        7,
+        "2026-06-24T10:00:05.000000Z",
+        "sé",
+        b"\xa0",
+    )
+    assert event_hash(prev, seq, created, sid, payload) == _documented_hash(
+        prev, seq, created, sid, payload
+    )
+    assert bytes(32) == GENESIS_HASH
+
+
+def test_an_intact_log_verifies(store: LogStore) -> None:
+    _fill(store, "a")
+    _fill(store, "b", 3)
+    store.create_session(NewSession(id="empty"))
+    verdicts = {v.session_id: v for v in verify(store)}
+    assert all(v.ok for v in verdicts.values())
+    assert verdicts["a"].events == 5 and verdicts["empty"].events == 0
+    assert verdicts["a"].head_hash == store.get_session("a").head_hash
+
+
+def test_cli_verify_names_the_session_and_first_bad_seq_after_a_change(db_url: str) -> None:
+    with open_store(db_url) as store:
+        _fill(store, "s", 6)
+        _fill(store, "t", 2)
+    assert run_cli("verify", "--db", db_url).returncode == 0
+    _attack(
+        db_url,
+        "UPDATE session_events SET payload = ? WHERE session_id = 's' AND seq = 3",
+        params=(b"\xa0",),
+    )
+    result = run_cli("verify", "--db", db_url)
+    assert result.returncode == 1
+    assert "FAIL  s  seq 3" in result.stdout
+    assert "ok    t" in result.stdout
+    assert run_cli("verify", "t", "--db", db_url).returncode == 0
+    # The transcript says so too, on its last line.
+    shown = run_cli("show", "s", "--db", db_url)
+    assert shown.stdout.splitlines()[-1].startswith("⚠ chain broken at seq 3: stored hash")
+    assert "⚠ the chain breaks at seq 3" in shown.stdout  # on the row itself
+    assert (
+        run_cli("show", "t", "--db", db_url)
+        .stdout.splitlines()[-1]
+        .startswith("chain intact: 2 events, head ")
+    )
+
+
+def test_cli_verify_catches_a_deleted_row(db_url: str) -> None:
+    with open_store(db_url) as store:
+        _fill(store, "s", 6)
+    _attack(db_url, "DELETE FROM session_events WHERE seq = 4")
+    result = run_cli("verify", "s", "--db", db_url)
+    assert (result.returncode, "seq 4" in result.stdout) == (1, True), result.stdout
+
+
+def test_cli_verify_catches_a_deleted_last_row_by_the_session_head(db_url: str) -> None:
+    with open_store(db_url) as store:
+        _fill(store, "s", 6)
+    _attack(db_url, "DELETE FROM session_events WHERE seq = 6")
+    result = run_cli("verify", "--db", db_url)
+    assert result.returncode == 1
+    assert "FAIL  s  seq 6: seq 6 is missing (head is seq 6)" in result.stdout
+
+
+def test_cli_verify_catches_an_inserted_row(db_url: str) -> None:
+    with open_store(db_url) as store:
+        _fill(store, "s", 4)
+        forged = next(iter(store.read("s", after_seq=3))).hash
+    # A row appended by hand with a correctly chained hash: only the head gives it away.
+    data = b"\xa1dtypeex"
+    created = "2026-06-24T10:00:05.000000Z"
+    digest = event_hash(forged, 5, created, "s", data)
+    _attack(
+        db_url,
+        "INSERT INTO session_events VALUES ('s', 5, ?, ?, ?)",
+        params=(created, data, digest),
+    )
+    result = run_cli("verify", "--db", db_url)
+    assert result.returncode == 1
+    assert "FAIL  s  seq 5: rows beyond the session head" in result.stdout
+
+
+def test_rows_moved_to_an_unknown_session_are_reported(db_url: str) -> None:
+    with open_store(db_url) as store:
+        _fill(store, "s", 3)
+    _attack(db_url, "UPDATE session_events SET session_id = 'ghost' WHERE seq = 3")
+    with open_store(db_url) as store:
+        bad = {v.session_id: v.bad_seq for v in verify(store) if not v.ok}
+    assert bad == {"s": 3, "ghost": 1}
+
+
+_COLUMNS = ("session_id", "seq", "created_at", "payload", "hash")
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    row=st.integers(1, 4),
+    column=st.sampled_from(_COLUMNS),
+    position=st.integers(0, 10_000),
+    flip=st.integers(1, 255),
+)
+def test_verify_detects_any_single_byte_change_of_any_stored_row(
+    backend: str, request: pytest.FixtureRequest, row: int, column: str, position: int, flip: int
+) -> None:
+    with _fresh_log(backend, request) as db:
+        with open_store(db) as store:
+            _fill(store, "sess", 4)
+            store.append("sess", events.tool_result("c1", "x", output="∑ " * 40))
+        value = _stored(db, column, row)
+        if column == "seq":
+            changed: object = value ^ flip
+        else:
+            raw = bytearray(value.encode() if isinstance(value, str) else value)
+            raw[position % len(raw)] ^= flip
+            changed = bytes(raw)
+            if isinstance(value, str):
+                # Text that is still UTF-8 stays text; anything else lands as a BLOB.
+                with contextlib.suppress(UnicodeDecodeError):
+                    changed = bytes(raw).decode("utf-8")
+                if is_postgres(db) and (not isinstance(changed, str) or "\x00" in changed):
+                    reject()  # PostgreSQL text holds only UTF-8 without NUL: not storable
+        try:
+            _attack(
+                db,
+                f"UPDATE session_events SET {column} = ? WHERE session_id = 'sess' AND seq = ?",
+                params=(changed, row),
+            )
+        except (sqlite3.IntegrityError, psycopg.errors.IntegrityError):
+            reject()  # the primary key (or seq > 0) makes this change impossible to store
+        with open_store(db) as store:
+            verdicts = verify(store)
+        assert not all(v.ok for v in verdicts)
+        assert any(v.session_id == "sess" and not v.ok for v in verdicts)
+
+
+@contextlib.contextmanager
+def _fresh_log(backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new, empty log for one Hypothesis example."""
+    if backend == "postgresql":
+        with postgres_schema(request.getfixturevalue("postgres_url")) as url:
+            yield url
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        yield str(Path(tmp) / "t.db")
+
+
+def _stored(db: str, column: str, seq: int) -> Any:
+    query = f"SELECT {column} FROM session_events WHERE session_id = 'sess' AND seq = ?"
+    if is_postgres(db):
+        with owner_connection(db) as pg:
+            row = pg.execute(query.replace("?", "%s"), (seq,)).fetchone()
+            assert row is not None
+            return row[0]
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(query, (seq,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
+# -- the C check and the Python check ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def c_check() -> Any:
+    """``agenttrail.log._speedups``; CI (``AGENTTRAIL_REQUIRE_SPEEDUPS``) fails without it."""
+    if chain._speedups is None:
+        if os.environ.get("AGENTTRAIL_REQUIRE_SPEEDUPS"):
+            pytest.fail(
+                "agenttrail.log._speedups was not built (a C compiler and OpenSSL 3 headers)"
+            )
+        pytest.skip("agenttrail.log._speedups was not built; verify runs the Python check only")
+    return chain._speedups
+
+
+_SEQ_CHANGES = st.sampled_from([-1, 1, 2, 2**70, -(2**70)])
+_ODD_VALUES = st.sampled_from([None, 1.0, "text", b"bytes", 7, "2026-06-24T10:00:05.000000Zé"])
+
+
+@st.composite
+def _pages(draw: st.DrawFn) -> tuple[str, bytes, list[tuple[Any, ...]], int]:
+    """A page of rows as a store returns them, chained by the documented layout (not by
+    chain.py), then perhaps one change to one row."""
+    sid = draw(st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=40))
+    first_seq = draw(st.integers(1, 2**40))
+    prev = draw(st.binary(min_size=32, max_size=32))
+    rows: list[tuple[Any, ...]] = []
+    link = prev
+    for offset in range(draw(st.integers(1, 6))):
+        created = draw(
+            st.sampled_from(["2026-06-24T10:00:05.000000Z", "", "2026-06-24T10:00:05Z"])
+            | st.text(st.characters(max_codepoint=127), max_size=40)
+        )
+        payload = draw(st.binary(max_size=3000))
+        digest = _documented_hash(link, first_seq + offset, created, sid, payload)
+        rows.append((first_seq + offset, created, payload, digest))
+        link = digest
+    change = draw(st.sampled_from(["none", "seq", "created_at", "payload", "hash", "type"]))
+    if change != "none":
+        index = draw(st.integers(0, len(rows) - 1))
+        row = list(rows[index])
+        if change == "seq":
+            row[0] += draw(_SEQ_CHANGES)
+        elif change == "type":
+            row[draw(st.integers(0, 3))] = draw(_ODD_VALUES)
+        else:
+            column = {"created_at": 1, "payload": 2, "hash": 3}[change]
+            raw = bytearray(row[column].encode() if column == 1 else row[column])
+            if raw:
+                raw[draw(st.integers(0, len(raw) - 1))] ^= draw(st.integers(1, 255))
+            else:
+                raw = bytearray(b"\x00")
+            row[column] = raw.decode("latin-1") if column == 1 else bytes(raw)
+        rows[index] = tuple(row)
+    return sid, prev, rows, first_seq
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(page=_pages())
+def test_the_c_check_finds_the_same_first_bad_row_as_the_python_check(
+    c_check: Any, page: tuple[str, bytes, list[tuple[Any, ...]], int]
+) -> None:
+    sid, prev, rows, first_seq = page
+    python = chain._first_bad_row(chain_hasher(sid), prev, first_seq, rows)
+    in_c = c_check.first_bad_row(CHAIN_TAG, sid.encode(), prev, rows, first_seq)
+    assert in_c == (-1 if python is None else python[0])
+
+
+def test_the_c_check_refuses_arguments_of_the_wrong_shape(c_check: Any) -> None:
+    with pytest.raises(ValueError, match="prev_hash must be 32 bytes"):
+        c_check.first_bad_row(CHAIN_TAG, b"s", b"short", [], 1)
+    with pytest.raises(TypeError, match="4-tuple"):
+        c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"")], 1)
+    with pytest.raises(ValueError, match="first_seq out of range"):
+        c_check.first_bad_row(
+            CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"", GENESIS_HASH)], 2**63 - 1
+        )
+    assert c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [], 1) == -1
+
+
+@pytest.mark.parametrize("check", ["c", "python"])
+def test_verify_finds_a_change_deep_in_a_long_session_and_stops_reading(
+    db_url: str, check: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if check == "c":
+        request.getfixturevalue("c_check")
+    else:
+        monkeypatch.setattr(chain, "_speedups", None)
+    pages = CHAIN_PAGE_ROWS * 3
+    with open_store(db_url) as store:
+        store.create_session(NewSession(id="long"))
+        store.append_batch(
+            "long", [NewEvent(events.message("user", f"m{i}")) for i in range(pages)]
+        )
+        (intact,) = verify(store, ["long"])
+        assert (intact.ok, intact.events) == (True, pages)
+    bad = CHAIN_PAGE_ROWS * 2 + 7
+    _attack(
+        db_url,
+        "UPDATE session_events SET payload = ? WHERE session_id = 'long' AND seq = ?",
+        params=(b"\xa0", bad),
+    )
+    threads = threading.active_count()
+    with open_store(db_url) as store:
+        (verdict,) = verify(store, ["long"])
+    assert (verdict.bad_seq, verdict.events) == (bad, bad)
+    assert verdict.reason == "stored hash does not match the row's bytes"
+    assert threading.active_count() == threads  # the read-ahead thread is gone
+
+
+def test_verify_of_a_session_being_appended_to_reports_no_break(db_url: str) -> None:
+    # The head and the rows come from one snapshot: rows appended while verify reads must
+    # not look like rows beyond the head (they did when the head was read first).
+    with open_store(db_url) as store:
+        store.create_session(NewSession(id="live"))
+        store.append_batch(
+            "live", [NewEvent(events.message("user", "x" * 200)) for _ in range(2000)]
+        )
+    stop = threading.Event()
+    appended = 0
+
+    def writer() -> None:
+        nonlocal appended
+        with open_store(db_url) as other:
+            while not stop.is_set():
+                other.append_batch("live", [NewEvent(events.message("user", "y"))] * 3)
+                appended += 3
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        with open_store(db_url) as store:
+            verdicts = [verify(store, ["live"])[0] for _ in range(8)]
+    finally:
+        stop.set()
+        thread.join()
+    assert appended > 0
+    assert [v.reason for v in verdicts if not v.ok] == []
+    assert len({v.events for v in verdicts}) > 1  # appends did land between the runs
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("head_hash", "abc", "head_hash 'abc' is not 32 bytes"),
+        ("head_seq", "six", "head_seq 'six' is not an integer"),
+        ("metadata", "{not json", "metadata is not a JSON object"),
+    ],
+)
+def test_cli_verify_names_a_session_row_changed_into_another_type(
+    tmp_path: Path, column: str, value: str, said: str
+) -> None:
+    # SQLite keeps whatever type a hand edit writes (PostgreSQL's column types refuse these).
+    db = tmp_path / "agenttrail.db"
+    with open_store(db) as store:
+        _fill(store, "s", 3)
+    _attack(db, f"UPDATE sessions SET {column} = ? WHERE id = 's'", params=(value,))
+    for command in (["verify"], ["sessions"], ["show", "s"]):
+        result = run_cli(*command, "--db", str(db))
+        assert result.returncode == 1, command
+        assert result.stderr == f"error: session 's': {said}\n", command

@@ -1,0 +1,103 @@
+"""Signed checkpoints: a consistent rewrite of history passes verify alone and fails here."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from agenttrail.codec import encode_payload
+from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
+from agenttrail.log.chain import GENESIS_HASH, event_hash
+from agenttrail.log.store import open_store
+from agenttrail.model import events
+from tests.conftest import run_cli
+
+
+def _rewrite_consistently(
+    db_path: Path, session_id: str, seq: int, payload: dict[str, object]
+) -> None:
+    """What someone with write access could do: change an event and recompute every hash
+    after it, and the head, so that the chain alone still verifies."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
+    rows = conn.execute(
+        "SELECT seq, created_at, payload FROM session_events WHERE session_id = ? ORDER BY seq",
+        (session_id,),
+    ).fetchall()
+    prev = GENESIS_HASH
+    for row_seq, created_at, data in rows:
+        if row_seq == seq:
+            data = encode_payload(payload)
+        prev = event_hash(prev, row_seq, created_at, session_id, data)
+        conn.execute(
+            "UPDATE session_events SET payload = ?, hash = ? WHERE session_id = ? AND seq = ?",
+            (data, prev, session_id, row_seq),
+        )
+    conn.execute("UPDATE sessions SET head_hash = ? WHERE id = ?", (prev, session_id))
+    conn.close()
+
+
+def test_a_checkpoint_catches_a_history_rewritten_by_hand(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)
+    key = tmp_path / "k.pem"
+    made = run_cli("keygen", "--out", str(key))
+    assert made.returncode == 0, made.stderr
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    head = tmp_path / "head.json"
+    signed = run_cli(
+        "checkpoint", SAMPLE_SESSION_ID, "--key", str(key), "--db", str(db), "-o", str(head)
+    )
+    assert signed.returncode == 0, signed.stderr
+    statement = json.loads(head.read_text())
+    assert (statement["session_id"], statement["seq"]) == (SAMPLE_SESSION_ID, 18)
+    pub = ["--checkpoint", str(head), "--pubkey", f"{key}.pub", "--db", str(db)]
+    assert run_cli("verify", *pub).returncode == 0
+    # The log grows after the checkpoint: it still extends it.
+    with open_store(db) as store:
+        store.append(SAMPLE_SESSION_ID, events.message("user", "one more thing"))
+    grown = run_cli("verify", *pub)
+    assert grown.returncode == 0 and "extends the checkpoint (seq 18) to seq 19" in grown.stdout
+    # "What is 2+2?" becomes "What is 2+3?", every hash recomputed: verify alone passes …
+    _rewrite_consistently(db, SAMPLE_SESSION_ID, 2, events.message("user", "What is 2+3?"))
+    assert run_cli("verify", "--db", str(db)).returncode == 0
+    # … and the checkpoint does not.
+    caught = run_cli("verify", *pub)
+    assert caught.returncode == 1
+    assert "seq 18 has another hash than the checkpoint: history was rewritten" in caught.stdout
+
+
+def test_a_forged_or_foreign_checkpoint_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)
+    for name in ("a", "b"):
+        run_cli("keygen", "--out", str(tmp_path / name))
+    head = tmp_path / "head.json"
+    run_cli(
+        "checkpoint",
+        SAMPLE_SESSION_ID,
+        "--key",
+        str(tmp_path / "a"),
+        "--db",
+        str(db),
+        "-o",
+        str(head),
+    )
+    other_key = run_cli(
+        "verify", "--checkpoint", str(head), "--pubkey", str(tmp_path / "b.pub"), "--db", str(db)
+    )
+    assert other_key.returncode == 1 and "signature does not verify" in other_key.stdout
+    statement = json.loads(head.read_text())
+    statement["seq"] = 17  # edited after signing
+    head.write_text(json.dumps(statement))
+    edited = run_cli(
+        "verify", "--checkpoint", str(head), "--pubkey", str(tmp_path / "a.pub"), "--db", str(db)
+    )
+    assert edited.returncode == 1 and "signature does not verify" in edited.stdout
+    alone = run_cli("verify", "--checkpoint", str(head), "--db", str(db))
+    assert alone.returncode == 2 and "go together" in alone.stderr
+    assert run_cli("keygen", "--out", str(tmp_path / "a")).returncode == 2  # never overwrites
