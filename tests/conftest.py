@@ -10,7 +10,9 @@ machine), dropped afterwards. ``--backend sqlite`` runs the SQLite half only.
 
 from __future__ import annotations
 
+import io
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -187,6 +189,37 @@ def owner_connection(url: str) -> Iterator[psycopg.Connection[tuple[object, ...]
 
 
 def run_cli(
+    *args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``agenttrail`` command in this process (``agenttrail.cli.main``), as the console
+    script would: its own working directory, environment, stdin, stdout and stderr, and the
+    exit code it returns. About 17 times cheaper than a subprocess; the entry point itself is
+    covered by ``tests/cli/test_entry_point.py``, which runs the real command."""
+    from agenttrail.cli import main
+
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    saved_pipe = signal.getsignal(signal.SIGPIPE)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update({"COLUMNS": "200", **(env or {})})
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = io.StringIO(input or ""), stdout, stderr
+        code = main(list(args))
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        signal.signal(signal.SIGPIPE, saved_pipe)
+    return subprocess.CompletedProcess(
+        ["agenttrail", *args], code, stdout.getvalue(), stderr.getvalue()
+    )
+
+
+def run_cli_subprocess(
     *args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the real ``agenttrail`` command in a subprocess; returns its exit code and output."""

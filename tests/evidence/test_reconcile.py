@@ -22,7 +22,7 @@ from agenttrail.errors import InputError, RerunError, SessionNotFound
 from agenttrail.evidence.reconcile import CLASSES, find_rerunner, reconcile
 from agenttrail.log.store import LogStore, open_store
 from tests import mortgage_model
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_subprocess
 from tests.loan_session import EXPECTED, SESSION_ID, record_loan_session
 
 RERUNNERS = {"mortgage": mortgage_model.rerun}
@@ -282,7 +282,8 @@ def test_cli_reconcile_rerun_through_a_real_entry_point(
     db, turns = loan_db
     site = _install_rerunner(tmp_path / "site")
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
-    result = run_cli(
+    # A subprocess: entry points are read from the interpreter's path when it starts.
+    result = run_cli_subprocess(
         "reconcile", SESSION_ID, "--rerun", "--json", "--db", str(db), env={"PYTHONPATH": path}
     )
     assert result.returncode == 1, result.stderr

@@ -24,7 +24,7 @@ from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.ingest.importer import import_paths
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore, open_store
-from agenttrail.model import Event
+from agenttrail.model import Event, content_text
 from agenttrail.views.pairing import pair_tool_calls
 from tests.conftest import REALDATA, SHARED, run_cli
 
@@ -43,7 +43,7 @@ def _write_and_read(store: LogStore, session_id: str, tmp: Path) -> tuple[str, l
 
 def _messages(items: Sequence[Event]) -> list[tuple[Any, ...]]:
     return [
-        (e.payload.get("role"), fountain._content(e.payload), e.actor)
+        (e.payload.get("role"), content_text(e.payload.get("content")), e.actor)
         for e in items
         if e.type == "message"
     ]

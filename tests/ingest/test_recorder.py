@@ -10,7 +10,7 @@ from agenttrail import Recorder, usage
 from agenttrail.errors import PayloadTooLarge, TurnInFlight
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore
-from agenttrail.model import NewEvent, events
+from agenttrail.model import NewEvent, events, tool_status
 from agenttrail.views.pairing import pair_tool_calls
 
 
@@ -43,7 +43,7 @@ def test_the_sample_session_holds_the_seeds_example(store: LogStore) -> None:
         (
             c.payload.get("character"),
             c.payload["name"],
-            str(events.tool_status(pairing.result_of[c.seq].payload)),
+            str(tool_status(pairing.result_of[c.seq].payload)),
         )
         for c in calls
     ]

@@ -52,7 +52,7 @@ from decimal import Decimal
 from typing import Any
 
 from agenttrail.evidence.traces import turn_starts
-from agenttrail.model import Event, TraceRow
+from agenttrail.model import Event, TraceRow, message_text
 
 __all__ = [
     "Backing",
@@ -61,7 +61,6 @@ __all__ = [
     "backs",
     "check_claims",
     "json_numbers",
-    "message_text",
     "numbers_in",
     "trace_envelope",
     "unbacked_claims",
@@ -329,19 +328,6 @@ def trace_envelope(row: TraceRow) -> dict[str, Any]:
     except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def message_text(payload: dict[str, Any]) -> str:
-    """The prose of a message payload: its text, or its text blocks joined; never JSON of
-    tool-use blocks (their numbers are the call, not a claim)."""
-    content = payload.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
-        )
-    return ""
 
 
 def _context(text: str, span: tuple[int, int], width: int = 30) -> str:

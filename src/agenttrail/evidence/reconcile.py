@@ -49,7 +49,6 @@ from agenttrail.evidence.claims import (
     backs,
     check_claims,
     json_numbers,
-    message_text,
     numbers_in,
     trace_envelope,
 )
@@ -62,7 +61,7 @@ from agenttrail.evidence.envelopes import (
 )
 from agenttrail.evidence.traces import turn_starts
 from agenttrail.log.store import LogStore
-from agenttrail.model import TraceRow
+from agenttrail.model import TraceRow, message_text
 
 __all__ = [
     "CLASSES",

@@ -80,7 +80,7 @@ from typing import Any
 
 from agenttrail.errors import FormatError
 from agenttrail.formats._common import ImportedSession, iter_jsonl, timestamp_or_none, title_from
-from agenttrail.model import NewEvent, NewSession, events
+from agenttrail.model import NewEvent, NewSession, content_text, events
 
 __all__ = ["NAME", "RECORD_TYPES", "read", "sniff"]
 
@@ -429,7 +429,7 @@ class _Reader:
 
     def _api_error(self, line: _Line, message: Record) -> None:
         content = _content(self.path, line)
-        text = content if isinstance(content, str) else events.payload_text(content)
+        text = content_text(content)
         status = line.record.get("apiErrorStatus")
         kind = line.record.get("error")
         payload = events.error(

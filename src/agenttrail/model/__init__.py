@@ -1,7 +1,8 @@
 """The event model: what every format, the log and every view agree on.
 
 Payload shapes and their builders (:mod:`.events`), stored events, sessions
-(:mod:`.sessions`) and trace-row records (:mod:`.traces`). The model imports nothing of
+(:mod:`.sessions`), trace-row records (:mod:`.traces`) and the read views every reader of a payload
+uses (:mod:`.reading`). The model imports nothing of
 agenttrail above :mod:`agenttrail.codec` and :mod:`agenttrail.errors` (docs/architecture.md).
 """
 
@@ -9,19 +10,26 @@ from agenttrail.model.events import (
     Actor,
     Event,
     NewEvent,
-    ToolStatus,
     error,
     event_actor,
     message,
     meta,
-    payload_text,
     rag,
     recall,
     shell,
     tool_call,
     tool_result,
-    tool_status,
     usage,
+)
+from agenttrail.model.reading import (
+    ToolStatus,
+    content_text,
+    failed,
+    message_text,
+    other_blocks,
+    output_text,
+    text_of,
+    tool_status,
 )
 from agenttrail.model.sessions import NewSession, Session
 from agenttrail.model.traces import NewTrace, TraceRow
@@ -35,14 +43,19 @@ __all__ = [
     "Session",
     "ToolStatus",
     "TraceRow",
+    "content_text",
     "error",
     "event_actor",
+    "failed",
     "message",
+    "message_text",
     "meta",
-    "payload_text",
+    "other_blocks",
+    "output_text",
     "rag",
     "recall",
     "shell",
+    "text_of",
     "tool_call",
     "tool_result",
     "tool_status",

@@ -29,24 +29,21 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from agenttrail.codec import decode_payload, json_line
+from agenttrail.codec import decode_payload
 
 __all__ = [
     "Actor",
     "Event",
     "NewEvent",
-    "ToolStatus",
     "error",
     "event_actor",
     "message",
     "meta",
-    "payload_text",
     "rag",
     "recall",
     "shell",
     "tool_call",
     "tool_result",
-    "tool_status",
     "usage",
 ]
 
@@ -225,66 +222,6 @@ def shell(command: str, output: str, exit_code: int | None, **extra: Any) -> Pay
     return _build(
         "shell", {"command": command, "output": output}, {"exit_code": exit_code, **extra}
     )
-
-
-@dataclass(frozen=True)
-class ToolStatus:
-    """Whether a tool call succeeded, from its result alone."""
-
-    ok: bool
-    """False when the result says the call failed."""
-    detail: str
-    """``""`` when ok; else the first line of the error (``exit 1``)."""
-
-    def __str__(self) -> str:
-        return "ok" if self.ok else f"error: {self.detail}" if self.detail else "error"
-
-
-def tool_status(result: Payload) -> ToolStatus:
-    """The status of a ``tool_result`` payload, taken from the result itself.
-
-    Rule (docs/specs.md, The Harvey audit trail: W1): an ``error`` field, ``is_error`` true, a
-    non-zero ``exit_code``, or output text starting with ``error:`` mean failure; the detail
-    is the first line of the error text (without the ``error:`` prefix).
-    """
-    err = result.get("error")
-    if err:
-        return ToolStatus(False, _first_line(err if isinstance(err, str) else str(err)))
-    text = payload_text(result.get("output"))
-    exit_code = result.get("exit_code")
-    if isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0:
-        return ToolStatus(False, f"exit {exit_code}")
-    if result.get("is_error") is True:
-        return ToolStatus(False, _first_line(_strip_error(text)))
-    if text.lstrip().lower().startswith("error:"):
-        return ToolStatus(False, _first_line(_strip_error(text)))
-    return ToolStatus(True, "")
-
-
-def _strip_error(text: str) -> str:
-    stripped = text.lstrip()
-    return stripped[6:].lstrip() if stripped.lower().startswith("error:") else stripped
-
-
-def _first_line(text: str) -> str:
-    return text.strip().split("\n", 1)[0].strip()
-
-
-def payload_text(value: Any) -> str:
-    """Readable text of a content value: a string, or text blocks joined, or compact JSON.
-
-    Content arrives as a plain string (OpenAI), a list of blocks with ``text`` (Anthropic,
-    Claude Code), or any JSON value (tool outputs).
-    """
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(b, dict) for b in value):
-        texts = [b["text"] for b in value if isinstance(b.get("text"), str)]
-        if texts:
-            return "\n".join(texts)
-    return json_line(value)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, payload_text, tool_status
+from agenttrail.model import Event, content_text, failed, output_text, tool_status
 from agenttrail.replay.plan import AssistantTurn, Call, Note, Plan, SystemItem, UserItem
 
 __all__ = ["PLACEHOLDER", "Message", "Renderer", "ResponseMark"]
@@ -72,8 +72,7 @@ Message = dict[str, Any]
 
 
 def _text(payload: dict[str, Any]) -> str:
-    content = payload.get("content")
-    return content if isinstance(content, str) else payload_text(content)
+    return content_text(payload.get("content"))
 
 
 def _blocks(payload: dict[str, Any]) -> list[Any] | None:
@@ -95,31 +94,6 @@ def _type_of(block: Any) -> str:
 
 def _attr(value: str) -> str:
     return html.escape(value, quote=True)
-
-
-def _output_text(result: dict[str, Any]) -> str:
-    """A result's output as text; the error text when there is no output."""
-    output = result.get("output")
-    error = result.get("error")
-    if output is None and error is not None:
-        return error if isinstance(error, str) else json_line(error)
-    if isinstance(output, str):
-        return output
-    return payload_text(output)
-
-
-def _failed(result: dict[str, Any]) -> bool | None:
-    """``is_error`` for a result: as recorded, else true for an ``error`` field or a non-zero
-    exit code; ``None`` when nothing says it failed."""
-    flag = result.get("is_error")
-    if isinstance(flag, bool):
-        return flag
-    exit_code = result.get("exit_code")
-    if result.get("error") is not None or (
-        isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
-    ):
-        return True
-    return None
 
 
 @dataclass(frozen=True)
@@ -192,7 +166,7 @@ class Renderer:
             return (
                 f'<user_action_result id="{_attr(str(payload.get("toolCallId") or ""))}" '
                 f'tool="{_attr(str(name))}" status="{_attr(str(status))}">'
-                f"\n{_output_text(payload)}\n</user_action_result>"
+                f"\n{output_text(payload)}\n</user_action_result>"
             )
         text = _text(payload)
         if not text.strip():
@@ -364,7 +338,7 @@ class Renderer:
             dropped = [_type_of(b) for b in output if _block_text(b) is None]
             self.dropped_blocks(call.result, dropped, "Chat Completions tool message")
             return parts or ""
-        text = _output_text(result)
+        text = output_text(result)
         if output is None and result.get("error") is not None and not text.startswith("error"):
             return f"error: {text}"
         return text
@@ -562,10 +536,10 @@ class Renderer:
         ):
             block["content"] = output
         elif output is not None or result.get("error") is not None:
-            block["content"] = _output_text(result)
-        failed = _failed(result)
-        if failed is not None:
-            block["is_error"] = failed
+            block["content"] = output_text(result)
+        failed_flag = failed(result)
+        if failed_flag is not None:
+            block["is_error"] = failed_flag
         if result.get("cache_control") is not None:
             block["cache_control"] = result["cache_control"]
         return block
@@ -740,7 +714,7 @@ class Renderer:
         ):
             item["output"] = output
         else:
-            item["output"] = _output_text(result)
+            item["output"] = output_text(result)
         if isinstance(result.get("itemId"), str):
             item["id"] = result["itemId"]
         return item

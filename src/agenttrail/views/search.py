@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenttrail.log.store import LogStore
-from agenttrail.model import Event, Session, payload_text
+from agenttrail.model import Event, Session, content_text
 from agenttrail.views.terminal import safe
 
 __all__ = ["HITS_PER_SESSION", "SNIPPET_CHARS", "SearchHit", "SessionMatch", "event_text", "search"]
@@ -81,7 +81,7 @@ def event_text(payload: dict[str, Any]) -> str:
     """
     kind = payload.get("type")
     if kind == "message":
-        parts = [payload_text(payload.get("content"))]
+        parts = [content_text(payload.get("content"))]
         blocks = payload.get("blocks")
         if isinstance(blocks, list):
             parts += [
@@ -95,11 +95,11 @@ def event_text(payload: dict[str, Any]) -> str:
         return f"{payload.get('name', '')} {value if isinstance(value, str) else _json(value)}"
     if kind == "tool_result":
         error = payload.get("error")
-        return f"{payload_text(payload.get('output'))} {error if isinstance(error, str) else ''}"
+        return f"{content_text(payload.get('output'))} {error if isinstance(error, str) else ''}"
     if kind == "error":
         return str(payload.get("message", ""))
     if kind == "shell":
-        return f"{payload.get('command', '')}\n{payload_text(payload.get('output'))}"
+        return f"{payload.get('command', '')}\n{content_text(payload.get('output'))}"
     if kind == "annotation" and isinstance(payload.get("text"), str):
         return str(payload["text"])
     return _json({k: v for k, v in payload.items() if k != "type"})

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, Session, payload_text, tool_status
+from agenttrail.model import Event, Session, content_text, tool_status
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
 
 __all__ = ["render_session", "safe", "transcript_table"]
@@ -131,7 +131,7 @@ Row = tuple[str, Text, Text]
 def _message(event: Event, pairing: Pairing, full: bool) -> Row:
     payload = event.payload
     role = str(payload.get("role", "?"))
-    text = Text(safe(payload_text(payload.get("content")).strip()))
+    text = Text(safe(content_text(payload.get("content")).strip()))
     blocks = payload.get("blocks")
     if isinstance(blocks, list):
         kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)} - {"text"})
@@ -159,7 +159,7 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
         seq = f"{event.seq}→{result.seq}"
         status = tool_status(result.payload)
         text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
-        output = payload_text(result.payload.get("output"))
+        output = content_text(result.payload.get("output"))
         if not status.ok and output.strip().removeprefix("error:").strip() == status.detail:
             output = ""  # the status line already says all of it
         if output:
@@ -173,7 +173,7 @@ def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
     text = Text(
         safe(f"{payload.get('name') or ''} result for {payload.get('toolCallId')!r} — {status}")
     )
-    text.append("\n" + safe(_clip(payload_text(payload.get("output")), full)), style="dim")
+    text.append("\n" + safe(_clip(content_text(payload.get("output")), full)), style="dim")
     return str(event.seq), Text("tool result", style="yellow"), text
 
 
@@ -203,7 +203,7 @@ def _recall(event: Event, pairing: Pairing, full: bool) -> Row:
 def _shell(event: Event, pairing: Pairing, full: bool) -> Row:
     p = event.payload
     text = Text(safe(f"$ {p.get('command')} — exit {p.get('exit_code')}"))
-    text.append("\n" + safe(_clip(payload_text(p.get("output")), full)), style="dim")
+    text.append("\n" + safe(_clip(content_text(p.get("output")), full)), style="dim")
     return str(event.seq), Text("shell", style="blue"), text
 
 

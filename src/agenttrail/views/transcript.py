@@ -15,7 +15,7 @@ duration in ms; ``None`` when the event has none), ``anomaly`` (from
 
     message   a user, agent, system or trigger message (``voice`` is the actor)
     tool      a tool call and its result in one row, at the call's seq: name, arguments,
-              status from :func:`agenttrail.model.events.tool_status`, duration, the result
+              status from :func:`agenttrail.model.tool_status`, duration, the result
     result    a tool result that pairs with no call (orphan, duplicate, missing id)
     run       a finished run card (below), at the seq of the result that finished the run
     context   ``rag``, ``recall`` and ``shell`` events
@@ -51,7 +51,7 @@ from typing import Any
 from agenttrail.evidence.traces import verify_traces
 from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore
-from agenttrail.model import Event, payload_text, tool_status
+from agenttrail.model import Event, content_text, other_blocks, text_of, tool_status
 from agenttrail.views.pairing import ANOMALY_TEXT, SeqPairing, ToolRef, pair_refs, tool_ref
 from agenttrail.views.terminal import safe
 
@@ -473,16 +473,14 @@ def _clip(text: str, limit: int, full: bool) -> tuple[str, int]:
 
 
 def display_text(value: Any) -> str:
-    """Readable text of a payload value: a string as is, text blocks joined
-    (:func:`agenttrail.model.events.payload_text`), anything else as indented JSON."""
+    """Readable text of a payload value: its prose when it is all text (a string, or blocks
+    that all carry text: :func:`agenttrail.model.text_of`), else indented JSON, so that a
+    block without text is shown rather than left out."""
     if value is None:
         return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(b, dict) for b in value):
-        texts = [b["text"] for b in value if isinstance(b.get("text"), str)]
-        if len(texts) == len(value):
-            return payload_text(value)
+    text = text_of(value)
+    if text is not None and not other_blocks(value):
+        return text
     return json.dumps(value, ensure_ascii=False, indent=2, default=repr)
 
 
@@ -518,7 +516,7 @@ def _meta(value: Any) -> dict[str, Any] | None:
 
 
 def _message(payload: dict[str, Any], full: bool) -> Row:
-    text, chars = _clip(payload_text(payload.get("content")).strip(), TEXT_CHARS, full)
+    text, chars = _clip(content_text(payload.get("content")).strip(), TEXT_CHARS, full)
     blocks = payload.get("blocks")
     blocks = [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else []
     kinds = sorted({str(b.get("type")) for b in blocks} - {"text", "thinking"})
@@ -665,7 +663,7 @@ def _recall(payload: dict[str, Any], full: bool) -> Row:
 
 
 def _shell(payload: dict[str, Any], full: bool) -> Row:
-    text, chars = _clip(payload_text(payload.get("output")), RESULT_CHARS, full)
+    text, chars = _clip(content_text(payload.get("output")), RESULT_CHARS, full)
     exit_code = payload.get("exit_code")
     return {
         "view": "context",

@@ -62,7 +62,7 @@ from agenttrail.formats._common import (
 )
 from agenttrail.formats.anthropic._stream import CALL_TYPES, Streamed, assemble_sse
 from agenttrail.formats.http.recording import header, http_date
-from agenttrail.model import NewEvent, NewSession, events
+from agenttrail.model import NewEvent, NewSession, content_text, events
 
 __all__ = ["NAME", "read", "sniff"]
 
@@ -549,13 +549,13 @@ class _Builder:
         if _is_error_body(body):
             detail = body["error"]
             message = detail.get("message")
-            message = message if isinstance(message, str) else events.payload_text(detail)
+            message = message if isinstance(message, str) else content_text(detail)
             error_type = detail.get("type")
             request_id = body.get("request_id") or request_id
         elif isinstance(body, str) and body:
             message = body
         elif body is not None:
-            message = events.payload_text(body)
+            message = content_text(body)
         else:
             message = f"HTTP {status}"
         payload = events.error(message, code=status, errorType=error_type, requestId=request_id)

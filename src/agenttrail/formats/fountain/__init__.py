@@ -42,7 +42,7 @@ from agenttrail.codec import json_line
 from agenttrail.formats._common import ImportedSession
 from agenttrail.formats.fountain._reader import read_session, role_of_cue
 from agenttrail.formats.fountain._text import dialogue_lines, escape_inline, is_plain_cue
-from agenttrail.model import Event, events, tool_status
+from agenttrail.model import Event, content_text, events, tool_status
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 
 __all__ = ["NAME", "fountain_from_events", "read", "sniff"]
@@ -336,17 +336,14 @@ def _write_turn(
             notes = []
         cue, parens = _voice(event.payload, names, model)
         mention = model if location == "remote" and _is_prompt(event) else None
-        script.dialogue(cue, _content(event.payload), parentheticals=parens, mention=mention)
+        script.dialogue(
+            cue, content_text(event.payload.get("content")), parentheticals=parens, mention=mention
+        )
         if _is_prompt(event) and not forwarded and model and model != names.agent_cue:
             script.raw_dialogue(names.agent_cue, f"Forwarding to {escape_inline(model)}.")
             forwarded = True
     if notes:
         script.notes(notes)
-
-
-def _content(payload: dict[str, Any]) -> str:
-    content = payload.get("content")
-    return content if isinstance(content, str) else events.payload_text(content)
 
 
 def _voice(payload: dict[str, Any], names: _Names, model: str | None) -> tuple[str, list[str]]:

@@ -1,0 +1,72 @@
+"""The real ``agenttrail`` command, in subprocesses: the console script, ``python -m``, exit
+codes and pipes. Every other CLI test calls ``agenttrail.cli.main`` in-process
+(``tests.conftest.run_cli``); these few keep the entry point itself honest."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from agenttrail import __version__
+from tests.conftest import REALDATA, run_cli_subprocess
+
+SIMONW = REALDATA / "claude-code-simonw" / "sample_session.jsonl"
+"""SOURCES.md: simonw/claude-code-transcripts tests/sample_session.jsonl."""
+
+
+def test_the_console_script_prints_its_version() -> None:
+    script = shutil.which("agenttrail", path=str(Path(sys.executable).parent))
+    assert script is not None, "the agenttrail console script is installed beside python"
+    result = subprocess.run([script, "--version"], capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stdout.strip()) == (0, f"agenttrail {__version__}")
+
+
+def test_quickstart_imports_shows_and_verifies(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    result = run_cli_subprocess("quickstart", str(SIMONW), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert "verify: 1 of 1 sessions intact" in result.stdout
+    assert result.stderr.count("events written") == 1
+
+
+def test_bad_input_is_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "user"\n', encoding="utf-8")
+    result = run_cli_subprocess("import", str(bad), "--db", str(tmp_path / "log.db"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "log.db").exists()
+
+
+def test_a_failed_check_is_exit_1(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    assert run_cli_subprocess("import", str(SIMONW), "--db", str(db)).returncode == 0
+    with sqlite3.connect(db) as conn:  # what the file's owner can do: drop the guards, edit
+        for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'"):
+            conn.execute(f'DROP TRIGGER "{name}"')
+        conn.execute("UPDATE session_events SET created_at = '2000-01-01T00:00:00.000000Z'")
+    result = run_cli_subprocess("verify", "--db", str(db))
+    assert result.returncode == 1
+    assert result.stdout.startswith("FAIL  ") and "seq 1:" in result.stdout
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    imported = run_cli_subprocess("import", str(SIMONW), "--db", str(db))
+    session = imported.stdout.strip()
+    export = subprocess.Popen(
+        [sys.executable, "-m", "agenttrail.cli", "export", session, "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert export.stdout is not None and export.stderr is not None
+    export.stdout.readline()
+    export.stdout.close()  # `agenttrail export … | head -1`
+    stderr = export.stderr.read().decode()
+    export.stderr.close()
+    export.wait(timeout=30)
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
