@@ -25,7 +25,7 @@ from typing import Any
 
 import cbor2
 
-from agenttrail.errors import PayloadError
+from agenttrail.errors import InvalidTimestamp, PayloadError
 
 __all__ = [
     "MAX_DEPTH",
@@ -217,18 +217,19 @@ def normalize_timestamp(value: str | int | float | datetime) -> str:
             (taken as UTC), Unix seconds as int or float (OpenAI ``created``), or a datetime.
 
     Raises:
-        ValueError: the value is not a timestamp.
+        InvalidTimestamp: the value is not a timestamp, or one out of range.
     """
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, bool):
-        raise ValueError(f"not a timestamp: {value!r}")
-    elif isinstance(value, int | float):
-        moment = datetime.fromtimestamp(value, UTC)
-    elif isinstance(value, str):
-        moment = datetime.fromisoformat(value.strip())
-    else:
-        raise ValueError(f"not a timestamp: {value!r}")
+    try:
+        if isinstance(value, datetime):
+            moment = value
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            moment = datetime.fromtimestamp(value, UTC)
+        elif isinstance(value, str):
+            moment = datetime.fromisoformat(value.strip())
+        else:
+            raise InvalidTimestamp(f"not a timestamp: {value!r}")
+    except (ValueError, OverflowError, OSError) as e:
+        raise InvalidTimestamp(f"not a timestamp: {value!r} ({e})") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return _format(moment.astimezone(UTC))

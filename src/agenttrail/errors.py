@@ -6,11 +6,18 @@ The hierarchy::
     ├── InputError                  bad input from a user or a file (CLI exit code 2)
     │   ├── FormatError             a file that no importer can read, or one that is malformed
     │   ├── PayloadError            a payload that is not a mapping or will not round-trip
-    │   └── PayloadTooLarge         a payload above the store's configured limit
-    ├── SessionNotFound             no session with that id
-    ├── SessionExists               a session id that is already taken
+    │   ├── PayloadTooLarge         a payload above the store's configured limit
+    │   ├── InvalidTimestamp        a value that is not a timestamp
+    │   ├── NotIJSON                material to be hashed that is not I-JSON (RFC 7493)
+    │   │   └── NotJSON             text that is not JSON at all
+    │   └── ToolError               a user's tool refused its input (a path outside the workspace)
+    ├── SessionNotFound             no session with that id (HTTP 404)
+    ├── SessionExists               a session id that is already taken (HTTP 409)
     ├── TurnInFlight                an agent turn holds the session's turn lock (HTTP 409)
     ├── RerunError                  a re-runner could not be loaded, failed, or gave no envelope
+    ├── Unauthorized                no valid access token (HTTP 401)
+    ├── Forbidden                   a valid token that does not grant this (HTTP 403)
+    ├── RemoteError                 an agenttrail server refused a request or could not be reached
     ├── StoreError                  the database refused or failed (driver errors, translated)
     │   └── AppendOnlyViolation     the database refused a change to a stored event
     └── ChainBroken                 verify found a row whose hash does not match (CLI exit 1)
@@ -25,15 +32,22 @@ __all__ = [
     "AgentTrailError",
     "AppendOnlyViolation",
     "ChainBroken",
+    "Forbidden",
     "FormatError",
     "InputError",
+    "InvalidTimestamp",
+    "NotIJSON",
+    "NotJSON",
     "PayloadError",
     "PayloadTooLarge",
+    "RemoteError",
     "RerunError",
     "SessionExists",
     "SessionNotFound",
     "StoreError",
+    "ToolError",
     "TurnInFlight",
+    "Unauthorized",
 ]
 
 
@@ -89,6 +103,22 @@ class PayloadTooLarge(InputError):
         self.limit = limit
 
 
+class InvalidTimestamp(InputError):
+    """A value that is not a timestamp (``agenttrail.codec.normalize_timestamp``)."""
+
+
+class NotIJSON(InputError):
+    """Material to be hashed that is not I-JSON (RFC 7493): refused, never coerced."""
+
+
+class NotJSON(NotIJSON):
+    """Text that is not JSON at all (and so not I-JSON either)."""
+
+
+class ToolError(InputError):
+    """A user's tool refused its input (a path outside the workspace, a missing file)."""
+
+
 class SessionNotFound(AgentTrailError):
     """No session with the given id."""
 
@@ -121,6 +151,21 @@ class TurnInFlight(AgentTrailError):
 
 class RerunError(AgentTrailError):
     """A re-runner could not be loaded, failed, or returned something that is no envelope."""
+
+
+class Unauthorized(AgentTrailError):
+    """No valid access token: missing, malformed, forged or expired (HTTP 401)."""
+
+
+class Forbidden(AgentTrailError):
+    """A valid access token that does not grant this (HTTP 403)."""
+
+
+class RemoteError(AgentTrailError):
+    """An agenttrail server refused a request or could not be reached (a recorder sending
+    streaming partials); the HTTP client's error is the ``__cause__``."""
+
+    exit_code = 1
 
 
 class StoreError(AgentTrailError):

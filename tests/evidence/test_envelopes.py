@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from agenttrail.errors import InputError
+from agenttrail.errors import InputError, NotIJSON
 from agenttrail.evidence.envelopes import (
     DEFAULT_SPEC,
     EnvelopeSpec,
-    NotIJSON,
     canonical_json,
     check_envelope,
     parse_envelope,

@@ -24,13 +24,12 @@ from typing import Any
 import rfc8785
 
 from agenttrail.codec import json_line
-from agenttrail.errors import InputError
+from agenttrail.errors import InputError, NotIJSON, NotJSON
 
 __all__ = [
     "DEFAULT_SPEC",
     "EnvelopeCheck",
     "EnvelopeSpec",
-    "NotIJSON",
     "canonical_json",
     "check_envelope",
     "envelope_bytes",
@@ -41,10 +40,6 @@ __all__ = [
 
 MAX_SAFE_INTEGER = 2**53 - 1
 """Largest integer I-JSON carries exactly (RFC 7493 §2.2)."""
-
-
-class NotIJSON(InputError):
-    """Material to be hashed that is not I-JSON (RFC 7493): refused, never coerced."""
 
 
 @dataclass(frozen=True)
@@ -156,8 +151,8 @@ def parse_envelope(text: str) -> Any:
     """Parse JSON text as I-JSON: duplicate keys, NaN and infinities are refused.
 
     Raises:
+        NotJSON: the text is not JSON at all.
         NotIJSON: the text is JSON that is not I-JSON (RFC 7493 §2.3: unique names).
-        ValueError: the text is not JSON at all.
     """
 
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -171,7 +166,12 @@ def parse_envelope(text: str) -> Any:
     def no_constant(name: str) -> Any:
         raise NotIJSON(f"{name} is not a JSON number (RFC 7493 §2.2)")
 
-    return json.loads(text, object_pairs_hook=unique, parse_constant=no_constant)
+    try:
+        return json.loads(text, object_pairs_hook=unique, parse_constant=no_constant)
+    except RecursionError:
+        raise NotJSON("nested too deeply to read") from None
+    except ValueError as e:  # JSONDecodeError, or an integer longer than Python converts
+        raise NotJSON(f"not JSON: {e}") from None
 
 
 def envelope_bytes(output: Any) -> bytes:
@@ -214,13 +214,13 @@ def check_envelope(output: Any, spec: EnvelopeSpec = DEFAULT_SPEC) -> EnvelopeCh
     if isinstance(output, str):
         try:
             value = parse_envelope(output)
+        except NotJSON:
+            return None
         except NotIJSON as e:
             loose = _loose(output)
             if not is_envelope(loose, spec):
                 return None
             return EnvelopeCheck("invalid", None, _stated(loose, spec), str(e))
-        except ValueError:
-            return None
     else:
         value = output
     if not is_envelope(value, spec):

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from agenttrail.errors import InputError, RerunError
+from agenttrail.errors import InputError, NotIJSON, RerunError
 from agenttrail.evidence.claims import (
     Backing,
     Claim,
@@ -54,7 +54,6 @@ from agenttrail.evidence.claims import (
 )
 from agenttrail.evidence.envelopes import (
     EnvelopeSpec,
-    NotIJSON,
     is_envelope,
     parse_envelope,
     record_hash,
@@ -310,7 +309,7 @@ def _run(
     if isinstance(fresh, str):
         try:
             fresh = parse_envelope(fresh)
-        except (ValueError, NotIJSON) as e:
+        except NotIJSON as e:
             raise RerunError(
                 f"re-runner for model {model!r} returned text that is not I-JSON: {e}"
             ) from e

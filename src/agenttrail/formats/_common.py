@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.codec import normalize_timestamp
-from agenttrail.errors import FormatError
+from agenttrail.errors import FormatError, InvalidTimestamp
 from agenttrail.model import NewEvent, NewSession
 
 __all__ = [
@@ -241,5 +241,5 @@ def timestamp_or_none(value: Any) -> str | None:
         return None
     try:
         return normalize_timestamp(value)
-    except (ValueError, TypeError, OverflowError, OSError):
+    except InvalidTimestamp:
         return None

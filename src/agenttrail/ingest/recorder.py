@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from agenttrail.codec import now_timestamp
-from agenttrail.errors import StoreError
+from agenttrail.errors import RemoteError
 from agenttrail.evidence import traces
 from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec
 from agenttrail.evidence.traces import trace_row
@@ -337,7 +337,7 @@ class Turn:
             How many subscribers got it (0 without a server).
 
         Raises:
-            StoreError: the server refused or could not be reached.
+            RemoteError: the server refused or could not be reached.
         """
         server = self.recorder.server
         if server is None:
@@ -357,7 +357,7 @@ class Turn:
             response = httpx.post(url, json=body, headers=headers, timeout=10)
             response.raise_for_status()
         except httpx.HTTPError as e:
-            raise StoreError(f"partial to {server}: {e}") from e
+            raise RemoteError(f"partial to {server}: {e}") from e
         return int(response.json().get("delivered", 0))
 
     def reply(

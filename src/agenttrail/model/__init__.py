@@ -2,7 +2,7 @@
 
 Payload shapes and their builders (:mod:`.events`), stored events, sessions
 (:mod:`.sessions`), trace-row records (:mod:`.traces`) and the read views every reader of a payload
-uses (:mod:`.reading`). The model imports nothing of
+uses (:mod:`.reading`), and :class:`LogReader`, what the layers above the log read it through. The model imports nothing of
 agenttrail above :mod:`agenttrail.codec` and :mod:`agenttrail.errors` (docs/architecture.md).
 """
 
@@ -31,12 +31,14 @@ from agenttrail.model.reading import (
     text_of,
     tool_status,
 )
+from agenttrail.model.reader import LogReader
 from agenttrail.model.sessions import NewSession, Session
 from agenttrail.model.traces import NewTrace, TraceRow
 
 __all__ = [
     "Actor",
     "Event",
+    "LogReader",
     "NewEvent",
     "NewSession",
     "NewTrace",

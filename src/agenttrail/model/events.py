@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from agenttrail.codec import decode_payload
+from agenttrail.errors import InputError
 
 __all__ = [
     "Actor",
@@ -146,6 +147,9 @@ def meta(
         usage: token counts from :func:`usage`; ``None`` when unknown altogether.
         duration_ms: wall time of the call in milliseconds.
         location: ``local`` or ``remote``, where the computation ran (Fountain INT./EXT.).
+
+    Raises:
+        InputError: ``location`` is neither.
     """
     out: Payload = {
         "model": model,
@@ -155,7 +159,7 @@ def meta(
     }
     if location is not None:
         if location not in ("local", "remote"):
-            raise ValueError(f"location must be 'local' or 'remote', not {location!r}")
+            raise InputError(f"location must be 'local' or 'remote', not {location!r}")
         out["location"] = location
     return out
 

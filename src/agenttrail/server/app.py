@@ -22,11 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agenttrail.errors import (
     AgentTrailError,
+    Forbidden,
     InputError,
     PayloadTooLarge,
     SessionExists,
     SessionNotFound,
     TurnInFlight,
+    Unauthorized,
 )
 from agenttrail.evidence.traces import trace_record, verify_traces
 from agenttrail.formats.fountain import fountain_from_events
@@ -34,7 +36,7 @@ from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore
 from agenttrail.model import NewEvent, NewSession, Session, events
 from agenttrail.replay import replay
-from agenttrail.server.auth import Forbidden, Grant, Unauthorized, check_token
+from agenttrail.server.auth import Grant, check_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription, event_message
 from agenttrail.server.tools import ToolRegistry
 from agenttrail.server.viewer import add_viewer

@@ -18,13 +18,11 @@ from pathlib import Path
 
 import jwt
 
-from agenttrail.errors import AgentTrailError, InputError
+from agenttrail.errors import Forbidden, InputError, Unauthorized
 
 __all__ = [
     "RIGHTS",
-    "Forbidden",
     "Grant",
-    "Unauthorized",
     "check_token",
     "load_secret",
     "mint_token",
@@ -37,14 +35,6 @@ user's own tools; ``audit`` read trace envelopes."""
 ALGORITHM = "HS256"
 SECRET_BYTES = 32
 """Length of a generated server secret: 256 bits, the HMAC-SHA256 block-size guidance."""
-
-
-class Unauthorized(AgentTrailError):
-    """No valid token: missing, malformed, forged or expired (HTTP 401)."""
-
-
-class Forbidden(AgentTrailError):
-    """A valid token that does not grant this (HTTP 403)."""
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,15 @@ from typing import Any
 
 import jsonschema
 
-from agenttrail.errors import InputError
+from agenttrail.errors import InputError, ToolError
 
-__all__ = ["ENTRY_POINT_GROUP", "Tool", "ToolError", "ToolRegistry", "workspace_tools"]
+__all__ = ["ENTRY_POINT_GROUP", "Tool", "ToolRegistry", "workspace_tools"]
 
 ENTRY_POINT_GROUP = "agenttrail.tools"
 """Entry point group of extra tools: each entry point is a callable ``(workspace) -> Tool``."""
 
 MAX_READ_BYTES = 1024 * 1024
 """Largest file ``read_file`` returns (bytes): a user's palette is not a bulk transfer."""
-
-
-class ToolError(InputError):
-    """A tool refused its input (a path outside the workspace, a missing file)."""
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.codec import normalize_timestamp
-from agenttrail.errors import FormatError
+from agenttrail.errors import FormatError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, decode_text
 from agenttrail.formats.fountain._text import (
     escape_inline,
@@ -404,7 +404,7 @@ def role_of_cue(cue: str, user_cue: str) -> str:
 def _stamp(text: str) -> str | None:
     try:
         return normalize_timestamp(text.strip())
-    except ValueError:
+    except InvalidTimestamp:
         return None
 
 
