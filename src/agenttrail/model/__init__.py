@@ -1,9 +1,10 @@
 """The event model: what every format, the log and every view agree on.
 
-Payload shapes and their builders (:mod:`.events`), stored events, sessions
-(:mod:`.sessions`), trace-row records (:mod:`.traces`) and the read views every reader of a payload
-uses (:mod:`.reading`), and :class:`LogReader`, what the layers above the log read it through. The model imports nothing of
-agenttrail above :mod:`agenttrail.codec` and :mod:`agenttrail.errors` (docs/architecture.md).
+Payload shapes and their builders (:mod:`.events`), stored events, sessions (:mod:`.sessions`),
+trace-row records (:mod:`.traces`), the read views every reader of a payload uses
+(:mod:`.reading`), and :class:`LogReader`, the read side of a log as the layers above it see
+it. The model imports nothing of agenttrail above :mod:`agenttrail.codec` and
+:mod:`agenttrail.errors` (docs/architecture.md).
 """
 
 from agenttrail.model.events import (
@@ -21,6 +22,7 @@ from agenttrail.model.events import (
     tool_result,
     usage,
 )
+from agenttrail.model.reader import LogReader
 from agenttrail.model.reading import (
     ToolStatus,
     content_text,
@@ -31,7 +33,6 @@ from agenttrail.model.reading import (
     text_of,
     tool_status,
 )
-from agenttrail.model.reader import LogReader
 from agenttrail.model.sessions import NewSession, Session
 from agenttrail.model.traces import NewTrace, TraceRow
 
