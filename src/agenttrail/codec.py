@@ -1,4 +1,5 @@
-"""Bytes for the log: canonical CBOR payloads, JSON text, and ``created_at`` timestamps.
+"""Bytes for the log: canonical CBOR payloads, JSON text, RFC 8785 canonical JSON, and
+``created_at`` timestamps.
 
 Payloads are stored as canonical CBOR (RFC 8949 §4.2, as produced by ``cbor2`` with
 ``canonical=True``): the same mapping always gives the same bytes, and the chain hashes those
@@ -24,12 +25,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import cbor2
+import rfc8785
 
-from agenttrail.errors import InvalidTimestamp, PayloadError
+from agenttrail.errors import InvalidTimestamp, NotIJSON, PayloadError
 
 __all__ = [
     "MAX_DEPTH",
+    "MAX_SAFE_INTEGER",
     "SURROGATE_TEXT_TAG",
+    "canonical_json",
     "decode_payload",
     "encode_payload",
     "json_line",
@@ -238,3 +242,52 @@ def normalize_timestamp(value: str | int | float | datetime) -> str:
 def _format(moment: datetime) -> str:
     # Not strftime: glibc writes year 1 as "1", and the form must stay 27 characters.
     return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S.%f}Z"
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer I-JSON carries exactly (RFC 7493 §2.2)."""
+
+
+def canonical_json(value: Any) -> bytes:
+    """RFC 8785 (JCS) canonical JSON of an I-JSON value.
+
+    Raises:
+        NotIJSON: NaN or an infinity, an integer beyond ±(2^53−1), a lone surrogate, or a
+            non-JSON type; the message names the path.
+    """
+    _check_ijson(value, "$")
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError as e:  # what the walk above could not name
+        raise NotIJSON(f"not I-JSON: {e}") from None
+
+
+def _check_ijson(value: Any, path: str) -> None:
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise NotIJSON(f"{path}: a lone surrogate is not I-JSON (RFC 7493 §2.1)") from None
+        return
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise NotIJSON(f"{path}: {value} is beyond ±(2^53−1) (RFC 7493 §2.2)")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotIJSON(f"{path}: {value} is not a JSON number (RFC 7493 §2.2)")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NotIJSON(f"{path}: key {key!r} is not text")
+            _check_ijson(key, f"{path} key")
+            _check_ijson(item, f"{path}.{key}")
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_ijson(item, f"{path}[{index}]")
+        return
+    raise NotIJSON(f"{path}: a {type(value).__name__} is not JSON")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from agenttrail.codec import canonical_json
 from agenttrail.errors import InputError, NotIJSON
 from agenttrail.evidence.envelopes import (
     DEFAULT_SPEC,
     EnvelopeSpec,
-    canonical_json,
     check_envelope,
     parse_envelope,
     record_hash,

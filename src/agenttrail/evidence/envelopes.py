@@ -17,29 +17,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import rfc8785
-
-from agenttrail.codec import json_line
+from agenttrail.codec import canonical_json, json_line
 from agenttrail.errors import InputError, NotIJSON, NotJSON
 
 __all__ = [
     "DEFAULT_SPEC",
     "EnvelopeCheck",
     "EnvelopeSpec",
-    "canonical_json",
     "check_envelope",
     "envelope_bytes",
     "is_envelope",
     "parse_envelope",
     "record_hash",
 ]
-
-MAX_SAFE_INTEGER = 2**53 - 1
-"""Largest integer I-JSON carries exactly (RFC 7493 §2.2)."""
 
 
 @dataclass(frozen=True)
@@ -100,51 +93,6 @@ class EnvelopeCheck:
     """The hash the envelope states, if any."""
     detail: str = ""
     """Why, for ``mismatch`` and ``invalid``."""
-
-
-def canonical_json(value: Any) -> bytes:
-    """RFC 8785 (JCS) canonical JSON of an I-JSON value.
-
-    Raises:
-        NotIJSON: NaN or an infinity, an integer beyond ±(2^53−1), a lone surrogate, or a
-            non-JSON type; the message names the path.
-    """
-    _check_ijson(value, "$")
-    try:
-        return rfc8785.dumps(value)
-    except rfc8785.CanonicalizationError as e:  # what the walk above could not name
-        raise NotIJSON(f"not I-JSON: {e}") from None
-
-
-def _check_ijson(value: Any, path: str) -> None:
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise NotIJSON(f"{path}: a lone surrogate is not I-JSON (RFC 7493 §2.1)") from None
-        return
-    if isinstance(value, int):
-        if abs(value) > MAX_SAFE_INTEGER:
-            raise NotIJSON(f"{path}: {value} is beyond ±(2^53−1) (RFC 7493 §2.2)")
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise NotIJSON(f"{path}: {value} is not a JSON number (RFC 7493 §2.2)")
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise NotIJSON(f"{path}: key {key!r} is not text")
-            _check_ijson(key, f"{path} key")
-            _check_ijson(item, f"{path}.{key}")
-        return
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_ijson(item, f"{path}[{index}]")
-        return
-    raise NotIJSON(f"{path}: a {type(value).__name__} is not JSON")
 
 
 def parse_envelope(text: str) -> Any:

@@ -26,9 +26,11 @@ import hashlib
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from agenttrail.model import LogReader
 
 try:
     from agenttrail.log import _speedups
@@ -36,12 +38,13 @@ except ImportError:  # built without a C compiler or OpenSSL's headers (pyprojec
     _speedups = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from agenttrail.log.store import ChainPage, LogStore, Row
+    from agenttrail.log.store import ChainPage, Row
 
 __all__ = [
     "CHAIN_TAG",
     "GENESIS_HASH",
     "ChainHasher",
+    "ChainReader",
     "SessionVerdict",
     "chain_hasher",
     "event_hash",
@@ -110,6 +113,20 @@ def event_hash(
     return chain_hasher(session_id)(prev_hash, seq, created_at, payload)
 
 
+class ChainReader(LogReader, Protocol):
+    """What :func:`verify` reads: a log's sessions and, per session, its rows a page at a time
+    with the head (every store in :mod:`agenttrail.log.store` is one)."""
+
+    def chain_pages(self, session_id: str) -> AbstractContextManager[Iterator[ChainPage]]:
+        """Every event row of a session in seq order, a page at a time, each with the session
+        head read together with it (``LogStore.chain_pages``)."""
+        ...
+
+    def event_session_ids(self) -> set[str]:
+        """Every session id that has at least one event row."""
+        ...
+
+
 @dataclass(frozen=True)
 class SessionVerdict:
     """What ``verify`` found for one session."""
@@ -131,7 +148,7 @@ class SessionVerdict:
         return self.bad_seq is None
 
 
-def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[SessionVerdict]:
+def verify(store: ChainReader, session_ids: Iterable[str] | None = None) -> list[SessionVerdict]:
     """Recompute the chain of each session and compare it with what is stored.
 
     Checks, in seq order: seq runs 1, 2, 3 … without gaps; each stored hash equals the hash
@@ -170,7 +187,7 @@ def verify(store: LogStore, session_ids: Iterable[str] | None = None) -> list[Se
     return [_verify_session(store, sid) for sid in ids] + odd
 
 
-def _verify_session(store: LogStore, session_id: str) -> SessionVerdict:
+def _verify_session(store: ChainReader, session_id: str) -> SessionVerdict:
     hash_row = chain_hasher(session_id)
     sid = session_id.encode("utf-8")
     prev = GENESIS_HASH

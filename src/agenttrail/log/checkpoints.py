@@ -21,9 +21,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from agenttrail.codec import json_line, now_timestamp
+from agenttrail.codec import canonical_json, json_line, now_timestamp
 from agenttrail.errors import InputError
-from agenttrail.evidence.envelopes import canonical_json
 from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore
 
