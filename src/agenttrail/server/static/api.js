@@ -31,7 +31,11 @@ export class ApiError extends Error {
   }
 }
 
-/** A request to the API: JSON in and out (or text with `text: true`). */
+/**
+ * A request to the API: JSON in and out (or text with `text: true`).
+ * @param {string} path
+ * @param {{method?: string, body?: unknown, text?: boolean}} [options]
+ */
 export async function api(path, { method = "GET", body, text = false } = {}) {
   const headers = { Authorization: `Bearer ${token()}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";

@@ -6,6 +6,11 @@ import { renderEvidence, renderFountain } from "./evidence.js";
 import { openPalette } from "./palette.js";
 import { Transcript, metaContent } from "./rows.js";
 
+/**
+ * The element with this id (the page has every id it asks for).
+ * @param {string} id
+ * @returns {any}
+ */
 const $ = (id) => document.getElementById(id);
 
 const state = {
@@ -529,7 +534,7 @@ function toggleRow(el) {
   if (["tool", "result", "run"].includes(row.view)) {
     state.transcript.toggle(row.seq);
     const again = $("rows").querySelector(`.row[data-seq="${row.seq}"]`);
-    if (again) again.focus({ preventScroll: true });
+    if (again instanceof HTMLElement) again.focus({ preventScroll: true });
   } else {
     const details = el.querySelector("details");
     if (details) details.open = !details.open;
@@ -563,7 +568,7 @@ function start() {
     if (event.key === "Enter") {
       event.preventDefault();
       const first = document.querySelector("#search-hits .hit") || document.querySelector(".session-item");
-      if (first) first.focus();
+      if (first instanceof HTMLElement) first.focus();
     }
   });
   $("back").addEventListener("click", () => go(""));
@@ -577,10 +582,12 @@ function start() {
   document.addEventListener("keydown", onKey);
   document.addEventListener("click", (event) => {
     const pop = $("meta-pop");
-    if (!pop.hidden && !pop.contains(event.target) && !event.target.closest(".info")) hideMeta();
+    const target = event.target;
+    if (!(target instanceof Element)) return;
+    if (!pop.hidden && !pop.contains(target) && !target.closest(".info")) hideMeta();
   });
   window.addEventListener("hashchange", route);
-  window.agenttrail = {
+  /** @type {any} */ (window).agenttrail = {
     state,
     dropLive: () => state.feed && state.feed.drop(),
     feedStats: () => (state.feed ? { ...state.feed.stats, lastSeq: state.feed.lastSeq } : null),

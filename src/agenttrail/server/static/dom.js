@@ -1,5 +1,5 @@
 // DOM helpers. Text from the log only ever becomes text nodes or attribute values: this file
-// and its callers never assign HTML (tests/test_viewer.py scans the static files for that).
+// and its callers never assign HTML (tests/server/test_viewer.py scans the static files for that).
 
 /**
  * Make an element. `attrs`: `class`, `dataset`, `on<event>` listeners, other attributes

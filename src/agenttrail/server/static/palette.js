@@ -78,6 +78,7 @@ function field(name, schema, required, path) {
   if (type === "object") {
     const props = schema.properties || {};
     const needed = new Set(schema.required || []);
+    /** @type {Array<[string, {el: HTMLElement, read: () => any}]>} */
     const children = Object.entries(props).map(([key, sub]) => [key, field(key, sub, needed.has(key), path ? `${path}.${key}` : key)]);
     const fieldset = h(
       "fieldset",
