@@ -1,7 +1,7 @@
 """Shared fixtures: real SQLite files in tmp dirs, a real PostgreSQL schema per test, the
 third-party data folder, the CLI.
 
-One contract, two backends (STYLE.md §6, Phoenix's ``dialect`` fixture): the ``store`` and
+One contract, two backends (Phoenix's ``dialect`` fixture): the ``store`` and
 ``db_url`` fixtures are parametrised over ``sqlite`` and ``postgresql``, so every test that
 takes them runs against both. A PostgreSQL test gets a schema of its own in the server named
 by ``--postgres-url`` (default ``$AGENTTRAIL_TEST_POSTGRES_URL``, else the server on this

@@ -23,8 +23,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from agenttrail.codec import canonical_json, json_line, now_timestamp
 from agenttrail.errors import InputError
-from agenttrail.log.chain import verify
-from agenttrail.log.store import LogStore
+from agenttrail.log.chain import ChainReader, verify
+from agenttrail.model import LogReader
 
 __all__ = [
     "CHECKPOINT_TYPE",
@@ -78,7 +78,7 @@ def _public_key(pem: bytes, where: str) -> Ed25519PublicKey:
 
 
 def make_checkpoint(
-    store: LogStore, session_id: str, private_key_pem: bytes, *, key_name: str = "key"
+    store: LogReader, session_id: str, private_key_pem: bytes, *, key_name: str = "key"
 ) -> dict[str, Any]:
     """Sign the session's current head.
 
@@ -131,7 +131,7 @@ class CheckpointVerdict:
 
 
 def verify_checkpoint(
-    store: LogStore, checkpoint: dict[str, Any], public_key_pem: bytes, *, key_name: str = "key"
+    store: ChainReader, checkpoint: dict[str, Any], public_key_pem: bytes, *, key_name: str = "key"
 ) -> CheckpointVerdict:
     """Prove that the log still extends a signed checkpoint.
 

@@ -18,14 +18,20 @@ Trace rows are numbered by the target (their ids may differ); they join their se
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from agenttrail.errors import ChainBroken, InputError
 from agenttrail.evidence.traces import verify_traces
-from agenttrail.log.chain import verify
-from agenttrail.log.store import LogStore
+from agenttrail.log.chain import ChainReader, verify
+from agenttrail.log.store import Archive, EventLog, LogStore
 from agenttrail.model import Session
 
-__all__ = ["MigratedSession", "MigrationReport", "migrate"]
+__all__ = ["MigratedSession", "MigrationReport", "MigrationSource", "migrate"]
+
+
+class MigrationSource(EventLog, Archive, ChainReader, Protocol):
+    """What ``migrate`` reads from the log it copies: sessions, their events and keys, trace
+    rows and tombstones, and the chain it verifies before copying. Every ``LogStore`` is one."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ class MigrationReport:
         return all(s.ok for s in self.sessions)
 
 
-def migrate(source: LogStore, target: LogStore) -> MigrationReport:
+def migrate(source: MigrationSource, target: LogStore) -> MigrationReport:
     """Copy every session and tombstone of ``source`` into ``target``, then verify the copies.
 
     Each session is copied up to its head as read when its turn comes (appends made later are
@@ -102,7 +108,7 @@ def migrate(source: LogStore, target: LogStore) -> MigrationReport:
     return MigrationReport(checked, tombstones)
 
 
-def _copy_session(source: LogStore, target: LogStore, session: Session) -> MigratedSession:
+def _copy_session(source: MigrationSource, target: LogStore, session: Session) -> MigratedSession:
     (verdict,) = verify(source, [session.id])
     if verdict.bad_seq is not None:
         raise ChainBroken(session.id, verdict.bad_seq, f"{verdict.reason} (on the source)")

@@ -13,19 +13,19 @@ from datetime import UTC, datetime, timedelta
 
 from agenttrail.codec import normalize_timestamp
 from agenttrail.errors import InputError
-from agenttrail.log.store import LogStore, Tombstone
-from agenttrail.model import Session
+from agenttrail.log.store import Archive, Tombstone
+from agenttrail.model import LogReader, Session
 
 __all__ = ["due_for_removal", "retain"]
 
 
-def _last_activity(store: LogStore, session: Session) -> str:
+def _last_activity(store: LogReader, session: Session) -> str:
     last = next(iter(store.read(session.id, after_seq=session.head_seq - 1, limit=1)), None)
     return last.created_at if last is not None else (session.started or session.created_at)
 
 
 def due_for_removal(
-    store: LogStore, older_than_days: float, *, now: datetime | None = None
+    store: LogReader, older_than_days: float, *, now: datetime | None = None
 ) -> list[Session]:
     """Sessions whose last event (or, when empty, start) is more than ``older_than_days`` old.
 
@@ -39,7 +39,7 @@ def due_for_removal(
 
 
 def retain(
-    store: LogStore,
+    store: Archive,
     older_than_days: float,
     *,
     reason: str = "retention schedule",

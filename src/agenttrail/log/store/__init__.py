@@ -2,32 +2,48 @@
 
 The store knows bytes and sessions, not formats (docs/architecture.md). Payloads are
 encoded by :mod:`agenttrail.codec` before they reach SQL; every reader of the log goes through
-:meth:`LogStore.read`, :meth:`LogStore.read_rows` or :meth:`LogStore.chain_pages`. One
-protocol, one module per backend.
+:meth:`LogStore.read`, :meth:`LogStore.read_rows` or :meth:`LogStore.chain_pages`.
+
+The contract comes in the roles its callers use (eventsourcing's narrow recorders):
+
+- :class:`EventLog`: sessions and their events (create, append, read);
+- :class:`TraceLog`: trace rows;
+- :class:`TurnLocks`: the turn lock of a session;
+- :class:`Archive`: retention's removal with a tombstone, and the copies of ``migrate``;
+- :class:`agenttrail.log.chain.ChainReader`: the snapshot pages ``verify`` reads;
+
+and :class:`LogStore`, all of them with the live feed's listener and ``close``. Each role is
+written once, in ``_base.py``, over the small part that differs per backend (how a
+transaction is opened, how the session row is locked and seq allocated, bulk inserts,
+retention, LISTEN): ``sqlite.py`` and ``postgres.py``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from agenttrail.errors import InputError
-from agenttrail.model import Event, NewEvent, NewSession, NewTrace, Session, TraceRow
+from agenttrail.log.chain import ChainReader
+from agenttrail.model import LogReader, NewEvent, NewSession, NewTrace, Session, TraceRow
 
 __all__ = [
     "DEFAULT_DATABASE",
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "AppendListener",
     "Appended",
+    "Archive",
     "ChainPage",
+    "EventLog",
     "LogStore",
     "Row",
     "Tombstone",
+    "TraceLog",
     "TurnLease",
+    "TurnLocks",
     "open_store",
     "payload_limit",
 ]
@@ -106,26 +122,26 @@ class AppendListener(Protocol):
         ...
 
 
-class LogStore(Protocol):
-    """The store contract every backend implements: ``sqlite.py`` and ``postgres.py``.
+class EventLog(LogReader, Protocol):
+    """Sessions and their events: what importers, the recorder, the CLI and the server write
+    and read with.
 
-    ``tests/conftest.py`` runs the store tests against both (the ``store`` and ``db_url``
-    fixtures), so the contract is what those tests say.
+    Reading sessions, events and trace rows (``get_session``, ``sessions``, ``read``,
+    ``traces``, ``trace``) is :class:`agenttrail.model.LogReader`'s part; this role adds
+    creating sessions and appending to them.
     """
 
     url: str
+    """Where the log is: ``sqlite:///path``, or the PostgreSQL URL without its password."""
     max_payload_bytes: int
+    """Largest payload an append accepts (bytes of canonical CBOR)."""
 
     def create_session(self, new: NewSession) -> Session:
         """Create a session. Raises ``SessionExists`` if the id is taken."""
         ...
 
-    def get_session(self, session_id: str) -> Session:
-        """The session row. Raises ``SessionNotFound``."""
-        ...
-
-    def sessions(self) -> list[Session]:
-        """Every session, oldest first."""
+    def head(self, session_id: str) -> tuple[int, bytes] | None:
+        """``(head_seq, head_hash)`` from the session row, ``None`` without a row."""
         ...
 
     def append(
@@ -133,10 +149,11 @@ class LogStore(Protocol):
         session_id: str,
         payload: dict[str, Any],
         *,
-        created_at: str | None = None,
-        key: str | None = None,
+        created_at: str | None = ...,
+        key: str | None = ...,
     ) -> Appended:
-        """Append one event; seq is allocated inside the transaction."""
+        """Append one event; seq is allocated inside the transaction. ``created_at`` defaults
+        to the time of the append, ``key`` (an idempotency key) to none."""
         ...
 
     def append_batch(
@@ -144,46 +161,69 @@ class LogStore(Protocol):
         session_id: str,
         events: Sequence[NewEvent],
         *,
-        create: NewSession | None = None,
-        unless_turn: bool = False,
+        create: NewSession | None = ...,
+        unless_turn: bool = ...,
     ) -> list[Appended]:
-        """Append events in one transaction, creating the session from ``create`` if missing;
-        with ``unless_turn``, raise ``TurnInFlight`` instead while an agent turn holds the lock
-        (checked in the same transaction)."""
-        ...
-
-    def read(
-        self, session_id: str, *, after_seq: int = 0, limit: int | None = None
-    ) -> Iterator[Event]:
-        """Events with seq > ``after_seq`` in seq order, at most ``limit``."""
+        """Append events in one transaction, creating the session from ``create`` (default
+        ``None``) if missing; with ``unless_turn`` (default False), raise ``TurnInFlight``
+        instead while an agent turn holds the lock (checked in the same transaction)."""
         ...
 
     def read_rows(self, session_id: str) -> Iterator[Row]:
         """``(seq, created_at, payload bytes, hash)`` of every row, in seq order."""
         ...
 
-    def chain_pages(self, session_id: str) -> AbstractContextManager[Iterator[ChainPage]]:
-        """Every event row of a session in seq order, a page at a time, each page with the
-        session head read together with it (for verify). At least one page, maybe empty.
+    def event_keys(self, session_id: str) -> list[tuple[str, int]]:
+        """``(key, seq)`` of every idempotency key of a session, in seq order."""
+        ...
 
-        Rows are append-only, so the head that comes with the last page accounts for every
-        row read: appends that run meanwhile neither show up as rows beyond the head nor
-        move the head past the rows. The pages are readable only inside the ``with`` block
-        (SQLite: one read transaction on a connection of its own, so writers go on in WAL
-        mode; PostgreSQL: one statement per page).
+
+class TraceLog(LogReader, Protocol):
+    """Trace rows: evidence for tool calls, written beside the events they join
+    (``traces`` and ``trace`` read them, from :class:`agenttrail.model.LogReader`)."""
+
+    def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
+        """Write trace rows in one transaction; a row whose ``(session_id, result_seq)`` is
+        already stored is skipped. Returns the rows written.
+
+        Raises:
+            InputError: a text field of a row would not be stored as given (nothing written).
         """
         ...
 
-    def head(self, session_id: str) -> tuple[int, bytes] | None:
-        """``(head_seq, head_hash)`` from the session row, ``None`` without a row."""
+
+class TurnLocks(Protocol):
+    """The turn lock: an agent turn in flight holds a lease on its session, and a user's own
+    tool call is refused meanwhile (docs/specs.md, The log). Kept in the database, so that it
+    holds across server replicas."""
+
+    def acquire_turn(
+        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+    ) -> TurnLease:
+        """Take (or renew) the session's turn lock for ``ttl_s`` seconds.
+
+        Raises ``TurnInFlight`` when another turn holds a lease that has not expired."""
         ...
 
-    def event_session_ids(self) -> set[str]:
-        """Every session id that has at least one event row."""
+    def current_turn(self, session_id: str) -> TurnLease | None:
+        """The lease in force, or ``None`` when no turn is in flight."""
         ...
 
-    def event_keys(self, session_id: str) -> list[tuple[str, int]]:
-        """``(key, seq)`` of every idempotency key of a session, in seq order."""
+    def release_turn(self, session_id: str, turn_id: str) -> None:
+        """Give the lock back (a no-op when ``turn_id`` does not hold it)."""
+        ...
+
+
+class Archive(LogReader, Protocol):
+    """Whole sessions leaving or entering the log: retention's one sanctioned removal, which
+    leaves a tombstone, and the copies ``agenttrail migrate`` writes."""
+
+    def remove_session(self, session_id: str, *, reason: str) -> Tombstone:
+        """Remove a whole session with its events and trace rows, leaving a tombstone."""
+        ...
+
+    def tombstones(self) -> list[Tombstone]:
+        """Every tombstone, oldest first."""
         ...
 
     def copy_session(
@@ -191,13 +231,14 @@ class LogStore(Protocol):
         session: Session,
         rows: Iterable[Row],
         *,
-        keys: Sequence[tuple[str, int]] = (),
+        keys: Sequence[tuple[str, int]] = ...,
     ) -> int:
         """Write a session copied from another log, in one transaction (``agenttrail migrate``).
 
         Creates the session row if missing (same id, fields and ``created_at``), then writes
         each ``(seq, created_at, payload, hash)`` row after this log's head of the session,
-        with the same seq, time and payload bytes, recomputing each hash, and the keys.
+        with the same seq, time and payload bytes, recomputing each hash, and the keys
+        (``(key, seq)`` pairs, default none).
 
         Returns:
             How many rows were written (0 when the session was already here up to them).
@@ -217,42 +258,20 @@ class LogStore(Protocol):
         """
         ...
 
-    def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
-        """Write trace rows in one transaction; a row whose ``(session_id, result_seq)`` is
-        already stored is skipped. Returns the rows written."""
+    def event_session_ids(self) -> set[str]:
+        """Every session id that has at least one event row."""
         ...
 
-    def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
-        """A session's trace rows in result order, or only one turn's."""
-        ...
 
-    def trace(self, trace_id: int) -> TraceRow:
-        """One trace row. Raises ``InputError`` when there is none with that id."""
-        ...
+class LogStore(EventLog, TraceLog, TurnLocks, Archive, ChainReader, Protocol):
+    """The whole store: every role, plus the live feed's listener and closing.
 
-    def acquire_turn(
-        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
-    ) -> TurnLease:
-        """Take (or renew) the session's turn lock for ``ttl_s`` seconds.
-
-        Raises ``TurnInFlight`` when another turn holds a lease that has not expired."""
-        ...
-
-    def current_turn(self, session_id: str) -> TurnLease | None:
-        """The lease in force, or ``None`` when no turn is in flight."""
-        ...
-
-    def release_turn(self, session_id: str, turn_id: str) -> None:
-        """Give the lock back (a no-op when ``turn_id`` does not hold it)."""
-        ...
-
-    def remove_session(self, session_id: str, *, reason: str) -> Tombstone:
-        """Remove a whole session with its events and trace rows, leaving a tombstone."""
-        ...
-
-    def tombstones(self) -> list[Tombstone]:
-        """Every tombstone, oldest first."""
-        ...
+    ``sqlite.py`` and ``postgres.py`` implement it on the shared base (``_base.py``);
+    ``tests/log/test_store_contract.py`` runs the contract against both (the ``store`` and
+    ``db_url`` fixtures), so the contract is what those tests say. A caller that needs less
+    takes the narrowest role: :class:`EventLog`, :class:`TraceLog`, :class:`TurnLocks`,
+    :class:`Archive`, or :class:`agenttrail.log.chain.ChainReader` for ``chain_pages``.
+    """
 
     def listen(self) -> AppendListener | None:
         """A listener that wakes on appends by any process, or ``None`` when the backend
@@ -260,7 +279,7 @@ class LogStore(Protocol):
         ...
 
     def close(self) -> None:
-        """Release the connection."""
+        """Release the connections; further calls fail."""
         ...
 
     def __enter__(self) -> LogStore:

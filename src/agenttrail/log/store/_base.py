@@ -1,99 +1,267 @@
-"""What every backend does the same way: the input rules and the chaining of an append.
+"""The store, written once: every role of the contract over the small part each backend owns.
 
-The backends differ in how they take the lock that makes ``seq = head + 1`` safe and in how
-they write rows (``sqlite.py``, ``postgres.py``); what an append *means* — which events are
-duplicates of an idempotency key, which seq and chain hash each new event gets — is decided
-here, once, so the two cannot drift apart (docs/architecture.md, Layer rules).
+Each role of :mod:`agenttrail.log.store` (:class:`EventLog`, :class:`TraceLog`,
+:class:`TurnLocks`, :class:`Archive`) has one implementation here, a mixin of
+:class:`StoreBase`, so the two backends cannot drift apart: a check one of them skipped, or a
+statement one of them wrote differently, is not possible any more. What a backend module
+adds is :class:`Backend`, the part that is locking or dialect:
+
+- how a transaction is opened (:meth:`Backend._write`, :meth:`Backend._read`): SQLite takes
+  its write lock with ``BEGIN IMMEDIATE`` under a mutex; PostgreSQL takes a pooled
+  connection, pipelines the statements and retries a serialization failure or a deadlock;
+- how the session row is locked and the seq allocated (:meth:`Backend._lock_head`), the two
+  strategies ``docs/log-format.md`` documents, and how the head is then moved;
+- how rows are inserted in bulk, how retention removes a session (SQLite deletes under its
+  triggers; PostgreSQL calls a SECURITY DEFINER function), and LISTEN/NOTIFY;
+- the statements, from :func:`agenttrail.log.store._sql.statements` for its dialect.
+
+Driver errors are translated by the backend, at the edge of :meth:`Backend._write` and
+:meth:`Backend._read`: the code here sees agenttrail's errors only.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Self
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
 
-from agenttrail.codec import encode_payload
-from agenttrail.errors import InputError, PayloadTooLarge, StoreError
-from agenttrail.log.chain import chain_hasher
-from agenttrail.log.store import Appended, Row
+from agenttrail.codec import json_line, normalize_timestamp, now_timestamp
+from agenttrail.errors import (
+    ChainBroken,
+    InputError,
+    SessionExists,
+    SessionNotFound,
+    TurnInFlight,
+)
+from agenttrail.log.chain import GENESIS_HASH, chain_hasher
+from agenttrail.log.store import (
+    Appended,
+    AppendListener,
+    ChainPage,
+    Row,
+    Tombstone,
+    TurnLease,
+)
+from agenttrail.log.store._rules import (
+    TRACE_FIELDS,
+    Encoded,
+    as_new_session,
+    chain_events,
+    check_created_at,
+    check_new_session,
+    check_session,
+    check_text,
+    check_trace,
+    encode_events,
+    session_from_row,
+    stored_head,
+    stored_trace,
+    trace_row,
+    with_id,
+)
+from agenttrail.log.store._sql import Statements
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, Session, TraceRow
 
 __all__ = [
     "CHAIN_PAGE_ROWS",
     "READ_PAGE_ROWS",
-    "SESSION_TEXT_FIELDS",
-    "TRACE_FIELDS",
-    "TRACE_TEXT_FIELDS",
-    "Chained",
-    "Encoded",
+    "Backend",
+    "Cursor",
+    "LockedHead",
     "StoreBase",
-    "as_new_session",
-    "chain_events",
-    "check_created_at",
-    "check_new_session",
-    "check_session",
-    "check_session_id",
-    "check_text",
-    "check_trace",
-    "encode_events",
-    "new_events",
-    "session_from_row",
-    "stored_head",
-    "stored_trace",
-    "trace_row",
-    "with_id",
+    "Tx",
 ]
 
 READ_PAGE_ROWS = 1000
 """Rows fetched per query when streaming a session; keyset pages keep memory flat on large
-sessions and let appends interleave between pages."""
+sessions and let appends interleave between pages. Also the rows per insert of a copy."""
 
 CHAIN_PAGE_ROWS = 512
 """Rows per page of a chain snapshot (``fetchmany``): about 550 KiB of 1 KiB events, hashed
 while still in the CPU cache. With verify's read-ahead, pages of 64 to 1,024 rows were
 measured and 512 was the fastest (bench/append.py)."""
 
-SESSION_TEXT_FIELDS = ("title", "agent", "user", "workspace", "started")
-"""Optional text columns of a session row."""
 
-TRACE_FIELDS = tuple(f.name for f in dataclasses.fields(NewTrace))
-"""Columns of a trace row, in :class:`NewTrace` order (the id comes last when read)."""
+class Cursor(Protocol):
+    """The result of a statement (a ``sqlite3`` or psycopg cursor)."""
 
-TRACE_TEXT_FIELDS = tuple(
-    f.name for f in dataclasses.fields(NewTrace) if f.type in ("str", "str | None")
-)
-"""Text columns of a trace row."""
+    def fetchone(self) -> Any:
+        """The next row, or ``None``."""
+        ...
 
-Encoded = tuple[bytes, "str | None", "str | None"]
-"""One event ready for the store: ``(canonical CBOR, created_at or None, key or None)``."""
+    def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+        ...
 
 
-class StoreBase(ABC):
-    """What both backends do the same way on top of their own :meth:`append_batch`,
-    :meth:`_read_page` and :meth:`close` (the rest of the ``LogStore`` contract is theirs)."""
+class Tx(Protocol):
+    """What the shared code runs statements on: a ``sqlite3`` connection, a psycopg connection
+    or cursor, inside the transaction :meth:`Backend._write` or :meth:`Backend._read` opened."""
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Cursor:
+        """Run one statement with its parameters (the dialect's placeholders)."""
+        ...
+
+
+C = TypeVar("C", bound=Tx)
+"""The backend's connection type, which its own parts of a transaction receive."""
+
+T = TypeVar("T")
+
+
+class LockedHead(NamedTuple):
+    """A session's head as an append found it, with the session's append lock held."""
+
+    seq: int
+    """``head_seq`` before the append."""
+    hash: bytes
+    """``head_hash`` before the append (``GENESIS_HASH`` for an empty session)."""
+    stored: Mapping[str, Appended]
+    """The append's idempotency keys that the session already has, each with its event."""
+
+
+class Backend(ABC, Generic[C]):
+    """The part of a store that is locking or dialect: what ``sqlite.py`` and ``postgres.py``
+    implement. Everything else is :class:`StoreBase`'s."""
+
+    url: str
+    max_payload_bytes: int
+    sql: ClassVar[Statements]
+    """The shared statements in the backend's dialect."""
 
     @abstractmethod
-    def append_batch(
+    def _write(self, what: str, fn: Callable[[C], T]) -> T:
+        """Run ``fn`` in one write transaction and return what it returns; roll back when it
+        raises. ``what`` names the operation in messages (``append``, ``add_traces``)."""
+
+    @abstractmethod
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` on a connection for reading (each statement sees committed rows)."""
+
+    @abstractmethod
+    def _lock_head(
         self,
+        tx: C,
         session_id: str,
-        events: Sequence[NewEvent],
-        *,
-        create: NewSession | None = None,
-        unless_turn: bool = False,
-    ) -> list[Appended]:
-        """Append events to a session in one transaction (``LogStore`` contract)."""
+        encoded: Sequence[Encoded],
+        keys: Sequence[str],
+        create: NewSession | None,
+    ) -> LockedHead:
+        """Take the session's append lock and read its head and its stored ``keys``,
+        creating the session from ``create`` when it is missing.
+
+        After this, the new events' seqs (``head + 1`` …) are the append's alone until the
+        transaction ends, and :meth:`_set_head` moves the head past them.
+
+        Raises:
+            SessionNotFound: no such session and ``create`` is None.
+            SessionExists: the id was removed by retention.
+        """
 
     @abstractmethod
-    def _read_page(self, session_id: str, after_seq: int, limit: int) -> list[Row]:
-        """At most ``limit`` rows of a session with seq > ``after_seq``, in seq order."""
+    def _set_head(self, tx: C, session_id: str, seq: int, digest: bytes) -> None:
+        """Move the session's head to ``(seq, digest)``, the last row just inserted."""
+
+    @abstractmethod
+    def _cover_rows(self, tx: C, session_id: str, seq: int) -> None:
+        """Let rows up to ``seq`` be inserted by a copy, before :meth:`_set_head` (the
+        backends' guard triggers admit different orders: ``docs/log-format.md``)."""
+
+    @abstractmethod
+    def _insert_rows(self, tx: C, session_id: str, rows: Sequence[Row]) -> None:
+        """Insert event rows, in seq order."""
+
+    @abstractmethod
+    def _insert_keys(self, tx: C, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
+        """Insert ``(key, seq)`` idempotency keys; a key already stored is left as it is."""
+
+    @abstractmethod
+    def _insert_session_row(self, tx: C, values: Sequence[Any]) -> None:
+        """Run :attr:`Statements.insert_session` with ``values``.
+
+        Raises:
+            SessionExists: another transaction inserted the id first.
+        """
+
+    @abstractmethod
+    def _remove(
+        self, tx: C, session_id: str, deleted_at: str, reason: str
+    ) -> tuple[Any, Any] | None:
+        """Write the session's tombstone and remove its rows (retention's one sanctioned
+        path); ``(head_seq, head_hash)`` it had, ``None`` when there is no such session."""
+
+    @abstractmethod
+    def _copy_tombstone(self, tx: C, stone: Tombstone) -> bool:
+        """Insert a copied tombstone; False when it is already here.
+
+        Raises:
+            AppendOnlyViolation: a live session here has that id.
+        """
+
+    @abstractmethod
+    def chain_pages(self, session_id: str) -> AbstractContextManager[Iterator[ChainPage]]:
+        """Every event row of a session a page at a time, each with the head read together
+        with it (``LogStore.chain_pages``)."""
+
+    @abstractmethod
+    def listen(self) -> AppendListener | None:
+        """A listener that wakes on appends by any process, or ``None`` (``LogStore.listen``)."""
 
     @abstractmethod
     def close(self) -> None:
         """Release the store's connections; further calls fail."""
+
+    # -- what the roles share ---------------------------------------------------------------
+
+    def _query(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._read(lambda tx: tx.execute(query, params).fetchall())
+
+    def _insert_session(self, tx: C, new: NewSession, *, created_at: str | None = None) -> str:
+        """Insert a session row; its id (drawn when ``new.id`` is None).
+
+        Raises:
+            InputError: the id or a text field would not be stored as given.
+            SessionExists: the id is taken, or was removed by retention.
+        """
+        session_id = check_new_session(new)
+        if tx.execute(self.sql.session_taken, (session_id, session_id)).fetchone():
+            raise SessionExists(session_id)
+        metadata = json_line(new.metadata)
+        fields = (new.title, new.agent, new.user, new.workspace, new.started, metadata)
+        self._insert_session_row(tx, (session_id, *fields, created_at or now_timestamp()))
+        return session_id
+
+    def _live_lease(self, tx: Tx, session_id: str) -> TurnLease | None:
+        row = tx.execute(self.sql.live_lease, (session_id, now_timestamp())).fetchone()
+        return TurnLease(session_id, row[0], row[1], row[2]) if row else None
+
+
+class EventLogBase(Backend[C]):
+    """Sessions and their events (``EventLog``)."""
+
+    def create_session(self, new: NewSession) -> Session:
+        """Create a session row. Raises ``SessionExists`` when the id is taken."""
+        session_id = check_new_session(new)  # drawn once, not once per retry
+        self._write("create_session", lambda tx: self._insert_session(tx, with_id(new, session_id)))
+        return self.get_session(session_id)
+
+    def get_session(self, session_id: str) -> Session:
+        """The session row. Raises ``SessionNotFound``."""
+        rows = self._query(self.sql.get_session, (session_id,))
+        if not rows:
+            raise SessionNotFound(session_id)
+        return session_from_row(rows[0])
+
+    def sessions(self) -> list[Session]:
+        """Every session, in the order they were created."""
+        return [session_from_row(row) for row in self._query(self.sql.sessions)]
+
+    def head(self, session_id: str) -> tuple[int, bytes] | None:
+        """``(head_seq, head_hash)`` of the session row, or ``None`` if there is no row."""
+        rows = self._query(self.sql.head, (session_id,))
+        return stored_head(session_id, rows[0][0], rows[0][1]) if rows else None
 
     def append(
         self,
@@ -105,6 +273,65 @@ class StoreBase(ABC):
     ) -> Appended:
         """Append one event (see :meth:`append_batch`)."""
         return self.append_batch(session_id, [NewEvent(payload, created_at, key)])[0]
+
+    def append_batch(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        create: NewSession | None = None,
+        unless_turn: bool = False,
+    ) -> list[Appended]:
+        """Append events to a session in one transaction: all are written or none.
+
+        Args:
+            session_id: the session; created from ``create`` (whose id is ignored) when it
+                does not exist and ``create`` is given.
+            events: payloads with optional ``created_at`` and idempotency ``key``.
+            unless_turn: refuse (``TurnInFlight``) while an agent turn holds the session's
+                turn lock, checked under the session's append lock (a user's own tool call).
+
+        Returns:
+            One :class:`Appended` per event, in order. An event whose key is already in the
+            session (or earlier in the batch) is not written and gets the first seq back.
+
+        Raises:
+            PayloadError: a payload would not round-trip (nothing written).
+            PayloadTooLarge: a payload is above ``max_payload_bytes`` (nothing written).
+            InputError: a ``created_at``, a key or a field of ``create`` would not be stored
+                as given (nothing written).
+            SessionNotFound: the session does not exist and ``create`` is None.
+            TurnInFlight: ``unless_turn`` and an agent turn is in flight (nothing written).
+            StoreError: the database failed (PostgreSQL: after bounded retries of conflicts).
+        """
+        # Everything that can be refused is refused before the lock: it is held only for SQL.
+        encoded = encode_events(events, self.max_payload_bytes)
+        if create is not None:
+            check_new_session(with_id(create, session_id))
+        keys = sorted({key for _, _, key in encoded if key is not None})
+
+        def tx(conn: C) -> list[Appended]:
+            head = self._lock_head(conn, session_id, encoded, keys, create)
+            if unless_turn:
+                lease = self._live_lease(conn, session_id)
+                if lease is not None:
+                    raise TurnInFlight(session_id, lease.turn_id, lease.expires_at)
+            plan = chain_events(
+                session_id,
+                encoded,
+                head_seq=head.seq,
+                head_hash=head.hash,
+                stored=head.stored,
+                now=now_timestamp(),
+            )
+            if plan.rows:
+                self._insert_rows(conn, session_id, plan.rows)
+                if plan.keys:
+                    self._insert_keys(conn, session_id, plan.keys)
+                self._set_head(conn, session_id, plan.head_seq, plan.head_hash)
+            return plan.results
+
+        return self._write("append", tx)
 
     def read(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -125,7 +352,7 @@ class StoreBase(ABC):
         remaining = limit
         while remaining is None or remaining > 0:
             page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
-            rows = self._read_page(session_id, after_seq, page)
+            rows: list[Row] = self._query(self.sql.read_page, (session_id, after_seq, page))
             yield from rows
             if len(rows) < page:
                 return
@@ -133,261 +360,182 @@ class StoreBase(ABC):
             if remaining is not None:
                 remaining -= len(rows)
 
+    def event_keys(self, session_id: str) -> list[tuple[str, int]]:
+        """``(key, seq)`` of every idempotency key of a session, in seq order."""
+        return [(key, seq) for key, seq in self._query(self.sql.event_keys, (session_id,))]
+
+
+class TraceLogBase(Backend[C]):
+    """Trace rows (``TraceLog``)."""
+
+    def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
+        """Write trace rows in one transaction, skipping any already stored for its result.
+
+        Raises:
+            InputError: a text field of a row would not be stored as given, naming the field
+                (nothing written).
+        """
+        for row in rows:
+            check_trace(row)
+
+        def tx(conn: C) -> list[TraceRow]:
+            written: list[TraceRow] = []
+            for row in rows:
+                values = [getattr(row, name) for name in TRACE_FIELDS]
+                got = conn.execute(self.sql.insert_trace, values).fetchone()
+                if got is not None:
+                    written.append(stored_trace(row, int(got[0])))
+            return written
+
+        return self._write("add_traces", tx)
+
+    def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
+        """A session's trace rows in result order, or only those of the turn at ``turn_seq``."""
+        if turn_seq is None:
+            rows = self._query(self.sql.traces, (session_id,))
+        else:
+            rows = self._query(self.sql.turn_traces, (session_id, turn_seq))
+        return [trace_row(row) for row in rows]
+
+    def trace(self, trace_id: int) -> TraceRow:
+        """One trace row by id. Raises ``InputError`` when there is none."""
+        rows = self._query(self.sql.trace, (trace_id,))
+        if not rows:
+            raise InputError(f"no trace row {trace_id}")
+        return trace_row(rows[0])
+
+
+class TurnLocksBase(Backend[C]):
+    """The turn lock (``TurnLocks``)."""
+
+    def acquire_turn(
+        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+    ) -> TurnLease:
+        """Take or renew the session's turn lock for ``ttl_s`` seconds.
+
+        The session row is locked first, as an append locks it, so a lease and a user's
+        append (``unless_turn``) are decided one after the other, on any replica.
+
+        Raises:
+            SessionNotFound: no such session.
+            TurnInFlight: another turn holds a lease that has not expired.
+        """
+        check_text("turn id", turn_id)
+        check_text("turn holder", holder)
+
+        def tx(conn: C) -> TurnLease:
+            if conn.execute(self.sql.lock_head, (session_id,)).fetchone() is None:
+                raise SessionNotFound(session_id)
+            held = self._live_lease(conn, session_id)
+            if held is not None and held.turn_id != turn_id:
+                raise TurnInFlight(session_id, held.turn_id, held.expires_at)
+            expires = normalize_timestamp(datetime.now(UTC) + timedelta(seconds=ttl_s))
+            conn.execute(self.sql.take_lease, (session_id, turn_id, holder, expires))
+            return TurnLease(session_id, turn_id, holder, expires)
+
+        return self._write("acquire_turn", tx)
+
+    def current_turn(self, session_id: str) -> TurnLease | None:
+        """The lease in force for the session, or ``None`` when no agent turn is in flight."""
+        return self._read(lambda tx: self._live_lease(tx, session_id))
+
+    def release_turn(self, session_id: str, turn_id: str) -> None:
+        """Give the turn lock back; a no-op when ``turn_id`` does not hold it."""
+        self._write(
+            "release_turn", lambda tx: tx.execute(self.sql.release_lease, (session_id, turn_id))
+        )
+
+
+class ArchiveBase(Backend[C]):
+    """Removing and copying whole sessions (``Archive``)."""
+
+    def remove_session(self, session_id: str, *, reason: str) -> Tombstone:
+        """Remove a session, its events, keys and trace rows, leaving a tombstone.
+
+        The tombstone is written first, in the same transaction: the database refuses these
+        deletes for any session without one (schema triggers), so this is the only way.
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        check_text("retention reason", reason)
+        deleted_at = now_timestamp()
+        row = self._write(
+            "remove_session", lambda tx: self._remove(tx, session_id, deleted_at, reason)
+        )
+        if row is None:
+            raise SessionNotFound(session_id)
+        return Tombstone(session_id, row[0], bytes(row[1]), deleted_at, reason)
+
+    def tombstones(self) -> list[Tombstone]:
+        """Every tombstone, oldest first."""
+        rows = self._query(self.sql.tombstones)
+        return [Tombstone(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows]
+
+    def copy_session(
+        self, session: Session, rows: Iterable[Row], *, keys: Sequence[tuple[str, int]] = ()
+    ) -> int:
+        """Write a session copied from another log, in one transaction (see
+        :meth:`agenttrail.log.store.Archive.copy_session`)."""
+        check_session(session)
+        for key, _ in keys:
+            check_text("idempotency key", key)
+
+        def tx(conn: C) -> int:
+            head = conn.execute(self.sql.lock_head, (session.id,)).fetchone()
+            if head is None:
+                self._insert_session(conn, as_new_session(session), created_at=session.created_at)
+                head = (0, GENESIS_HASH)
+            seq, prev = stored_head(session.id, *head)
+            hash_row = chain_hasher(session.id)
+            written = 0
+            batch: list[Row] = []
+            for row_seq, created_at, data, digest in rows:
+                if row_seq <= seq:
+                    continue
+                check_created_at(created_at)
+                if row_seq != seq + 1 or hash_row(prev, row_seq, created_at, data) != digest:
+                    raise ChainBroken(session.id, row_seq, "the copied row does not chain")
+                seq, prev = row_seq, digest
+                batch.append((row_seq, created_at, data, digest))
+                written += 1
+                if len(batch) >= READ_PAGE_ROWS:
+                    self._copy_rows(conn, session.id, batch)
+            self._copy_rows(conn, session.id, batch)
+            if written:
+                self._set_head(conn, session.id, seq, prev)
+            if keys:
+                self._insert_keys(conn, session.id, [(k, n) for k, n in keys if n <= seq])
+            return written
+
+        return self._write("copy_session", tx)
+
+    def _copy_rows(self, tx: C, session_id: str, batch: list[Row]) -> None:
+        """Insert a batch of copied rows and empty it."""
+        if batch:
+            self._cover_rows(tx, session_id, batch[-1][0])
+            self._insert_rows(tx, session_id, batch)
+            batch.clear()
+
+    def copy_tombstone(self, stone: Tombstone) -> bool:
+        """Keep a tombstone copied from another log; False when it is already here.
+
+        Raises:
+            AppendOnlyViolation: a live session here has that id.
+        """
+        return self._write("copy_tombstone", lambda tx: self._copy_tombstone(tx, stone))
+
+    def event_session_ids(self) -> set[str]:
+        """Every session id that has at least one event row."""
+        return {row[0] for row in self._query(self.sql.event_session_ids)}
+
+
+class StoreBase(EventLogBase[C], TraceLogBase[C], TurnLocksBase[C], ArchiveBase[C]):
+    """Every role of the ``LogStore`` contract, over a :class:`Backend`; a context manager
+    that closes the store on exit."""
+
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def stored_head(session_id: str, head_seq: Any, head_hash: Any) -> tuple[int, bytes]:
-    """A session row's ``(head_seq, head_hash)``, checked: SQLite keeps whatever type a hand
-    edit wrote, and a head that is not an integer and 32 bytes would fail later, unnamed.
-
-    Raises:
-        StoreError: naming the session and the column (the row was changed by hand).
-    """
-    if type(head_seq) is not int:
-        raise StoreError(f"session {session_id!r}: head_seq {head_seq!r} is not an integer")
-    if not isinstance(head_hash, bytes) or len(head_hash) != 32:
-        raise StoreError(f"session {session_id!r}: head_hash {head_hash!r} is not 32 bytes")
-    return head_seq, head_hash
-
-
-def session_from_row(values: Sequence[Any]) -> Session:
-    """The ``Session`` of a sessions row read as ``id, title, agent, user, workspace, started,
-    metadata, created_at, head_seq, head_hash`` (both backends select these columns).
-
-    Raises:
-        StoreError: the metadata is not a JSON object, or the head is not well-formed.
-    """
-    session_id = values[0]
-    try:
-        metadata = json.loads(values[6])
-    except (TypeError, ValueError):
-        metadata = None
-    if not isinstance(metadata, dict):
-        raise StoreError(f"session {session_id!r}: metadata is not a JSON object")
-    head_seq, head_hash = stored_head(session_id, values[8], values[9])
-    return Session(
-        id=session_id,
-        title=values[1],
-        agent=values[2],
-        user=values[3],
-        workspace=values[4],
-        started=values[5],
-        metadata=metadata,
-        created_at=values[7],
-        head_seq=head_seq,
-        head_hash=head_hash,
-    )
-
-
-def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[Encoded]:
-    """Encode each payload and check it before any lock is taken (nothing is written on error).
-
-    Raises:
-        PayloadError: a payload would not round-trip.
-        PayloadTooLarge: a payload is above ``max_payload_bytes`` (bytes of CBOR).
-        InputError: a ``created_at`` is not in the store's form, or a key is not text.
-    """
-    encoded: list[Encoded] = []
-    for event in events:
-        data = encode_payload(event.payload)
-        if len(data) > max_payload_bytes:
-            raise PayloadTooLarge(len(data), max_payload_bytes)
-        if event.created_at is not None:
-            check_created_at(event.created_at)
-        if event.key is not None:
-            check_text("idempotency key", event.key)
-        encoded.append((data, event.created_at, event.key))
-    return encoded
-
-
-def new_events(encoded: Sequence[Encoded], stored: Mapping[str, Appended]) -> int:
-    """How many of ``encoded`` an append writes: every event without a key, and the first
-    event of each key that is not in ``stored`` (the session's keys already written)."""
-    seen: set[str] = set()
-    count = 0
-    for _, _, key in encoded:
-        if key is None:
-            count += 1
-        elif key not in stored and key not in seen:
-            seen.add(key)
-            count += 1
-    return count
-
-
-@dataclass(frozen=True)
-class Chained:
-    """What an append writes, decided before any row is inserted."""
-
-    results: list[Appended]
-    """One per event given, in order (duplicates carry the first seq and ``duplicate``)."""
-    rows: list[Row]
-    """``(seq, created_at, payload, hash)`` of each new event, in seq order."""
-    keys: list[tuple[str, int]]
-    """``(key, seq)`` of each new keyed event."""
-    head_seq: int
-    """The session's head after the append."""
-    head_hash: bytes
-    """Its chain hash."""
-
-
-def chain_events(
-    session_id: str,
-    encoded: Sequence[Encoded],
-    *,
-    head_seq: int,
-    head_hash: bytes,
-    stored: Mapping[str, Appended],
-    now: str,
-) -> Chained:
-    """Give each new event of an append its seq (``head_seq + 1`` …) and chain hash.
-
-    Must run while the backend holds the session's append lock, with ``stored`` read under
-    the same lock, so that the seqs are the next ones and no key is written twice.
-
-    Args:
-        session_id: the session.
-        encoded: the events (:func:`encode_events`).
-        head_seq: the session's head seq before the append.
-        head_hash: its chain hash (``GENESIS_HASH`` when empty).
-        stored: the session's keys already written, among those of ``encoded``.
-        now: ``created_at`` of events that do not bring their own.
-    """
-    hash_row = chain_hasher(session_id)
-    seq, prev = head_seq, head_hash
-    results: list[Appended] = []
-    rows: list[Row] = []
-    keys: list[tuple[str, int]] = []
-    batch_keys: dict[str, Appended] = {}
-    for data, created_at, key in encoded:
-        if key is not None:
-            hit = batch_keys.get(key) or stored.get(key)
-            if hit is not None:
-                results.append(hit)
-                continue
-        seq += 1
-        stamp = created_at or now
-        prev = hash_row(prev, seq, stamp, data)
-        rows.append((seq, stamp, data, prev))
-        results.append(Appended(seq, prev))
-        if key is not None:
-            keys.append((key, seq))
-            batch_keys[key] = Appended(seq, prev, duplicate=True)
-    return Chained(results, rows, keys, seq, prev)
-
-
-def as_new_session(session: Session) -> NewSession:
-    """The :class:`NewSession` that creates a copy of ``session`` (its id and fields)."""
-    return NewSession(
-        session.id,
-        session.title,
-        session.agent,
-        session.user,
-        session.workspace,
-        session.started,
-        session.metadata,
-    )
-
-
-def with_id(new: NewSession, session_id: str) -> NewSession:
-    """``new`` with its id replaced."""
-    return dataclasses.replace(new, id=session_id)
-
-
-def check_session_id(session_id: str) -> None:
-    """Raise ``InputError`` unless ``session_id`` is 1–200 printable characters of text."""
-    if not isinstance(session_id, str) or not session_id or len(session_id) > 200:
-        raise InputError(f"session id must be 1 to 200 characters, not {session_id!r}")
-    if not session_id.isprintable() or session_id != session_id.strip():
-        raise InputError(f"session id {session_id!r} has control or surrounding space characters")
-    if not _is_text(session_id):
-        raise InputError(f"session id {session_id!r} is not valid Unicode text")
-
-
-def check_new_session(new: NewSession) -> str:
-    """Check a session to create; returns its id (a new UUID when ``new.id`` is ``None``).
-
-    Raises:
-        InputError: the id or a text field would not be stored as given.
-    """
-    session_id = new.id if new.id is not None else str(uuid.uuid4())
-    check_session_id(session_id)
-    for name in SESSION_TEXT_FIELDS:
-        value = getattr(new, name)
-        if value is not None:
-            check_text(f"session {name}", value)
-    return session_id
-
-
-def check_session(session: Session) -> None:
-    """Check a session row copied from another log (:meth:`LogStore.copy_session`)."""
-    check_session_id(session.id)
-    for name in SESSION_TEXT_FIELDS:
-        value = getattr(session, name)
-        if value is not None:
-            check_text(f"session {name}", value)
-    check_created_at(session.created_at)
-
-
-def check_trace(row: NewTrace) -> None:
-    """Raise ``InputError`` when a text field of a trace row would not be stored as given."""
-    for name in TRACE_TEXT_FIELDS:
-        value = getattr(row, name)
-        if value is not None:
-            check_text(f"trace row {name}", value)
-
-
-def check_text(what: str, value: object) -> None:
-    """Raise ``InputError`` unless ``value`` is text both backends store as given.
-
-    Session fields, keys and trace-row text are database text: valid Unicode without lone
-    surrogates (not UTF-8) and without NUL (PostgreSQL text cannot hold U+0000). Payloads
-    have no such limit; they are CBOR bytes (``docs/log-format.md``, Lossless text).
-    """
-    if not _is_text(value):
-        raise InputError(f"{what} {value!r} is not valid Unicode text")
-    assert isinstance(value, str)
-    if "\x00" in value:
-        raise InputError(
-            f"{what} {value!r} holds a NUL character, which a database text column cannot store"
-        )
-
-
-def _is_text(value: object) -> bool:
-    """True for a ``str`` that a database can store as text: no lone surrogates."""
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def check_created_at(created_at: str) -> None:
-    """Raise ``InputError`` unless ``created_at`` is in the 27-character form the store writes."""
-    if (
-        not isinstance(created_at, str)
-        or len(created_at) != 27
-        or not created_at.endswith("Z")
-        or not created_at.isascii()
-    ):
-        raise InputError(
-            f"created_at {created_at!r} is not in YYYY-MM-DDTHH:MM:SS.ffffffZ form "
-            "(use agenttrail.codec.normalize_timestamp)"
-        )
-
-
-def stored_trace(row: NewTrace, trace_id: int) -> TraceRow:
-    """``row`` as stored under ``trace_id``."""
-    return TraceRow(**{name: getattr(row, name) for name in TRACE_FIELDS}, id=trace_id)
-
-
-def trace_row(values: Sequence[Any]) -> TraceRow:
-    """A :class:`TraceRow` from its columns in :data:`TRACE_FIELDS` order, then the id."""
-    fields = dict(zip(TRACE_FIELDS, values[:-1], strict=True))
-    fields["envelope"] = bytes(fields["envelope"])
-    return TraceRow(**fields, id=values[-1])

@@ -1,8 +1,9 @@
 """The shared backend: PostgreSQL, for several machines and several server replicas.
 
 The same contract as :mod:`agenttrail.log.store.sqlite`, the same rows and the same bytes (a chain
-hashes the same in both; ``agenttrail migrate`` copies between them). What differs is how the
-append lock is taken and who may change what:
+hashes the same in both; ``agenttrail migrate`` copies between them), and the same code for
+everything but the parts below (``_base.py``). What differs is how the append lock is taken
+and who may change what:
 
 - **Seq allocation.** An append's first statement on the session row is
   ``UPDATE sessions SET head_seq = head_seq + n WHERE id = … RETURNING head_seq, head_hash``.
@@ -25,8 +26,9 @@ append lock is taken and who may change what:
 - **Replicas.** An append NOTIFYs ``agenttrail_appends`` with ``<schema>/<session id>`` at
   commit; :meth:`PostgresStore.listen` gives a server's live feed a LISTEN connection.
 
-Driver errors are translated here and nowhere else (docs/architecture.md, Errors): the layers above
-see :class:`~agenttrail.errors.StoreError` and its kin, never ``psycopg``.
+Driver errors are translated here and nowhere else (docs/architecture.md, Errors), by class
+and SQLSTATE (:func:`postgres_error`): the layers above see
+:class:`~agenttrail.errors.StoreError` and its kin, never ``psycopg``.
 """
 
 from __future__ import annotations
@@ -35,9 +37,8 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -46,40 +47,17 @@ import psycopg_pool
 from psycopg import errors as pgerrors
 from psycopg import sql
 
-from agenttrail.codec import json_line, normalize_timestamp, now_timestamp
+from agenttrail.codec import now_timestamp
 from agenttrail.errors import (
     AgentTrailError,
     AppendOnlyViolation,
-    ChainBroken,
     InputError,
     SessionExists,
     SessionNotFound,
     StoreError,
-    TurnInFlight,
 )
-from agenttrail.log.chain import chain_hasher
-from agenttrail.log.store import Appended, ChainPage, Row, Tombstone, TurnLease
-from agenttrail.log.store._base import (
-    CHAIN_PAGE_ROWS,
-    READ_PAGE_ROWS,
-    TRACE_FIELDS,
-    Encoded,
-    StoreBase,
-    as_new_session,
-    chain_events,
-    check_created_at,
-    check_new_session,
-    check_session,
-    check_text,
-    check_trace,
-    encode_events,
-    new_events,
-    session_from_row,
-    stored_head,
-    stored_trace,
-    trace_row,
-    with_id,
-)
+from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
+from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase, Tx
 from agenttrail.log.store._pg_connect import (
     CONNECT_TIMEOUT_S,
     NOTIFY_CHANNEL,
@@ -90,7 +68,9 @@ from agenttrail.log.store._pg_connect import (
     first_line,
     parse_url,
 )
-from agenttrail.model import NewEvent, NewSession, NewTrace, Session, TraceRow
+from agenttrail.log.store._rules import Encoded, new_events, stored_head, with_id
+from agenttrail.log.store._sql import Dialect, statements
+from agenttrail.model import NewSession
 
 __all__ = [
     "NOTIFY_CHANNEL",
@@ -98,6 +78,7 @@ __all__ = [
     "PostgresStore",
     "PostgresURL",
     "parse_url",
+    "postgres_error",
 ]
 
 logger = logging.getLogger(__name__)
@@ -140,17 +121,8 @@ two transactions that collided do not collide again in step."""
 
 _RETRYABLE = (pgerrors.SerializationFailure, pgerrors.DeadlockDetected)
 
-_SESSION_COLUMNS = (
-    'id, title, agent, "user", workspace, started, metadata, created_at, head_seq, head_hash'
-)
-_TRACE_COLUMNS = ", ".join(TRACE_FIELDS)
-_GENESIS = bytes(32)
-
 T = TypeVar("T")
 Conn = psycopg.Connection[Any]
-
-
-# -- the store --------------------------------------------------------------------------------
 
 
 class _KeysMoved(Exception):
@@ -158,7 +130,7 @@ class _KeysMoved(Exception):
     look-up and the seq allocation: the allocation counted it as new. Roll back, retry."""
 
 
-class PostgresStore(StoreBase):
+class PostgresStore(StoreBase[Conn]):
     """An agenttrail log in a PostgreSQL schema (``LogStore`` contract).
 
     Args:
@@ -175,6 +147,8 @@ class PostgresStore(StoreBase):
         InputError: the URL is malformed, or the schema holds other tables.
     """
 
+    sql = statements(Dialect.POSTGRESQL)
+
     def __init__(
         self,
         url: str,
@@ -188,11 +162,10 @@ class PostgresStore(StoreBase):
         self.schema = self._url.schema
         self.max_payload_bytes = max_payload_bytes
         self.max_attempts = max_attempts
-        self._create = create
         self._listeners: list[Listener] = []
         self._closed = False
-        with self._connect() as conn:
-            self._setup(conn)
+        with connect(self._url) as conn, self._translate():
+            _set_up(conn, self._url, create=create)
         self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
             self._url.conninfo,
             kwargs=connect_kwargs(self._url, autocommit=True),
@@ -209,124 +182,18 @@ class PostgresStore(StoreBase):
             self._pool.close()
             raise StoreError(f"cannot open a connection pool to {self._url.where}") from e
 
-    # -- connecting and the schema ----------------------------------------------------------
-
-    def _connect(self, *, autocommit: bool = False) -> Conn:
-        """A connection of its own (not pooled). Raises a one-line ``StoreError``."""
-        return connect(self._url, autocommit=autocommit)
-
-    def _setup(self, conn: Conn) -> None:
-        with self._translate():
-            version = self._version(conn)
-            if version is None and not self._create:
-                raise InputError(
-                    f"no agenttrail log in schema {self.schema!r} of {self._url.where} "
-                    "(import something first)"
-                )
-            if version is None or version < SCHEMA_VERSION:
-                try:
-                    self._migrate(conn)
-                except pgerrors.InsufficientPrivilege as e:
-                    raise StoreError(
-                        f"{self._url.where}: {self._url.user!r} cannot set up the agenttrail "
-                        f"schema {self.schema!r} ({first_line(e)}); open it once as the role "
-                        "that is to own the tables (docs/log-format.md, Privileges)"
-                    ) from e
-            elif version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self._url.where}, schema {self.schema!r}: schema version {version} is "
-                    f"newer than this agenttrail ({SCHEMA_VERSION}); upgrade agenttrail"
-                )
-            conn.rollback()
-            # Fail now, with a message, rather than in the pool's background thread.
-            try:
-                self._configure(conn)
-            except pgerrors.InsufficientPrivilege as e:
-                raise StoreError(
-                    f"{self._url.where}: {self._url.user!r} may not SET ROLE {WRITER_ROLE} "
-                    f"(GRANT {WRITER_ROLE} TO {self._url.user}; docs/log-format.md)"
-                ) from e
-            conn.rollback()
-
-    def _version(self, conn: Conn) -> int | None:
-        table = conn.execute(
-            "SELECT to_regclass(format('%%I.agenttrail_schema', %s::text))", (self.schema,)
-        ).fetchone()
-        if table is None or table[0] is None:
-            return None
-        row = conn.execute(
-            sql.SQL("SELECT max(version) FROM {}.agenttrail_schema").format(
-                sql.Identifier(self.schema)
-            )
-        ).fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
-
-    def _migrate(self, conn: Conn) -> None:
-        schema = sql.Identifier(self.schema)
-        # One migration per schema at a time; the others wait, then find it done.
-        conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtext('agenttrail.log.migrate'), hashtext(%s))",
-            (self.schema,),
-        )
-        current = self._version(conn)
-        if current is None:
-            tables = conn.execute(
-                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
-                (self.schema,),
-            ).fetchone()
-            if tables and tables[0]:
-                raise InputError(
-                    f"schema {self.schema!r} of {self._url.where} holds tables but no "
-                    "agenttrail log; name another with ?schema=NAME"
-                )
-            exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self.schema,))
-            if exists.fetchone() is None:
-                conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
-            current = 0
-        conn.execute(sql.SQL("SET LOCAL search_path TO {}, pg_temp").format(schema))
-        for step in range(current + 1, SCHEMA_VERSION + 1):
-            script = resources.files("agenttrail.log.store").joinpath(
-                f"schema/postgres-{step:04d}.sql"
-            )
-            conn.execute(script.read_text("utf-8"))
-            conn.execute(
-                "INSERT INTO agenttrail_schema (version, applied_at) VALUES (%s, %s)",
-                (step, now_timestamp()),
-            )
-        conn.commit()
-        logger.info("postgres: schema %s migrated to version %d", self.schema, SCHEMA_VERSION)
-
     def _configure(self, conn: Conn) -> None:
         """Every new pooled connection: the log's schema first, and the writer's rights."""
-        conn.execute(sql.SQL("SET search_path TO {}, pg_temp").format(sql.Identifier(self.schema)))
-        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(WRITER_ROLE)))
-        if not conn.autocommit:
-            conn.commit()
+        _work_as_writer(conn, self.schema)
 
-    # -- running statements -----------------------------------------------------------------
+    # -- transactions -----------------------------------------------------------------------
 
     @contextmanager
     def _translate(self) -> Iterator[None]:
         try:
             yield
         except psycopg.Error as e:
-            raise self._error(e) from e
-
-    def _error(self, e: psycopg.Error) -> AgentTrailError:
-        """The agenttrail error for a driver error (docs/architecture.md, Errors); the caller chains
-        it."""
-        where = f"{self._url.where}, schema {self.schema!r}"
-        text = first_line(e)
-        if isinstance(e, psycopg_pool.PoolTimeout):
-            return StoreError(f"{where}: no connection free within {POOL_WAIT_S:g} s")
-        if isinstance(e, pgerrors.InsufficientPrivilege) and "for table" in text:
-            return AppendOnlyViolation(f"{where}: {text} (the application role {WRITER_ROLE})")
-        if "append-only" in text or "head only moves forward" in text or "permanent" in text:
-            return AppendOnlyViolation(f"{where}: {text}")
-        if isinstance(e, psycopg.DataError):  # text PostgreSQL cannot hold, a number too big
-            return InputError(f"{where}: {text}")
-        return StoreError(f"{where}: {text}")
+            raise postgres_error(f"{self._url.where}, schema {self.schema!r}", e) from e
 
     @contextmanager
     def _connection(self) -> Iterator[Conn]:
@@ -335,7 +202,12 @@ class PostgresStore(StoreBase):
         with self._translate(), self._pool.connection() as conn:
             yield conn
 
-    def _run(self, what: str, fn: Callable[[Conn], T]) -> T:
+    def _read(self, fn: Callable[[Tx], T]) -> T:
+        # Binary results: bytea columns (payloads, hashes, envelopes) cost less to load.
+        with self._connection() as conn:
+            return fn(conn.cursor(binary=True))
+
+    def _write(self, what: str, fn: Callable[[Conn], T]) -> T:
         """Run ``fn`` in one transaction; retry it on a serialization failure or deadlock
         (at most :attr:`max_attempts` times, with jittered exponential back-off).
 
@@ -377,122 +249,17 @@ class PostgresStore(StoreBase):
             )
             time.sleep(RETRY_BASE_S * 2 ** (attempt - 1) * (0.5 + random.random()))
 
-    def _query(self, query: str, params: Sequence[Any] = (), *, binary: bool = False) -> list[Any]:
-        with self._connection() as conn:
-            return conn.cursor(binary=binary).execute(query, params).fetchall()
+    # -- the append lock and the head -------------------------------------------------------
 
-    # -- sessions ---------------------------------------------------------------------------
-
-    def create_session(self, new: NewSession) -> Session:
-        """Create a session row. Raises ``SessionExists`` when the id is taken."""
-        session_id = check_new_session(new)
-
-        def tx(conn: Conn) -> None:
-            self._insert_session(conn, with_id(new, session_id))
-
-        self._run("create_session", tx)
-        return self.get_session(session_id)
-
-    def _insert_session(
-        self, conn: Conn, new: NewSession, *, created_at: str | None = None
-    ) -> None:
-        assert new.id is not None
-        if conn.execute(
-            "SELECT 1 FROM sessions WHERE id = %s UNION ALL "
-            "SELECT 1 FROM tombstones WHERE session_id = %s",
-            (new.id, new.id),
-        ).fetchone():
-            raise SessionExists(new.id)
-        try:
-            with conn.transaction():  # a savepoint: a lost race leaves the rest intact
-                conn.execute(
-                    'INSERT INTO sessions (id, title, agent, "user", workspace, started, '
-                    "metadata, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    (
-                        new.id,
-                        new.title,
-                        new.agent,
-                        new.user,
-                        new.workspace,
-                        new.started,
-                        json_line(new.metadata),
-                        created_at or now_timestamp(),
-                    ),
-                )
-        except pgerrors.UniqueViolation:
-            raise SessionExists(new.id) from None
-
-    def get_session(self, session_id: str) -> Session:
-        """The session row. Raises ``SessionNotFound``."""
-        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
-        if not rows:
-            raise SessionNotFound(session_id)
-        return session_from_row(rows[0])
-
-    def sessions(self) -> list[Session]:
-        """Every session, in the order they were created."""
-        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created_at, pos")
-        return [session_from_row(row) for row in rows]
-
-    def head(self, session_id: str) -> tuple[int, bytes] | None:
-        """``(head_seq, head_hash)`` of the session row, or ``None`` if there is no row."""
-        rows = self._query("SELECT head_seq, head_hash FROM sessions WHERE id = %s", (session_id,))
-        return stored_head(session_id, rows[0][0], bytes(rows[0][1])) if rows else None
-
-    def event_session_ids(self) -> set[str]:
-        """Every session id that has at least one event row."""
-        return {row[0] for row in self._query("SELECT DISTINCT session_id FROM session_events")}
-
-    # -- appends ----------------------------------------------------------------------------
-
-    def append_batch(
+    def _lock_head(
         self,
+        tx: Conn,
         session_id: str,
-        events: Sequence[NewEvent],
-        *,
-        create: NewSession | None = None,
-        unless_turn: bool = False,
-    ) -> list[Appended]:
-        """Append events to a session in one transaction: all are written or none.
-
-        Args:
-            session_id: the session; created from ``create`` (whose id is ignored) when it
-                does not exist and ``create`` is given.
-            events: payloads with optional ``created_at`` and idempotency ``key``.
-            unless_turn: refuse (``TurnInFlight``) while an agent turn holds the session's
-                turn lock, checked under the session's row lock (a user's own tool call).
-
-        Returns:
-            One :class:`Appended` per event, in order. An event whose key is already in the
-            session (or earlier in the batch) is not written and gets the first seq back.
-
-        Raises:
-            PayloadError: a payload would not round-trip (nothing written).
-            PayloadTooLarge: a payload is above ``max_payload_bytes`` (nothing written).
-            SessionNotFound: the session does not exist and ``create`` is None.
-            TurnInFlight: ``unless_turn`` and an agent turn is in flight (nothing written).
-            StoreError: the database failed (after bounded retries for conflicts).
-        """
-        encoded = encode_events(events, self.max_payload_bytes)  # before any lock
-        if create is not None:
-            check_new_session(with_id(create, session_id))
-        keys = sorted({key for _, _, key in encoded if key is not None})
-
-        def tx(conn: Conn) -> list[Appended]:
-            return self._append_tx(conn, session_id, encoded, keys, create, unless_turn)
-
-        return self._run("append", tx)
-
-    def _append_tx(
-        self,
-        conn: Conn,
-        session_id: str,
-        encoded: list[Encoded],
-        keys: list[str],
+        encoded: Sequence[Encoded],
+        keys: Sequence[str],
         create: NewSession | None,
-        unless_turn: bool,
-    ) -> list[Appended]:
-        stored = self._keyed(conn, session_id, keys) if keys else {}
+    ) -> LockedHead:
+        stored = self._stored_keys(tx, session_id, keys) if keys else {}
         count = new_events(encoded, stored)
         # The seq allocation. This one statement takes the session row's lock and moves the
         # head past the seqs it allocates. A concurrent appender waits for the lock, then in
@@ -504,43 +271,44 @@ class PostgresStore(StoreBase):
             "UPDATE sessions SET head_seq = head_seq + %s WHERE id = %s "
             "RETURNING head_seq, head_hash"
         )
-        row = conn.execute(bump, (count, session_id)).fetchone()
+        row = tx.execute(bump, (count, session_id)).fetchone()
         if row is None:
             if create is None:
                 raise SessionNotFound(session_id)
             # Another appender may have created it meanwhile (or it was removed: raised below).
             with contextlib.suppress(SessionExists):
-                self._insert_session(conn, with_id(create, session_id))
-            row = conn.execute(bump, (count, session_id)).fetchone()
+                self._insert_session(tx, with_id(create, session_id))
+            row = tx.execute(bump, (count, session_id)).fetchone()
             if row is None:
                 raise SessionExists(session_id)
-        if unless_turn:
-            lease = self._live_lease(conn, session_id)
-            if lease is not None:
-                raise TurnInFlight(session_id, lease.turn_id, lease.expires_at)
-        if keys and self._keyed(conn, session_id, keys).keys() != stored.keys():
+        if keys and self._stored_keys(tx, session_id, keys).keys() != stored.keys():
             raise _KeysMoved(session_id)
-        plan = chain_events(
-            session_id,
-            encoded,
-            head_seq=row[0] - count,
-            head_hash=bytes(row[1]),
-            stored=stored,
-            now=now_timestamp(),
-        )
-        if plan.rows:
-            self._insert_rows(conn, session_id, plan.rows)
-            if plan.keys:
-                self._insert_keys(conn, session_id, plan.keys)
-            conn.execute(
-                "UPDATE sessions SET head_hash = %s WHERE id = %s", (plan.head_hash, session_id)
-            )
-        return plan.results
+        return LockedHead(row[0] - count, bytes(row[1]), stored)
 
-    def _insert_rows(self, conn: Conn, session_id: str, rows: Sequence[Row]) -> None:
+    def _stored_keys(self, tx: Conn, session_id: str, keys: Sequence[str]) -> dict[str, Appended]:
+        rows = tx.execute(
+            "SELECT k.key, k.seq, e.hash FROM session_event_keys k JOIN session_events e "
+            "ON e.session_id = k.session_id AND e.seq = k.seq "
+            "WHERE k.session_id = %s AND k.key = ANY(%s)",
+            (session_id, list(keys)),
+        ).fetchall()
+        return {key: Appended(seq, bytes(digest), duplicate=True) for key, seq, digest in rows}
+
+    def _set_head(self, tx: Conn, session_id: str, seq: int, digest: bytes) -> None:
+        # head_seq is there already: the allocation (or _cover_rows) moved it first.
+        tx.execute("UPDATE sessions SET head_hash = %s WHERE id = %s", (digest, session_id))
+
+    def _cover_rows(self, tx: Conn, session_id: str, seq: int) -> None:
+        """Move ``head_seq`` first: the guard trigger admits only rows the head covers, so
+        that only an append (or this copy) inserts rows; the hash follows in ``_set_head``."""
+        tx.execute("UPDATE sessions SET head_seq = %s WHERE id = %s", (seq, session_id))
+
+    # -- rows -------------------------------------------------------------------------------
+
+    def _insert_rows(self, tx: Conn, session_id: str, rows: Sequence[Row]) -> None:
         # One statement for the batch (the guard trigger checks its seqs once), its arrays
         # sent in binary: text-format bytea arrays cost more to escape than to insert.
-        conn.execute(
+        tx.execute(
             "INSERT INTO session_events (session_id, seq, created_at, payload, hash) "
             "SELECT %s, * FROM unnest(%b::bigint[], %b::text[], %b::bytea[], %b::bytea[])",
             (
@@ -552,21 +320,39 @@ class PostgresStore(StoreBase):
             ),
         )
 
-    def _insert_keys(self, conn: Conn, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
-        conn.execute(
+    def _insert_keys(self, tx: Conn, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
+        tx.execute(
             "INSERT INTO session_event_keys (session_id, key, seq) "
             "SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
             (session_id, [k for k, _ in keys], [n for _, n in keys]),
         )
 
-    def _keyed(self, conn: Conn, session_id: str, keys: list[str]) -> dict[str, Appended]:
-        rows = conn.execute(
-            "SELECT k.key, k.seq, e.hash FROM session_event_keys k JOIN session_events e "
-            "ON e.session_id = k.session_id AND e.seq = k.seq "
-            "WHERE k.session_id = %s AND k.key = ANY(%s)",
-            (session_id, keys),
-        ).fetchall()
-        return {key: Appended(seq, bytes(digest), duplicate=True) for key, seq, digest in rows}
+    def _insert_session_row(self, tx: Conn, values: Sequence[Any]) -> None:
+        try:
+            with tx.transaction():  # a savepoint: a lost race leaves the rest intact
+                tx.execute(self.sql.insert_session, values)
+        except pgerrors.UniqueViolation:
+            raise SessionExists(values[0]) from None
+
+    # -- retention --------------------------------------------------------------------------
+
+    def _remove(
+        self, tx: Conn, session_id: str, deleted_at: str, reason: str
+    ) -> tuple[Any, Any] | None:
+        # The application role has no DELETE on the evidence: agenttrail_remove_session
+        # (SECURITY DEFINER) writes the tombstone first and then removes the rows.
+        row = tx.execute(
+            "SELECT head_seq, head_hash FROM agenttrail_remove_session(%s, %s, %s)",
+            (session_id, deleted_at, reason),
+        ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def _copy_tombstone(self, tx: Conn, stone: Tombstone) -> bool:
+        row = tx.execute(
+            "SELECT agenttrail_copy_tombstone(%s, %s, %s, %s, %s)",
+            (stone.session_id, stone.head_seq, stone.head_hash, stone.deleted_at, stone.reason),
+        ).fetchone()
+        return bool(row and row[0])
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -593,243 +379,13 @@ class PostgresStore(StoreBase):
                 return
             after = page[-1][0]
 
-    def _read_page(self, session_id: str, after_seq: int, limit: int) -> list[Row]:
-        return self._query(
-            "SELECT seq, created_at, payload, hash FROM session_events "
-            "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s",
-            (session_id, after_seq, limit),
-            binary=True,
-        )
-
-    def event_keys(self, session_id: str) -> list[tuple[str, int]]:
-        """``(key, seq)`` of every idempotency key of a session, in seq order."""
-        rows = self._query(
-            "SELECT key, seq FROM session_event_keys WHERE session_id = %s ORDER BY seq, key",
-            (session_id,),
-        )
-        return [(key, seq) for key, seq in rows]
-
-    # -- copies (agenttrail migrate) ----------------------------------------------------------
-
-    def copy_session(
-        self,
-        session: Session,
-        rows: Iterable[Row],
-        *,
-        keys: Sequence[tuple[str, int]] = (),
-    ) -> int:
-        """Write a session copied from another log, in one transaction (see
-        :meth:`agenttrail.log.store.LogStore.copy_session`)."""
-        check_session(session)
-        for key, _ in keys:
-            check_text("idempotency key", key)
-
-        def tx(conn: Conn) -> int:
-            head = conn.execute(
-                "SELECT head_seq, head_hash FROM sessions WHERE id = %s FOR NO KEY UPDATE",
-                (session.id,),
-            ).fetchone()
-            if head is None:
-                self._insert_session(conn, as_new_session(session), created_at=session.created_at)
-                head = (0, _GENESIS)
-            seq, prev = int(head[0]), bytes(head[1])
-            written = 0
-            hash_row = chain_hasher(session.id)
-            batch: list[Row] = []
-
-            def flush() -> None:
-                if batch:
-                    conn.execute(
-                        "UPDATE sessions SET head_seq = %s WHERE id = %s",
-                        (batch[-1][0], session.id),
-                    )
-                    self._insert_rows(conn, session.id, batch)
-                    batch.clear()
-
-            for row_seq, created_at, data, digest in rows:
-                if row_seq <= seq:
-                    continue
-                check_created_at(created_at)
-                if row_seq != seq + 1 or hash_row(prev, row_seq, created_at, data) != digest:
-                    raise ChainBroken(session.id, row_seq, "the copied row does not chain")
-                seq, prev = row_seq, digest
-                batch.append((row_seq, created_at, data, digest))
-                written += 1
-                if len(batch) >= READ_PAGE_ROWS:
-                    flush()
-            flush()
-            if written:
-                conn.execute("UPDATE sessions SET head_hash = %s WHERE id = %s", (prev, session.id))
-            if keys:
-                self._insert_keys(conn, session.id, [(k, n) for k, n in keys if n <= seq])
-            return written
-
-        return self._run("copy_session", tx)
-
-    def copy_tombstone(self, stone: Tombstone) -> bool:
-        """Keep a tombstone copied from another log; False when it is already here.
-
-        Raises:
-            AppendOnlyViolation: a live session here has that id.
-        """
-        rows = self._run(
-            "copy_tombstone",
-            lambda conn: conn.execute(
-                "SELECT agenttrail_copy_tombstone(%s, %s, %s, %s, %s)",
-                (stone.session_id, stone.head_seq, stone.head_hash, stone.deleted_at, stone.reason),
-            ).fetchone(),
-        )
-        return bool(rows and rows[0])
-
-    # -- trace rows ---------------------------------------------------------------------------
-
-    def add_traces(self, rows: Sequence[NewTrace]) -> list[TraceRow]:
-        """Write trace rows in one transaction, skipping any already stored for its result."""
-        for row in rows:
-            check_trace(row)
-        insert = (
-            f"INSERT INTO trace_rows ({_TRACE_COLUMNS}) "
-            f"VALUES ({', '.join(['%s'] * len(TRACE_FIELDS))}) "
-            "ON CONFLICT (session_id, result_seq) DO NOTHING RETURNING id"
-        )
-
-        def tx(conn: Conn) -> list[TraceRow]:
-            written: list[TraceRow] = []
-            for row in rows:
-                got = conn.execute(insert, [getattr(row, n) for n in TRACE_FIELDS]).fetchone()
-                if got is not None:
-                    written.append(stored_trace(row, int(got[0])))
-            return written
-
-        return self._run("add_traces", tx)
-
-    def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
-        """A session's trace rows in result order, or only those of the turn at ``turn_seq``."""
-        args: list[str | int] = [session_id]
-        where = "session_id = %s"
-        if turn_seq is not None:
-            where, args = where + " AND turn_seq = %s", [session_id, turn_seq]
-        rows = self._query(
-            f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE {where} ORDER BY result_seq",
-            args,
-            binary=True,
-        )
-        return [trace_row(row) for row in rows]
-
-    def trace(self, trace_id: int) -> TraceRow:
-        """One trace row by id. Raises ``InputError`` when there is none."""
-        rows = self._query(
-            f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE id = %s", (trace_id,), binary=True
-        )
-        if not rows:
-            raise InputError(f"no trace row {trace_id}")
-        return trace_row(rows[0])
-
-    # -- turn lock ----------------------------------------------------------------------------
-
-    def acquire_turn(
-        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
-    ) -> TurnLease:
-        """Take or renew the session's turn lock for ``ttl_s`` seconds.
-
-        The session row is locked first, as an append locks it, so a lease and a user's
-        append (``unless_turn``) are decided one after the other, on any replica.
-
-        Raises:
-            SessionNotFound: no such session.
-            TurnInFlight: another turn holds a lease that has not expired.
-        """
-        check_text("turn id", turn_id)
-        check_text("turn holder", holder)
-
-        def tx(conn: Conn) -> TurnLease:
-            if (
-                conn.execute(
-                    "SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
-                ).fetchone()
-                is None
-            ):
-                raise SessionNotFound(session_id)
-            held = self._live_lease(conn, session_id)
-            if held is not None and held.turn_id != turn_id:
-                raise TurnInFlight(session_id, held.turn_id, held.expires_at)
-            expires = normalize_timestamp(datetime.now(UTC) + timedelta(seconds=ttl_s))
-            conn.execute(
-                "INSERT INTO turn_leases (session_id, turn_id, holder, expires_at) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
-                "turn_id = excluded.turn_id, holder = excluded.holder, "
-                "expires_at = excluded.expires_at",
-                (session_id, turn_id, holder, expires),
-            )
-            return TurnLease(session_id, turn_id, holder, expires)
-
-        return self._run("acquire_turn", tx)
-
-    def current_turn(self, session_id: str) -> TurnLease | None:
-        """The lease in force for the session, or ``None`` when no agent turn is in flight."""
-        with self._connection() as conn:
-            return self._live_lease(conn, session_id)
-
-    def release_turn(self, session_id: str, turn_id: str) -> None:
-        """Give the turn lock back; a no-op when ``turn_id`` does not hold it."""
-        self._run(
-            "release_turn",
-            lambda conn: conn.execute(
-                "DELETE FROM turn_leases WHERE session_id = %s AND turn_id = %s",
-                (session_id, turn_id),
-            ),
-        )
-
-    def _live_lease(self, conn: Conn, session_id: str) -> TurnLease | None:
-        row = conn.execute(
-            "SELECT turn_id, holder, expires_at FROM turn_leases "
-            "WHERE session_id = %s AND expires_at > %s",
-            (session_id, now_timestamp()),
-        ).fetchone()
-        return TurnLease(session_id, row[0], row[1], row[2]) if row else None
-
-    # -- retention ----------------------------------------------------------------------------
-
-    def remove_session(self, session_id: str, *, reason: str) -> Tombstone:
-        """Remove a session, its events, keys and trace rows, leaving a tombstone.
-
-        Goes through ``agenttrail_remove_session`` (SECURITY DEFINER): the application role
-        has no DELETE on the evidence, and the triggers refuse these deletes for a session
-        without a tombstone, so this is the only way.
-
-        Raises:
-            SessionNotFound: no such session.
-        """
-        check_text("retention reason", reason)
-        deleted_at = now_timestamp()
-        row = self._run(
-            "remove_session",
-            lambda conn: conn.execute(
-                "SELECT head_seq, head_hash FROM agenttrail_remove_session(%s, %s, %s)",
-                (session_id, deleted_at, reason),
-            ).fetchone(),
-        )
-        if row is None:
-            raise SessionNotFound(session_id)
-        return Tombstone(session_id, int(row[0]), bytes(row[1]), deleted_at, reason)
-
-    def tombstones(self) -> list[Tombstone]:
-        """Every tombstone, oldest first."""
-        rows = self._query(
-            "SELECT session_id, head_seq, head_hash, deleted_at, reason FROM tombstones "
-            "ORDER BY deleted_at, pos"
-        )
-        return [Tombstone(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows]
-
-    # -- live ---------------------------------------------------------------------------------
+    # -- live and lifecycle -----------------------------------------------------------------
 
     def listen(self) -> Listener:
         """A LISTEN connection that wakes on every append to this log (by any process)."""
         listener = Listener(self._url)
         self._listeners.append(listener)
         return listener
-
-    # -- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the pool and any listener; further calls fail."""
@@ -839,3 +395,127 @@ class PostgresStore(StoreBase):
         for listener in self._listeners:
             listener.close()
         self._pool.close()
+
+
+def postgres_error(where: str, e: psycopg.Error) -> AgentTrailError:
+    """The agenttrail error for a psycopg error, chosen by its class (SQLSTATE); the caller
+    chains ``e`` as the cause (docs/architecture.md, Errors).
+
+    Args:
+        where: the database and schema, for the message (never the password).
+        e: the driver's error.
+
+    Returns:
+        ``StoreError`` for a pool with no free connection; ``AppendOnlyViolation`` for a
+        privilege the application role lacks (42501, ``insufficient_privilege``) and for a
+        guard trigger's refusal (23001, ``restrict_violation``, which every ``RAISE`` in
+        ``schema/postgres-0001.sql`` sets); ``InputError`` for data PostgreSQL cannot hold
+        (class 22: text with NUL, a number too big); else ``StoreError``.
+    """
+    text = first_line(e)
+    if isinstance(e, psycopg_pool.PoolTimeout):
+        return StoreError(f"{where}: no connection free within {POOL_WAIT_S:g} s")
+    if isinstance(e, pgerrors.InsufficientPrivilege):
+        return AppendOnlyViolation(f"{where}: {text} (the application role {WRITER_ROLE})")
+    if isinstance(e, pgerrors.RestrictViolation):
+        return AppendOnlyViolation(f"{where}: {text}")
+    if isinstance(e, psycopg.DataError):
+        return InputError(f"{where}: {text}")
+    return StoreError(f"{where}: {text}")
+
+
+# -- the schema -------------------------------------------------------------------------------
+
+
+def _set_up(conn: Conn, url: PostgresURL, *, create: bool) -> None:
+    """Check the log's schema version on a connection of its own; migrate it (``create``),
+    and check that the login may work as the writer role.
+
+    Raises:
+        InputError: no log in the schema and not ``create``.
+        StoreError: the schema is newer than this agenttrail, or the login lacks the rights.
+    """
+    version = _version(conn, url.schema)
+    if version is None and not create:
+        raise InputError(
+            f"no agenttrail log in schema {url.schema!r} of {url.where} (import something first)"
+        )
+    if version is None or version < SCHEMA_VERSION:
+        try:
+            _migrate(conn, url)
+        except pgerrors.InsufficientPrivilege as e:
+            raise StoreError(
+                f"{url.where}: {url.user!r} cannot set up the agenttrail "
+                f"schema {url.schema!r} ({first_line(e)}); open it once as the role "
+                "that is to own the tables (docs/log-format.md, Privileges)"
+            ) from e
+    elif version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{url.where}, schema {url.schema!r}: schema version {version} is "
+            f"newer than this agenttrail ({SCHEMA_VERSION}); upgrade agenttrail"
+        )
+    conn.rollback()
+    # Fail now, with a message, rather than in the pool's background thread.
+    try:
+        _work_as_writer(conn, url.schema)
+    except pgerrors.InsufficientPrivilege as e:
+        raise StoreError(
+            f"{url.where}: {url.user!r} may not SET ROLE {WRITER_ROLE} "
+            f"(GRANT {WRITER_ROLE} TO {url.user}; docs/log-format.md)"
+        ) from e
+    conn.rollback()
+
+
+def _version(conn: Conn, schema: str) -> int | None:
+    table = conn.execute(
+        "SELECT to_regclass(format('%%I.agenttrail_schema', %s::text))", (schema,)
+    ).fetchone()
+    if table is None or table[0] is None:
+        return None
+    row = conn.execute(
+        sql.SQL("SELECT max(version) FROM {}.agenttrail_schema").format(sql.Identifier(schema))
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _migrate(conn: Conn, url: PostgresURL) -> None:
+    schema = sql.Identifier(url.schema)
+    # One migration per schema at a time; the others wait, then find it done.
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtext('agenttrail.log.migrate'), hashtext(%s))",
+        (url.schema,),
+    )
+    current = _version(conn, url.schema)
+    if current is None:
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+            (url.schema,),
+        ).fetchone()
+        if tables and tables[0]:
+            raise InputError(
+                f"schema {url.schema!r} of {url.where} holds tables but no "
+                "agenttrail log; name another with ?schema=NAME"
+            )
+        exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (url.schema,))
+        if exists.fetchone() is None:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(schema))
+        current = 0
+    conn.execute(sql.SQL("SET LOCAL search_path TO {}, pg_temp").format(schema))
+    for step in range(current + 1, SCHEMA_VERSION + 1):
+        script = resources.files("agenttrail.log.store").joinpath(f"schema/postgres-{step:04d}.sql")
+        conn.execute(script.read_text("utf-8"))
+        conn.execute(
+            "INSERT INTO agenttrail_schema (version, applied_at) VALUES (%s, %s)",
+            (step, now_timestamp()),
+        )
+    conn.commit()
+    logger.info("postgres: schema %s migrated to version %d", url.schema, SCHEMA_VERSION)
+
+
+def _work_as_writer(conn: Conn, schema: str) -> None:
+    """A connection set to work in the log's schema, with the writer's rights."""
+    conn.execute(sql.SQL("SET search_path TO {}, pg_temp").format(sql.Identifier(schema)))
+    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(WRITER_ROLE)))
+    if not conn.autocommit:
+        conn.commit()

@@ -1,0 +1,313 @@
+"""The rules every backend applies alike: what may be stored, and the chaining of an append.
+
+What an append *means* — which input is refused before any lock is taken, which events are
+duplicates of an idempotency key, which seq and chain hash each new event gets — and how a
+stored row turns back into a :class:`Session` or :class:`TraceRow` is decided here, once, so
+the two backends cannot drift apart (docs/architecture.md, Layer rules). The SQL that runs
+these is in ``_base.py``; what differs per backend is in ``sqlite.py`` and ``postgres.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agenttrail.codec import encode_payload
+from agenttrail.errors import InputError, PayloadTooLarge, StoreError
+from agenttrail.log.chain import chain_hasher
+from agenttrail.log.store import Appended, Row
+from agenttrail.model import NewEvent, NewSession, NewTrace, Session, TraceRow
+
+__all__ = [
+    "SESSION_TEXT_FIELDS",
+    "TRACE_FIELDS",
+    "TRACE_TEXT_FIELDS",
+    "Chained",
+    "Encoded",
+    "as_new_session",
+    "chain_events",
+    "check_created_at",
+    "check_new_session",
+    "check_session",
+    "check_session_id",
+    "check_text",
+    "check_trace",
+    "encode_events",
+    "new_events",
+    "session_from_row",
+    "stored_head",
+    "stored_trace",
+    "trace_row",
+    "with_id",
+]
+
+SESSION_TEXT_FIELDS = ("title", "agent", "user", "workspace", "started")
+"""Optional text columns of a session row."""
+
+TRACE_FIELDS = tuple(f.name for f in dataclasses.fields(NewTrace))
+"""Columns of a trace row, in :class:`NewTrace` order (the id comes last when read)."""
+
+TRACE_TEXT_FIELDS = tuple(
+    f.name for f in dataclasses.fields(NewTrace) if f.type in ("str", "str | None")
+)
+"""Text columns of a trace row."""
+
+Encoded = tuple[bytes, "str | None", "str | None"]
+"""One event ready for the store: ``(canonical CBOR, created_at or None, key or None)``."""
+
+
+def stored_head(session_id: str, head_seq: Any, head_hash: Any) -> tuple[int, bytes]:
+    """A session row's ``(head_seq, head_hash)``, checked: SQLite keeps whatever type a hand
+    edit wrote, and a head that is not an integer and 32 bytes would fail later, unnamed.
+
+    Raises:
+        StoreError: naming the session and the column (the row was changed by hand).
+    """
+    if type(head_seq) is not int:
+        raise StoreError(f"session {session_id!r}: head_seq {head_seq!r} is not an integer")
+    if not isinstance(head_hash, bytes) or len(head_hash) != 32:
+        raise StoreError(f"session {session_id!r}: head_hash {head_hash!r} is not 32 bytes")
+    return head_seq, head_hash
+
+
+def session_from_row(values: Sequence[Any]) -> Session:
+    """The ``Session`` of a sessions row read as ``id, title, agent, user, workspace, started,
+    metadata, created_at, head_seq, head_hash`` (both backends select these columns).
+
+    Raises:
+        StoreError: the metadata is not a JSON object, or the head is not well-formed.
+    """
+    session_id = values[0]
+    try:
+        metadata = json.loads(values[6])
+    except (TypeError, ValueError):
+        metadata = None
+    if not isinstance(metadata, dict):
+        raise StoreError(f"session {session_id!r}: metadata is not a JSON object")
+    head_seq, head_hash = stored_head(session_id, values[8], values[9])
+    return Session(
+        id=session_id,
+        title=values[1],
+        agent=values[2],
+        user=values[3],
+        workspace=values[4],
+        started=values[5],
+        metadata=metadata,
+        created_at=values[7],
+        head_seq=head_seq,
+        head_hash=head_hash,
+    )
+
+
+def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[Encoded]:
+    """Encode each payload and check it before any lock is taken (nothing is written on error).
+
+    Raises:
+        PayloadError: a payload would not round-trip.
+        PayloadTooLarge: a payload is above ``max_payload_bytes`` (bytes of CBOR).
+        InputError: a ``created_at`` is not in the store's form, or a key is not text.
+    """
+    encoded: list[Encoded] = []
+    for event in events:
+        data = encode_payload(event.payload)
+        if len(data) > max_payload_bytes:
+            raise PayloadTooLarge(len(data), max_payload_bytes)
+        if event.created_at is not None:
+            check_created_at(event.created_at)
+        if event.key is not None:
+            check_text("idempotency key", event.key)
+        encoded.append((data, event.created_at, event.key))
+    return encoded
+
+
+def new_events(encoded: Sequence[Encoded], stored: Mapping[str, Appended]) -> int:
+    """How many of ``encoded`` an append writes: every event without a key, and the first
+    event of each key that is not in ``stored`` (the session's keys already written)."""
+    seen: set[str] = set()
+    count = 0
+    for _, _, key in encoded:
+        if key is None:
+            count += 1
+        elif key not in stored and key not in seen:
+            seen.add(key)
+            count += 1
+    return count
+
+
+@dataclass(frozen=True)
+class Chained:
+    """What an append writes, decided before any row is inserted."""
+
+    results: list[Appended]
+    """One per event given, in order (duplicates carry the first seq and ``duplicate``)."""
+    rows: list[Row]
+    """``(seq, created_at, payload, hash)`` of each new event, in seq order."""
+    keys: list[tuple[str, int]]
+    """``(key, seq)`` of each new keyed event."""
+    head_seq: int
+    """The session's head after the append."""
+    head_hash: bytes
+    """Its chain hash."""
+
+
+def chain_events(
+    session_id: str,
+    encoded: Sequence[Encoded],
+    *,
+    head_seq: int,
+    head_hash: bytes,
+    stored: Mapping[str, Appended],
+    now: str,
+) -> Chained:
+    """Give each new event of an append its seq (``head_seq + 1`` …) and chain hash.
+
+    Must run while the backend holds the session's append lock, with ``stored`` read under
+    the same lock, so that the seqs are the next ones and no key is written twice.
+
+    Args:
+        session_id: the session.
+        encoded: the events (:func:`encode_events`).
+        head_seq: the session's head seq before the append.
+        head_hash: its chain hash (``GENESIS_HASH`` when empty).
+        stored: the session's keys already written, among those of ``encoded``.
+        now: ``created_at`` of events that do not bring their own.
+    """
+    hash_row = chain_hasher(session_id)
+    seq, prev = head_seq, head_hash
+    results: list[Appended] = []
+    rows: list[Row] = []
+    keys: list[tuple[str, int]] = []
+    batch_keys: dict[str, Appended] = {}
+    for data, created_at, key in encoded:
+        if key is not None:
+            hit = batch_keys.get(key) or stored.get(key)
+            if hit is not None:
+                results.append(hit)
+                continue
+        seq += 1
+        stamp = created_at or now
+        prev = hash_row(prev, seq, stamp, data)
+        rows.append((seq, stamp, data, prev))
+        results.append(Appended(seq, prev))
+        if key is not None:
+            keys.append((key, seq))
+            batch_keys[key] = Appended(seq, prev, duplicate=True)
+    return Chained(results, rows, keys, seq, prev)
+
+
+def as_new_session(session: Session) -> NewSession:
+    """The :class:`NewSession` that creates a copy of ``session`` (its id and fields)."""
+    return NewSession(
+        session.id,
+        session.title,
+        session.agent,
+        session.user,
+        session.workspace,
+        session.started,
+        session.metadata,
+    )
+
+
+def with_id(new: NewSession, session_id: str) -> NewSession:
+    """``new`` with its id replaced."""
+    return dataclasses.replace(new, id=session_id)
+
+
+def check_session_id(session_id: str) -> None:
+    """Raise ``InputError`` unless ``session_id`` is 1–200 printable characters of text."""
+    if not isinstance(session_id, str) or not session_id or len(session_id) > 200:
+        raise InputError(f"session id must be 1 to 200 characters, not {session_id!r}")
+    if not session_id.isprintable() or session_id != session_id.strip():
+        raise InputError(f"session id {session_id!r} has control or surrounding space characters")
+    if not _is_text(session_id):
+        raise InputError(f"session id {session_id!r} is not valid Unicode text")
+
+
+def check_new_session(new: NewSession) -> str:
+    """Check a session to create; returns its id (a new UUID when ``new.id`` is ``None``).
+
+    Raises:
+        InputError: the id or a text field would not be stored as given.
+    """
+    session_id = new.id if new.id is not None else str(uuid.uuid4())
+    check_session_id(session_id)
+    for name in SESSION_TEXT_FIELDS:
+        value = getattr(new, name)
+        if value is not None:
+            check_text(f"session {name}", value)
+    return session_id
+
+
+def check_session(session: Session) -> None:
+    """Check a session row copied from another log (:meth:`LogStore.copy_session`)."""
+    check_session_id(session.id)
+    for name in SESSION_TEXT_FIELDS:
+        value = getattr(session, name)
+        if value is not None:
+            check_text(f"session {name}", value)
+    check_created_at(session.created_at)
+
+
+def check_trace(row: NewTrace) -> None:
+    """Raise ``InputError`` when a text field of a trace row would not be stored as given."""
+    for name in TRACE_TEXT_FIELDS:
+        value = getattr(row, name)
+        if value is not None:
+            check_text(f"trace row {name}", value)
+
+
+def check_text(what: str, value: object) -> None:
+    """Raise ``InputError`` unless ``value`` is text both backends store as given.
+
+    Session fields, keys and trace-row text are database text: valid Unicode without lone
+    surrogates (not UTF-8) and without NUL (PostgreSQL text cannot hold U+0000). Payloads
+    have no such limit; they are CBOR bytes (``docs/log-format.md``, Lossless text).
+    """
+    if not _is_text(value):
+        raise InputError(f"{what} {value!r} is not valid Unicode text")
+    assert isinstance(value, str)
+    if "\x00" in value:
+        raise InputError(
+            f"{what} {value!r} holds a NUL character, which a database text column cannot store"
+        )
+
+
+def _is_text(value: object) -> bool:
+    """True for a ``str`` that a database can store as text: no lone surrogates."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_created_at(created_at: str) -> None:
+    """Raise ``InputError`` unless ``created_at`` is in the 27-character form the store writes."""
+    if (
+        not isinstance(created_at, str)
+        or len(created_at) != 27
+        or not created_at.endswith("Z")
+        or not created_at.isascii()
+    ):
+        raise InputError(
+            f"created_at {created_at!r} is not in YYYY-MM-DDTHH:MM:SS.ffffffZ form "
+            "(use agenttrail.codec.normalize_timestamp)"
+        )
+
+
+def stored_trace(row: NewTrace, trace_id: int) -> TraceRow:
+    """``row`` as stored under ``trace_id``."""
+    return TraceRow(**{name: getattr(row, name) for name in TRACE_FIELDS}, id=trace_id)
+
+
+def trace_row(values: Sequence[Any]) -> TraceRow:
+    """A :class:`TraceRow` from its columns in :data:`TRACE_FIELDS` order, then the id."""
+    fields = dict(zip(TRACE_FIELDS, values[:-1], strict=True))
+    fields["envelope"] = bytes(fields["envelope"])
+    return TraceRow(**fields, id=values[-1])

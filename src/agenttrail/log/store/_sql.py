@@ -1,0 +1,129 @@
+"""The SQL both backends run, built once per dialect.
+
+The two schemas hold the same tables and columns (``schema/sqlite-0001.sql``,
+``schema/postgres-0001.sql``, and ``tests/log/test_store_postgres.py`` checks they stay so), so
+the shared statements differ only in three places, each chosen by :class:`Dialect` with a
+``match`` that ends in ``assert_never`` (Phoenix's ``db/helpers.py``): a new backend is a type
+error until it answers every one of them.
+
+- the parameter placeholder (``?`` for ``sqlite3``, ``%s`` for psycopg);
+- the column that keeps creation order (SQLite's ``rowid``; PostgreSQL's ``pos``, an identity);
+- how a read-modify-write of a session row locks it: nothing in SQLite, where the whole write
+  transaction holds the database's write lock (``BEGIN IMMEDIATE``), ``FOR NO KEY UPDATE`` in
+  PostgreSQL, the lock an append's seq-allocating UPDATE takes too.
+
+What is more than a statement (how a transaction is opened, how the seq is allocated, bulk
+inserts, retention) is the backend's own, in ``sqlite.py`` and ``postgres.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import assert_never
+
+from agenttrail.log.store._rules import TRACE_FIELDS
+
+__all__ = ["SESSION_COLUMNS", "Dialect", "Statements", "statements"]
+
+
+class Dialect(Enum):
+    """The SQL dialects the store speaks, one per backend module."""
+
+    SQLITE = "sqlite"
+    POSTGRESQL = "postgresql"
+
+
+SESSION_COLUMNS = (
+    'id, title, agent, "user", workspace, started, metadata, created_at, head_seq, head_hash'
+)
+"""The columns :func:`agenttrail.log.store._rules.session_from_row` reads, in its order
+(``user`` is quoted: a reserved word in PostgreSQL, a plain identifier in SQLite)."""
+
+_TRACE_COLUMNS = ", ".join(TRACE_FIELDS)
+
+
+@dataclass(frozen=True)
+class Statements:
+    """Every statement the shared base runs, in one dialect (see :func:`statements`)."""
+
+    param: str
+    """The placeholder of one parameter."""
+    get_session: str
+    sessions: str
+    head: str
+    lock_head: str
+    """The head, with the session row locked until the transaction ends (PostgreSQL)."""
+    session_taken: str
+    """A row when the id is a session's or a tombstone's (two parameters, the id twice)."""
+    insert_session: str
+    event_session_ids: str
+    read_page: str
+    event_keys: str
+    insert_trace: str
+    traces: str
+    turn_traces: str
+    trace: str
+    live_lease: str
+    take_lease: str
+    release_lease: str
+    tombstones: str
+
+
+def statements(dialect: Dialect) -> Statements:
+    """The shared statements in ``dialect``."""
+    match dialect:
+        case Dialect.SQLITE:
+            p, order, lock = "?", "rowid", ""
+        case Dialect.POSTGRESQL:
+            p, order, lock = "%s", "pos", " FOR NO KEY UPDATE"
+        case _:
+            assert_never(dialect)
+    head = f"SELECT head_seq, head_hash FROM sessions WHERE id = {p}"
+    traces = f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE session_id = {p}"
+    return Statements(
+        param=p,
+        get_session=f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = {p}",
+        sessions=f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, {order}",
+        head=head,
+        lock_head=head + lock,
+        session_taken=(
+            f"SELECT 1 FROM sessions WHERE id = {p} UNION ALL "
+            f"SELECT 1 FROM tombstones WHERE session_id = {p}"
+        ),
+        insert_session=(
+            'INSERT INTO sessions (id, title, agent, "user", workspace, started, metadata, '
+            f"created_at) VALUES ({', '.join([p] * 8)})"
+        ),
+        event_session_ids="SELECT DISTINCT session_id FROM session_events",
+        read_page=(
+            "SELECT seq, created_at, payload, hash FROM session_events "
+            f"WHERE session_id = {p} AND seq > {p} ORDER BY seq LIMIT {p}"
+        ),
+        event_keys=(
+            f"SELECT key, seq FROM session_event_keys WHERE session_id = {p} ORDER BY seq, key"
+        ),
+        insert_trace=(
+            f"INSERT INTO trace_rows ({_TRACE_COLUMNS}) "
+            f"VALUES ({', '.join([p] * len(TRACE_FIELDS))}) "
+            "ON CONFLICT (session_id, result_seq) DO NOTHING RETURNING id"
+        ),
+        traces=f"{traces} ORDER BY result_seq",
+        turn_traces=f"{traces} AND turn_seq = {p} ORDER BY result_seq",
+        trace=f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE id = {p}",
+        live_lease=(
+            "SELECT turn_id, holder, expires_at FROM turn_leases "
+            f"WHERE session_id = {p} AND expires_at > {p}"
+        ),
+        take_lease=(
+            "INSERT INTO turn_leases (session_id, turn_id, holder, expires_at) "
+            f"VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id) DO UPDATE SET "
+            "turn_id = excluded.turn_id, holder = excluded.holder, "
+            "expires_at = excluded.expires_at"
+        ),
+        release_lease=f"DELETE FROM turn_leases WHERE session_id = {p} AND turn_id = {p}",
+        tombstones=(
+            "SELECT session_id, head_seq, head_hash, deleted_at, reason FROM tombstones "
+            f"ORDER BY deleted_at, {order}"
+        ),
+    )
