@@ -25,10 +25,11 @@ from rich.text import Text
 from agenttrail import __version__
 from agenttrail.codec import json_line
 from agenttrail.errors import AgentTrailError, FormatError, InputError, SessionNotFound
+from agenttrail.evidence.audit import audit
 from agenttrail.evidence.claims import ClaimCheck, unbacked_claims
 from agenttrail.evidence.reconcile import CLASSES, ClaimVerdict
 from agenttrail.evidence.reconcile import reconcile as reconcile_claims
-from agenttrail.evidence.traces import trace_record, verify_traces
+from agenttrail.evidence.traces import trace_record
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_events
@@ -298,8 +299,7 @@ def verify(
         raise InputError("--checkpoint and --pubkey go together")
     with _open(db) as store:
         ids = [find_session(store, session).id] if session is not None else None
-        verdicts = verify_chain(store, ids)
-        problems = {v.session_id: verify_traces(store, v.session_id) for v in verdicts if v.ok}
+        verdicts = audit(store, ids)
         proof = None
         if checkpoint is not None and pubkey is not None:
             statement = load_checkpoint(checkpoint)
@@ -307,18 +307,15 @@ def verify(
             proof = verify_checkpoint(store, statement, _read_key(pubkey), key_name=str(pubkey))
     broken = 0
     for v in verdicts:
-        if not v.ok:
+        if not v.chain_ok:
             broken += 1
             out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
-        elif problems[v.session_id]:
+        elif v.trace_problems:
             broken += 1
-            for problem in problems[v.session_id]:
+            for problem in v.trace_problems:
                 out.print(f"FAIL  {v.session_id}  {problem}", markup=False)
         else:
-            out.print(
-                f"ok    {v.session_id}  {v.events} events  head {v.head_hash.hex()[:16]}",
-                markup=False,
-            )
+            out.print(f"ok    {v.session_id}  {v.events} events  head {v.head[:16]}", markup=False)
     err.print(f"{len(verdicts) - broken} of {len(verdicts)} sessions intact", markup=False)
     if proof is not None:
         mark = "ok  " if proof.ok else "FAIL"

@@ -30,9 +30,9 @@ from agenttrail.errors import (
     TurnInFlight,
     Unauthorized,
 )
-from agenttrail.evidence.traces import trace_record, verify_traces
+from agenttrail.evidence.audit import SessionAudit, audit
+from agenttrail.evidence.traces import trace_record
 from agenttrail.formats.fountain import fountain_from_events
-from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore
 from agenttrail.model import NewEvent, NewSession, Session, events
 from agenttrail.replay import replay
@@ -265,17 +265,8 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
     async def verify_session(session_id: str, auth: Auth) -> dict[str, Any]:
         """The chain and trace-row check of one session."""
         auth.require("read", session_id)
-        await run(store.get_session, session_id)
-        (verdict,) = await run(verify, store, [session_id])
-        problems = await run(verify_traces, store, session_id) if verdict.ok else []
-        return {
-            "ok": verdict.ok and not problems,
-            "events": verdict.events,
-            "head": verdict.head_hash.hex(),
-            "bad_seq": verdict.bad_seq,
-            "reason": verdict.reason,
-            "trace_problems": problems,
-        }
+        verdicts: list[SessionAudit] = await run(audit, store, [session_id])
+        return verdicts[0].record()
 
     @app.get("/v1/sessions/{session_id}/fountain", response_class=PlainTextResponse)
     async def fountain(session_id: str, auth: Auth) -> str:

@@ -48,8 +48,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttrail.evidence.traces import verify_traces
-from agenttrail.log.chain import verify
+from agenttrail.evidence.audit import audit
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event, content_text, other_blocks, text_of, tool_status
 from agenttrail.views.pairing import ANOMALY_TEXT, SeqPairing, ToolRef, pair_refs, tool_ref
@@ -447,20 +446,12 @@ class IndexCache:
     def overview(self, store: LogStore, session_id: str) -> dict[str, Any]:
         """Counts of :meth:`TranscriptIndex.summary` and the chain status, checked now.
 
-        The chain is verified on every call (:func:`agenttrail.log.chain.verify`, then the trace
-        rows): a badge must not vouch for a log from memory.
+        The chain and the trace rows are checked on every call
+        (:func:`agenttrail.evidence.audit.audit`): a badge must not vouch for a log from memory.
         """
         summary: dict[str, Any] = self.use(store, session_id, lambda index: index.summary())
-        (verdict,) = verify(store, [session_id])
-        problems = verify_traces(store, session_id) if verdict.ok else []
-        summary["chain"] = {
-            "ok": verdict.ok and not problems,
-            "events": verdict.events,
-            "head": verdict.head_hash.hex(),
-            "bad_seq": verdict.bad_seq,
-            "reason": safe(verdict.reason),
-            "trace_problems": [safe(p) for p in problems],
-        }
+        (verdict,) = audit(store, [session_id])
+        summary["chain"] = verdict.record(escape=safe)
         return summary
 
 
