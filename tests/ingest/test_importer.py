@@ -16,7 +16,8 @@ from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 from tests.conftest import REALDATA
 
-# marot/spotter test/fixtures/transcripts/{tool_heavy,short}.jsonl (../shared/realdata/SOURCES.md)
+# marot/spotter test/fixtures/transcripts/{tool_heavy,short}.jsonl (the real data's SOURCES.md,
+# tests/conftest.py REALDATA)
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 SHORT = REALDATA / "claude-code-spotter" / "short.jsonl"
 

@@ -23,7 +23,8 @@ from agenttrail.views.terminal import (
 )
 from tests.conftest import REALDATA
 
-# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (../shared/realdata/SOURCES.md)
+# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (the real data's SOURCES.md,
+# tests/conftest.py REALDATA)
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 
 DAY = "2026-01-01T10:00:{:02d}.000000Z"

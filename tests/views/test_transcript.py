@@ -16,7 +16,8 @@ from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.views.transcript import RESULT_CHARS, IndexCache, TranscriptIndex
 from tests.conftest import REALDATA
 
-# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (../shared/realdata/SOURCES.md)
+# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (the real data's SOURCES.md,
+# tests/conftest.py REALDATA)
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 
 
