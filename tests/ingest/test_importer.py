@@ -34,6 +34,21 @@ def _export(store: LogStore, session_id: str, path: Path, *, upto: int | None = 
     return path
 
 
+@pytest.fixture
+def exported(store: LogStore, tmp_path: Path) -> Path:
+    """The sample session, recorded into ``store`` and exported to a file."""
+    record_sample(store)
+    return _export(store, SAMPLE_SESSION_ID, tmp_path / "sample.jsonl")
+
+
+def _holding(path: Path, batch: list[NewEvent]) -> LogStore:
+    """A log at ``path`` whose sample session holds ``batch`` and nothing else."""
+    log = open_store(path)
+    log.create_session(NewSession(SAMPLE_SESSION_ID))
+    log.append_batch(SAMPLE_SESSION_ID, batch)
+    return log
+
+
 def test_every_file_is_read_before_anything_is_written(store: LogStore, tmp_path: Path) -> None:
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"type": "user", "message": {"role": "user", "content": "hi"}}\n{oops\n')
@@ -57,15 +72,12 @@ def test_a_payload_over_the_limit_is_refused_before_anything_is_written(
 
 
 def test_each_session_is_written_in_a_transaction_of_its_own(
-    store: LogStore, tmp_path: Path
+    exported: Path, tmp_path: Path
 ) -> None:
-    record_sample(store)
-    first = _export(store, SAMPLE_SESSION_ID, tmp_path / "sample.jsonl")
-    with open_store(tmp_path / "other.db") as other:
-        other.create_session(NewSession(SAMPLE_SESSION_ID))
-        other.append(SAMPLE_SESSION_ID, events.message("user", "a different first event"))
+    other_first = [NewEvent(events.message("user", "a different first event"))]
+    with _holding(tmp_path / "other.db", other_first) as other:
         before = _rows(other, SAMPLE_SESSION_ID)
-        parsed = read_paths([SHORT, first], max_payload_bytes=other.max_payload_bytes)
+        parsed = read_paths([SHORT, exported], max_payload_bytes=other.max_payload_bytes)
         with pytest.raises(InputError, match="already exists with different events"):
             write_sessions(other, parsed)
         # The session written before the refused one is in, whole; the refused one is as it was.
@@ -102,10 +114,8 @@ def test_a_session_without_a_title_or_start_takes_them_from_its_events(
 
 
 def test_an_export_is_imported_with_its_seqs_times_and_hashes(
-    store: LogStore, tmp_path: Path
+    store: LogStore, exported: Path, tmp_path: Path
 ) -> None:
-    record_sample(store)
-    exported = _export(store, SAMPLE_SESSION_ID, tmp_path / "sample.jsonl")
     with open_store(tmp_path / "copy.db") as copy:
         (report,) = import_paths(copy, [exported])
         assert (report.written, report.skipped) == (18, 0)
@@ -115,29 +125,22 @@ def test_an_export_is_imported_with_its_seqs_times_and_hashes(
 
 
 def test_an_export_extends_a_copy_that_holds_its_first_events(
-    store: LogStore, tmp_path: Path
+    store: LogStore, exported: Path, tmp_path: Path
 ) -> None:
-    record_sample(store)
     with open_store(tmp_path / "copy.db") as copy:
         import_paths(copy, [_export(store, SAMPLE_SESSION_ID, tmp_path / "head.jsonl", upto=5)])
         assert copy.get_session(SAMPLE_SESSION_ID).head_seq == 5
-        (report,) = import_paths(copy, [_export(store, SAMPLE_SESSION_ID, tmp_path / "all.jsonl")])
+        (report,) = import_paths(copy, [exported])
         assert (report.written, report.skipped) == (13, 5)
         assert _rows(copy, SAMPLE_SESSION_ID) == _rows(store, SAMPLE_SESSION_ID)
 
 
 def test_an_export_over_a_session_that_differs_is_refused_naming_the_seq(
-    store: LogStore, tmp_path: Path
+    store: LogStore, exported: Path, tmp_path: Path
 ) -> None:
-    record_sample(store)
-    exported = _export(store, SAMPLE_SESSION_ID, tmp_path / "sample.jsonl")
-    with open_store(tmp_path / "copy.db") as copy:
-        copy.create_session(NewSession(SAMPLE_SESSION_ID))
-        first = next(iter(store.read(SAMPLE_SESSION_ID)))
-        copy.append_batch(
-            SAMPLE_SESSION_ID,
-            [NewEvent(first.payload, first.created_at), NewEvent(events.message("user", "other"))],
-        )
+    first = next(iter(store.read(SAMPLE_SESSION_ID)))
+    batch = [NewEvent(first.payload, first.created_at), NewEvent(events.message("user", "other"))]
+    with _holding(tmp_path / "copy.db", batch) as copy:
         with pytest.raises(InputError) as refused:
             import_paths(copy, [exported])
         assert str(refused.value) == (
