@@ -217,7 +217,7 @@ def test_the_environment_names_the_database(tmp_path: Path) -> None:
 
 
 def test_a_truncated_real_transcript_is_refused_naming_the_line(tmp_path: Path) -> None:
-    # ../shared/realdata/claude-code-spotter/short.jsonl (marot/spotter, SOURCES.md), cut in
+    # claude-code-spotter/short.jsonl of the real data (marot/spotter, SOURCES.md), cut in
     # the middle of its 7th line as a crash mid-write would leave it.
     lines = (REALDATA / "claude-code-spotter" / "short.jsonl").read_bytes().split(b"\n")
     torn = tmp_path / "torn.jsonl"
@@ -257,7 +257,7 @@ def test_quickstart_takes_named_paths_strictly_and_shows_what_it_imported(tmp_pa
     env = {"HOME": str(tmp_path)}
     missing = run_cli("quickstart", str(tmp_path / "nope"), cwd=tmp_path, env=env)
     assert missing.returncode == 2 and "no such file or folder" in missing.stderr
-    # ../shared/realdata/otel-openai-v2-cassettes (SOURCES.md): OpenAI, not Claude Code.
+    # otel-openai-v2-cassettes of the real data (SOURCES.md): OpenAI, not Claude Code.
     cassette = (
         REALDATA / "otel-openai-v2-cassettes" / "test_chat_completion_tool_calls_with_content.yaml"
     )

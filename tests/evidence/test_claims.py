@@ -1,4 +1,4 @@
-"""Numbers in assistant messages, and whether the turn's trace backs them (issue 4, item 4).
+"""Numbers in assistant messages, and whether the turn's trace backs them .
 
 Rules under test: ``docs/evidence.md`` §Unbacked claims and the :mod:`agenttrail.evidence.claims`
 docstring. The session is our own (``tests/loan_session.py``), written with the recorder into

@@ -19,7 +19,8 @@ from agenttrail.evidence.envelopes import (
 )
 from tests.conftest import VECTORS
 
-# cyberphone/json-canonicalization testdata at 19d51d7 (../shared/vectors/jcs/SOURCE):
+# cyberphone/json-canonicalization testdata at 19d51d7 (the vectors' jcs/SOURCE, tests/conftest.py
+# VECTORS):
 # input/*.json canonicalises to exactly output/*.json.
 _JCS = sorted((VECTORS / "jcs" / "input").glob("*.json"))
 
@@ -127,7 +128,9 @@ def test_a_tool_can_have_its_own_envelope_spec() -> None:
     digest = hashlib.sha256(b'{"engine":"e1","result":{"v":1}}').hexdigest()
     check = check_envelope(json.dumps({**body, "sig": digest}), spec)
     assert check is not None and check.status == "verified"
-    assert check_envelope(json.dumps(body), DEFAULT_SPEC) is None  # not the seed's envelope
+    assert (
+        check_envelope(json.dumps(body), DEFAULT_SPEC) is None
+    )  # not the envelope of docs/specs.md
     assert EnvelopeSpec.from_json(spec.to_json()) == spec
     with pytest.raises(InputError, match="unknown key"):
         EnvelopeSpec.from_mapping({"hash": ["x"]})

@@ -1,4 +1,4 @@
-"""Three-way reconciliation (issue 4, item 3; seed §The three-way reconciliation).
+"""Three-way reconciliation (docs/specs.md, The three-way reconciliation).
 
 Our loan session (``tests/loan_session.py``) has one turn per class; each claim must be
 classified right without and with a fresh run. The fresh run goes through the re-runner

@@ -11,8 +11,9 @@ import pytest
 
 from agenttrail import Recorder
 from agenttrail.evidence.envelopes import record_hash
-from agenttrail.evidence.traces import capture, verify_traces
+from agenttrail.evidence.traces import verify_traces
 from agenttrail.ingest.importer import import_paths
+from agenttrail.ingest.traces import capture
 from agenttrail.log.store import LogStore, open_store
 from tests.conftest import is_postgres, owner_connection, postgres_schema, run_cli
 

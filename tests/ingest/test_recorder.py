@@ -1,4 +1,5 @@
-"""The recorder API a live agent writes with, checked against the Harvey seed's example."""
+"""The recorder API a live agent writes with, checked against the Harvey audit trail's
+example (docs/specs.md)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from agenttrail.model import NewEvent, events, tool_status
 from agenttrail.views.pairing import pair_tool_calls
 
 
-def test_the_sample_session_holds_the_seeds_example(store: LogStore) -> None:
-    # ../shared/seeds/harvey-audit-trail-design.txt, "A complete session file with all four
+def test_the_sample_session_holds_the_harvey_example(store: LogStore) -> None:
+    # docs/specs.md, The Harvey audit trail, "A complete session file with all four
     # new elements": recall before the first turn, a plain turn, a RAG turn, a tool loop with
     # one failing call, a shell scene, a remote route whose model made its own tool call.
     assert record_sample(store) == SAMPLE_SESSION_ID

@@ -556,24 +556,3 @@ def test_the_recorder_streams_partials_to_the_server(server: Server) -> None:
     offline = Recorder.start(server.store)
     with offline.turn() as turn:
         assert turn.partial("x") == 0
-
-
-def test_tools_from_an_entry_point_join_the_registry(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A real entry point: a dist-info folder on sys.path, found by importlib.metadata.
-    (tmp_path / "weather_tool.py").write_text(
-        "from agenttrail.server.tools import Tool\n"
-        "SCHEMA = {'type': 'object', 'properties': {'city': {'type': 'string'}}}\n"
-        "def make(workspace):\n"
-        "    return Tool('weather', 'Weather in a city.', SCHEMA,\n"
-        "                lambda v: {'city': v['city'], 'sky': 'clear'})\n"
-    )
-    info = tmp_path / "weather_tool-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: weather-tool\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[agenttrail.tools]\nweather = weather_tool:make\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    registry = ToolRegistry.with_entry_points(tmp_path)
-    assert [t.name for t in registry] == ["list_dir", "read_file", "weather", "write_file"]
-    assert registry.dispatch("weather", {"city": "Oslo"}) == {"city": "Oslo", "sky": "clear"}

@@ -1,5 +1,5 @@
 """The web viewer in a real browser: Debian's Chromium, headless, driven by Playwright, against
-a real uvicorn on loopback (issue 7).
+a real uvicorn on loopback (docs/viewer.md).
 
 The browser is ``/usr/bin/chromium`` (``.ci/run`` installs the ``chromium`` package when it is
 missing; Playwright's own browser download is never used). Without it these tests are skipped,
@@ -54,7 +54,7 @@ SHOTS = Path(
 )
 
 # marot/spotter test/fixtures/transcripts/tool_heavy.jsonl, a real Claude Code session with
-# six parallel and sequential tool calls (../shared/realdata/SOURCES.md).
+# six parallel and sequential tool calls (the real data's SOURCES.md, tests/conftest.py REALDATA).
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 # anthropics/anthropic-sdk-python tests/lib/tools/__inline_snapshot__/…/092be1de-….json: a
 # recorded Messages exchange whose last two tool calls have no result (SOURCES.md).
@@ -354,7 +354,7 @@ def _showcase() -> list[dict[str, Any]]:
     ]
 
 
-def test_actors_runs_context_and_anomalies_read_as_the_seed_says(viewer: Viewer) -> None:
+def test_actors_runs_context_and_anomalies_read_as_the_specs_say(viewer: Viewer) -> None:
     sid = _new_session(viewer.store, "showcase", _showcase(), title="Showcase")
     page = viewer.open(sid)
     expect(_row(page, 25)).to_be_visible()

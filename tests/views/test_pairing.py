@@ -1,4 +1,4 @@
-"""Pairing tool calls with results strictly by id (issue 2, "Cases that must work")."""
+"""Pairing tool calls with results strictly by id (rules: agenttrail.views.pairing)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""The web viewer's rows (agenttrail.views.transcript) and search, on a real log."""
+"""The web viewer's rows (agenttrail.views.transcript) on a real log."""
 
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,11 @@ from hypothesis import strategies as st
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
-from agenttrail.views.pairing import pair_refs, pair_tool_calls, tool_ref
-from agenttrail.views.search import search
 from agenttrail.views.transcript import RESULT_CHARS, IndexCache, TranscriptIndex
 from tests.conftest import REALDATA
 
-# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (../shared/realdata/SOURCES.md)
+# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (the real data's SOURCES.md,
+# tests/conftest.py REALDATA)
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 
 
@@ -186,17 +186,35 @@ def test_an_index_grown_in_steps_equals_one_built_at_once(
         for cut in [*sorted(cuts), len(every)]:
             grown.extend(every[:cut])
         assert grown.page(store, limit=100).rows == whole.page(store, limit=100).rows
-        refs = [r for r in (tool_ref(e) for e in every) if r is not None]
-        by_events = pair_tool_calls(every)
-        assert pair_refs(refs).anomalies == by_events.anomalies
+        pairs, anomalies = _expected_pairing(payloads)
+        assert grown.pairing.result_seq == pairs
+        assert {seq: a.kind for seq, a in grown.pairing.anomalies.items()} == anomalies
 
 
-def test_search_finds_text_in_events_and_session_fields(store: LogStore) -> None:
-    (report,) = import_paths(store, [TOOL_HEAVY])
-    _session(store, [events.message("user", "Nothing here")], sid="other")
-    found = search(store, "XTERM.js", store.sessions())
-    assert [m.session_id for m in found] == [report.session_id]
-    assert found[0].total >= 1 and "xterm.js" in found[0].hits[0].snippet.lower()
-    by_title = search(store, "phoenix in", store.sessions())
-    assert by_title[0].fields == ["title"]
-    assert search(store, "  ", store.sessions()) == []
+def _expected_pairing(payloads: list[dict[str, Any]]) -> tuple[dict[int, int], dict[int, str]]:
+    """The pairing rules of agenttrail.views.pairing, counted out per event: call seq → result
+    seq, and seq → anomaly kind. Written apart from the code under test, as its oracle."""
+    refs = []
+    for seq, p in enumerate(payloads, start=1):
+        key = {"tool_call": "id", "tool_result": "toolCallId"}.get(p["type"])
+        if key is not None:
+            call_id = p.get(key)
+            refs.append((seq, p["type"], call_id if isinstance(call_id, str) and call_id else None))
+    calls = Counter(i for _, kind, i in refs if kind == "tool_call" and i is not None)
+    results = Counter(i for _, kind, i in refs if kind == "tool_result" and i is not None)
+    pairs: dict[int, int] = {}
+    anomalies: dict[int, str] = {}
+    for seq, kind, call_id in refs:
+        if call_id is None:
+            anomalies[seq] = "missing_id"
+        elif calls[call_id] == 0:
+            anomalies[seq] = "orphan_result"
+        elif calls[call_id] > 1:
+            anomalies[seq] = "duplicate_id"
+        elif results[call_id] > 1:
+            anomalies[seq] = "duplicate_result"
+        elif results[call_id] == 0:
+            anomalies[seq] = "no_result"
+        elif kind == "tool_call":
+            pairs[seq] = next(s for s, k, i in refs if k == "tool_result" and i == call_id)
+    return pairs, anomalies

@@ -364,7 +364,7 @@ def check_claims(events: Iterable[Event], traces: Sequence[TraceRow]) -> list[Cl
         order of precedence: ``backed`` (a number in the ``outputs`` of an envelope of the
         same turn backs it, :func:`backs`), ``given`` (the user stated it in the turn's
         message), ``input`` (a number in an envelope's echoed ``inputs`` backs it), else
-        ``unbacked``. Seed: "alert on numeric claims with no trace row behind them".
+        ``unbacked``. docs/specs.md: "Alert on numeric claims with no trace row behind them".
     """
     items = list(events)
     turns = turn_starts(items)
@@ -475,7 +475,7 @@ def unbacked_claims(events: Iterable[Event], traces: Sequence[TraceRow]) -> list
     Returns:
         The :func:`check_claims` results with status ``unbacked``: a number that no envelope
         output of the same turn backs (allowing for rounding), that the user did not state in
-        the turn, and that is no echoed input. Seed: "alert on numeric claims with no trace
-        row behind them".
+        the turn, and that is no echoed input. docs/specs.md: "Alert on numeric claims with no
+        trace row behind them".
     """
     return [c for c in check_claims(events, traces) if c.status == "unbacked"]

@@ -59,8 +59,7 @@ from agenttrail.evidence.envelopes import (
     record_hash,
 )
 from agenttrail.evidence.traces import turn_starts
-from agenttrail.log.store import LogStore
-from agenttrail.model import TraceRow, message_text
+from agenttrail.model import LogReader, TraceRow, message_text
 
 __all__ = [
     "CLASSES",
@@ -338,7 +337,7 @@ def _record_holds(row: TraceRow, envelope: dict[str, Any]) -> str:
 
 
 def reconcile(
-    store: LogStore,
+    store: LogReader,
     session_id: str,
     *,
     rerun: bool = False,

@@ -8,17 +8,20 @@ conversation: ``(session_id, call_seq, result_seq)`` and ``turn_seq``, the user 
 began the turn. Rows join both ways: a turn's rows (``store.traces(sid, turn_seq=…)``) and a
 row's turn (``row.turn_seq``). They hold no user identity; that stays in the sessions table.
 
-The envelope's record hash is checked once, when the row is written: ``verified``,
+The envelope's record hash is checked once, when the row is built: ``verified``,
 ``mismatch`` (kept and raised as an alert, never dropped), ``computed`` (the envelope stated
-none, ours is kept) or ``invalid`` (not I-JSON, refused). Logging carries ids and record
-hashes only, never inputs or outputs.
+none, ours is kept) or ``invalid`` (not I-JSON, refused).
+
+This module only builds rows (:func:`trace_row`), checks stored rows against the log
+(:func:`verify_traces`) and shows them (:func:`trace_record`): it reads, never writes. Rows
+reach the store through :mod:`agenttrail.ingest.traces`, which also logs them (ids and record
+hashes only, never inputs or outputs).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agenttrail.codec import json_line
@@ -28,13 +31,9 @@ from agenttrail.evidence.envelopes import (
     check_envelope,
     envelope_bytes,
 )
-from agenttrail.log.store import LogStore
-from agenttrail.model import Event, NewTrace, TraceRow
-from agenttrail.views.pairing import pair_tool_calls
+from agenttrail.model import Event, LogReader, NewTrace, TraceRow
 
-__all__ = ["capture", "trace_record", "trace_row", "turn_starts", "verify_traces", "write"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["trace_record", "trace_row", "turn_starts", "verify_traces"]
 
 
 def turn_starts(items: Iterable[Event]) -> dict[int, int | None]:
@@ -84,61 +83,7 @@ def trace_row(
     )
 
 
-def capture(
-    store: LogStore, session_id: str, *, specs: Mapping[str, EnvelopeSpec] | None = None
-) -> list[TraceRow]:
-    """Write the trace rows a session's log calls for and does not have yet.
-
-    Every tool result paired with its call (by id) whose output is an envelope of the call's
-    tool spec (``specs[tool]``, else the default) gets a row. Safe to run again.
-
-    Returns:
-        The rows written now.
-    """
-    items = list(store.read(session_id))
-    turns = turn_starts(items)
-    pairing = pair_tool_calls(items)
-    by_seq = {event.seq: event for event in items}
-    rows = []
-    for result_seq, call in sorted(pairing.call_of.items()):
-        result = by_seq[result_seq]
-        name = str(call.payload.get("name", ""))
-        row = trace_row(
-            session_id,
-            call_seq=call.seq,
-            call=call.payload,
-            result_seq=result_seq,
-            result=result.payload,
-            turn_seq=turns.get(call.seq),
-            created_at=result.created_at,
-            spec=(specs or {}).get(name, DEFAULT_SPEC),
-        )
-        if row is not None:
-            rows.append(row)
-    return write(store, rows)
-
-
-def write(store: LogStore, rows: Sequence[NewTrace]) -> list[TraceRow]:
-    """Store trace rows and log each: its id and record hash, and an alert (a warning) for a
-    ``mismatch`` or an ``invalid`` envelope. Never inputs or outputs."""
-    written = store.add_traces(rows)
-    for row in written:
-        where = f"trace {row.id} (session {row.session_id} seq {row.result_seq}, {row.tool})"
-        if row.status in ("mismatch", "invalid"):
-            # An alert: the envelope's stated record does not hold. Ids and hashes only.
-            logger.warning(
-                "%s: record %s: stated %s, computed %s",
-                where,
-                row.status,
-                row.stated_hash,
-                row.record_hash,
-            )
-        else:
-            logger.info("%s: record %s %s", where, row.record_hash, row.status)
-    return written
-
-
-def verify_traces(store: LogStore, session_id: str) -> list[str]:
+def verify_traces(store: LogReader, session_id: str) -> list[str]:
     """Check a session's trace rows against the log; returns one line per problem.
 
     Each row's envelope must be the bytes of the logged result it names (the chain protects

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
-from agenttrail.evidence.traces import capture
 from agenttrail.formats import ImportedSession, read_file
 from agenttrail.formats._common import title_from
+from agenttrail.ingest.traces import capture
 from agenttrail.log.store import LogStore
 from agenttrail.model import NewSession
 
@@ -82,7 +82,7 @@ def write_sessions(
     store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
 ) -> list[ImportReport]:
     """Write sessions read by :func:`read_paths`, one transaction each, then their trace rows
-    (:func:`agenttrail.evidence.traces.capture`)."""
+    (:func:`agenttrail.ingest.traces.capture`)."""
     reports = []
     for path, imported in parsed:
         report = _write(store, path, imported)

@@ -27,9 +27,9 @@ from typing import Any
 
 from agenttrail.codec import now_timestamp
 from agenttrail.errors import RemoteError
-from agenttrail.evidence import traces
 from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec
 from agenttrail.evidence.traces import trace_row
+from agenttrail.ingest import traces
 from agenttrail.log.store import Appended, LogStore
 from agenttrail.model import Actor, NewSession, events
 
@@ -287,8 +287,9 @@ class Turn:
 
         When the output is a response envelope (a JSON object with ``model``, ``specVersion``,
         ``inputs`` and ``outputs``, or the tool's own spec), a trace row is written too and
-        its record hash checked (:mod:`agenttrail.evidence.traces`). Pass the envelope as the
-        text the tool returned to keep its exact bytes.
+        its record hash checked (built by :mod:`agenttrail.evidence.traces`, written by
+        :mod:`agenttrail.ingest.traces`). Pass the envelope as the text the tool returned to
+        keep its exact bytes.
         """
         payload = events.tool_result(
             call_id,

@@ -1,6 +1,6 @@
 """Live delivery: every durable append, in seq order, to every subscriber of a session.
 
-Seed ``the-log.txt``, Live delivery: "Subscribing with afterSeq replays the gap — the sequence
+docs/specs.md, Live delivery: "Subscribing with afterSeq replays the gap — the sequence
 number is the whole recovery protocol." A subscriber first gets every durable event after its
 ``afterSeq`` from the store, then each new append as it commits, and ephemeral
 ``appendPartial`` patches while a response streams (never stored).

@@ -1,11 +1,11 @@
 """The symmetric half: tools the user can run, through the dispatchers the agent's calls use.
 
-Seed ``the-log.txt``, The symmetric half: "The composer's wrench palette lets the user run
-read, write, and call themselves … with forms generated from each tool's JSON Schema. The
-invocation and its result land on the Log as actor: 'user' events." A :class:`Tool` is a name,
-a description, the JSON Schema of its input and a dispatcher. The registry holds the built-in
-workspace tools (``read_file``, ``write_file``, ``list_dir``, confined to a workspace root) and
-any tool a package offers through the ``agenttrail.tools`` entry point group.
+docs/specs.md, The symmetric half: "The user can run the same tools the agent calls (read,
+write, call), with forms generated from each tool's JSON Schema. The call and its result land
+on the log as ``actor: user`` events." A :class:`Tool` is a name, a description, the JSON
+Schema of its input and a dispatcher. The registry holds the built-in workspace tools
+(``read_file``, ``write_file``, ``list_dir``, confined to a workspace root) and any tool a
+package offers through the ``agenttrail.tools`` entry point group.
 """
 
 from __future__ import annotations

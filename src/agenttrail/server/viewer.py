@@ -56,7 +56,7 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) ->
     Args:
         app: the API app (its problem-details handlers cover these routes too).
         store: the log.
-        grant: the dependency that checks the bearer token (``agenttrail.server.app``).
+        grant: the dependency that checks the bearer token (``agenttrail.server._deps``).
     """
     indexes = IndexCache()
     app.state.transcript_indexes = indexes

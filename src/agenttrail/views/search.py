@@ -2,8 +2,9 @@
 
 A plain case-insensitive substring search over what a reader sees (message text, tool names,
 arguments and results, errors, shell commands and output, context, notes). It reads every
-event of every session it is given through :meth:`LogStore.read`, so its cost grows with the
-log (about a second per 100,000 events here); there is no index to keep in step.
+event of every session it is given (:meth:`agenttrail.model.LogReader.read`), so its cost
+grows with the log (about a second per 100,000 events here); there is no index to keep in
+step.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttrail.log.store import LogStore
-from agenttrail.model import Event, Session, content_text
+from agenttrail.model import Event, LogReader, Session, content_text
 from agenttrail.views.terminal import safe
 
 __all__ = ["HITS_PER_SESSION", "SNIPPET_CHARS", "SearchHit", "SessionMatch", "event_text", "search"]
@@ -128,7 +128,7 @@ def _session_fields(session: Session, query: str) -> list[str]:
 
 
 def search(
-    store: LogStore,
+    store: LogReader,
     query: str,
     sessions: Iterable[Session],
     *,

@@ -1,0 +1,76 @@
+"""What every group of commands shares: the consoles, opening the log, finding a session by a
+prefix of its id, writing a file atomically (the shared options are in :mod:`._options`).
+
+Data goes to :data:`out` (stdout) and messages to :data:`err` (stderr), so
+``agenttrail export … | jq`` works.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from rich.console import Console
+
+from agenttrail.errors import InputError, SessionNotFound
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import Session
+
+__all__ = ["err", "find_session", "open_log", "out", "write_atomically"]
+
+# soft_wrap: a data or error line is never broken at the terminal width.
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def open_log(db: str | None, *, create: bool = False) -> LogStore:
+    """The log named by ``--db`` (else ``$AGENTTRAIL_DATABASE_URL``, else ./agenttrail.db);
+    ``create`` sets up a new one."""
+    return open_store(db, create=create)
+
+
+def find_session(store: LogStore, text: str) -> Session:
+    """The session whose id is ``text`` or, failing that, starts with it (a unique prefix).
+
+    Raises:
+        SessionNotFound: no session matches.
+        InputError: the prefix matches several sessions.
+    """
+    try:
+        return store.get_session(text)
+    except SessionNotFound:
+        matches = [s for s in store.sessions() if s.id.startswith(text)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            ids = ", ".join(s.id for s in matches[:5])
+            raise InputError(
+                f"session prefix {text!r} matches {len(matches)} sessions: {ids}"
+            ) from None
+        raise
+
+
+def write_atomically(path: Path, lines: Iterable[str]) -> None:
+    """Write lines to a temporary file beside ``path``, then rename it into place.
+
+    Raises:
+        InputError: ``path`` is a folder, or its folder does not exist or is not writable.
+    """
+    if path.is_dir():
+        raise InputError(f"{path} is a folder; name a file to write")
+    try:
+        fd, temp = tempfile.mkstemp(
+            dir=path.absolute().parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            for line in lines:
+                handle.write(line + "\n")
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

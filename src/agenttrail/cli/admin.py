@@ -1,0 +1,174 @@
+"""Commands that look after the log and serve it: retain, migrate, serve and token."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agenttrail.cli._common import err, find_session, open_log, out
+from agenttrail.cli._options import DbOption
+from agenttrail.errors import InputError
+from agenttrail.log.migrate import migrate as migrate_log
+from agenttrail.log.retention import due_for_removal
+from agenttrail.log.retention import retain as retain_sessions
+from agenttrail.log.store import LogStore
+from agenttrail.server.auth import RIGHTS, load_secret, mint_token
+
+__all__ = ["migrate_command", "retain", "serve", "token"]
+
+
+def retain(
+    older_than: Annotated[
+        float, typer.Option("--older-than", metavar="DAYS", help="Remove sessions idle this long.")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why, kept in the tombstone.")] = (
+        "retention schedule"
+    ),
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Remove whole sessions whose last event is older than DAYS, leaving a tombstone for each.
+
+    Trace rows go with their session; a tombstone keeps the session id, its event count,
+    last chain hash, the time and the reason.
+
+    Example: `agenttrail retain --older-than 365 --reason "records schedule R-7"`
+    """
+    with open_log(db) as store:
+        if dry_run:
+            for s in due_for_removal(store, older_than):
+                out.print(f"would remove {s.id}  {s.head_seq} events", markup=False)
+            return
+        stones = retain_sessions(store, older_than, reason=reason)
+    for stone in stones:
+        out.print(
+            f"removed {stone.session_id}  {stone.head_seq} events  "
+            f"head {stone.head_hash.hex()[:16]}  {stone.deleted_at}",
+            markup=False,
+        )
+    err.print(f"{len(stones)} session{'' if len(stones) == 1 else 's'} removed", markup=False)
+
+
+SecretOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--secret-file",
+        help="Key that signs tokens. Default: $AGENTTRAIL_SECRET, else DATABASE.secret "
+        "(made on first use, readable by you only).",
+        show_default=False,
+    ),
+]
+
+
+def _secret(store: LogStore, secret_file: Path | None) -> bytes:
+    if not store.url.startswith("sqlite:///") and not (
+        secret_file or os.environ.get("AGENTTRAIL_SECRET")
+    ):
+        # A database server has no file beside it, and replicas must share one secret.
+        raise InputError(
+            "a shared database needs the token secret in AGENTTRAIL_SECRET or "
+            "--secret-file, the same for every server replica"
+        )
+    default = Path(f"{store.url.removeprefix('sqlite:///')}.secret")
+    return load_secret(secret_file or default)
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8787,
+    workspace: Annotated[
+        Path, typer.Option("--workspace", help="Folder the user's file tools may touch.")
+    ] = Path("."),
+    secret_file: SecretOption = None,
+    db: DbOption = None,
+) -> None:
+    """Serve the web viewer, the REST API, the live feed and the user's tools.
+
+    Prints the viewer's address with an admin token.
+
+    Example: `agenttrail serve --port 8787 --workspace ~/project`
+    """
+    import uvicorn  # the server's imports cost half a second; only serve pays them
+
+    from agenttrail.server.app import create_app
+    from agenttrail.server.tools import ToolRegistry
+
+    with open_log(db, create=True) as store:
+        secret = _secret(store, secret_file)
+        registry = ToolRegistry.with_entry_points(workspace.resolve())
+        app_ = create_app(store, secret=secret, tools=registry)
+        token = mint_token(secret, rights=RIGHTS)
+        # The viewer keeps the token from the address's #fragment (never sent to the server
+        # in a request line) in sessionStorage, then drops it from the address bar.
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        shown = f"[{shown}]" if ":" in shown else shown
+        out.print(f"admin token (24 h): {token}", markup=False)
+        out.print(f"serving {store.url} on http://{host}:{port}  (docs: /docs)", markup=False)
+        out.print(f"open the viewer: http://{shown}:{port}/#token={token}", markup=False)
+        uvicorn.run(app_, host=host, port=port, ws="websockets-sansio", log_level="warning")
+
+
+def token(
+    rights: Annotated[
+        str, typer.Option("--rights", help=f"Comma-separated, from: {', '.join(RIGHTS)}.")
+    ] = "read",
+    session: Annotated[
+        str | None, typer.Option("--session", help="Scope to one session (default: all).")
+    ] = None,
+    ttl: Annotated[float, typer.Option("--ttl", help="Hours the token is valid.")] = 24,
+    secret_file: SecretOption = None,
+    db: DbOption = None,
+) -> None:
+    """Mint a signed access token for the server: a session scope, rights and an expiry.
+
+    Example: `agenttrail token --session sample-harvey-session --rights read,append`
+    """
+    with open_log(db) as store:
+        scope = find_session(store, session).id if session is not None else "*"
+        secret = _secret(store, secret_file)
+    wanted = [r.strip() for r in rights.split(",") if r.strip()]
+    out.print(mint_token(secret, rights=wanted, session=scope, ttl_s=ttl * 3600), markup=False)
+
+
+def migrate_command(
+    source: Annotated[
+        str, typer.Option("--from", metavar="URL", help="Database to copy from (only read).")
+    ],
+    target: Annotated[
+        str, typer.Option("--to", metavar="URL", help="Database to copy into (set up if new).")
+    ],
+) -> None:
+    """Copy every session and tombstone to another database, then verify the copies there.
+
+    Events keep their seq, time, bytes and chain hashes; keys and trace rows are copied
+    too. Each source session is verified first. Exits 1 when one does not verify. Running
+    it again copies only what is new.
+
+    Example: `agenttrail migrate --from sqlite:///agenttrail.db --to postgresql://app@db/agenttrail`
+    """
+    with open_log(source) as src, open_log(target, create=True) as dst:
+        report = migrate_log(src, dst)
+    for m in report.sessions:
+        mark = "ok    " if m.ok else "FAIL  "
+        copied = f"{m.events} of {_count(m.head_seq, 'event')} copied"
+        line = f"{mark}{m.session_id}  {copied}, {_count(m.traces, 'trace row')}"
+        out.print(line + (f": {m.problem}" if m.problem else ""), markup=False)
+    err.print(
+        f"{_count(len(report.sessions), 'session')} and "
+        f"{_count(report.tombstones, 'tombstone')} copied to {dst.url}",
+        markup=False,
+    )
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -1,0 +1,311 @@
+"""Commands over the evidence: verify, reconcile, claims, traces, trace, and the signed
+checkpoints (keygen, checkpoint)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
+from agenttrail.cli._options import DbOption, JsonOption, SessionArg
+from agenttrail.codec import json_line
+from agenttrail.errors import InputError
+from agenttrail.evidence.audit import audit
+from agenttrail.evidence.claims import ClaimCheck, unbacked_claims
+from agenttrail.evidence.reconcile import CLASSES, ClaimVerdict
+from agenttrail.evidence.reconcile import reconcile as reconcile_claims
+from agenttrail.evidence.traces import trace_record
+from agenttrail.log.checkpoints import (
+    checkpoint_json,
+    generate_keys,
+    load_checkpoint,
+    make_checkpoint,
+    verify_checkpoint,
+)
+from agenttrail.views.terminal import safe
+
+__all__ = ["checkpoint", "claims", "keygen", "reconcile_command", "trace", "traces", "verify"]
+
+
+def verify(
+    session: Annotated[
+        str | None,
+        typer.Argument(metavar="SESSION", help="Session id or prefix; all sessions when omitted."),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="Also prove the log extends this signed checkpoint."),
+    ] = None,
+    pubkey: Annotated[
+        Path | None,
+        typer.Option("--pubkey", help="Public key (PEM) the checkpoint is signed with."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Recompute the hash chain and check every trace row against the log.
+
+    Exits 0 when intact, 1 naming the session and the first bad seq or trace row.
+
+    With --checkpoint and --pubkey, also prove that the log still extends a signed checkpoint,
+    so that even a history rewritten consistently by hand is caught.
+
+    Example: `agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub`
+    """
+    if (checkpoint is None) != (pubkey is None):
+        raise InputError("--checkpoint and --pubkey go together")
+    with open_log(db) as store:
+        ids = [find_session(store, session).id] if session is not None else None
+        verdicts = audit(store, ids)
+        proof = None
+        if checkpoint is not None and pubkey is not None:
+            statement = load_checkpoint(checkpoint)
+            find_session(store, statement["session_id"])
+            proof = verify_checkpoint(store, statement, _read_key(pubkey), key_name=str(pubkey))
+    broken = 0
+    for v in verdicts:
+        if not v.chain_ok:
+            broken += 1
+            out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
+        elif v.trace_problems:
+            broken += 1
+            for problem in v.trace_problems:
+                out.print(f"FAIL  {v.session_id}  {problem}", markup=False)
+        else:
+            out.print(f"ok    {v.session_id}  {v.events} events  head {v.head[:16]}", markup=False)
+    err.print(f"{len(verdicts) - broken} of {len(verdicts)} sessions intact", markup=False)
+    if proof is not None:
+        mark = "ok  " if proof.ok else "FAIL"
+        out.print(
+            f"{mark}  checkpoint {proof.session_id} seq {proof.seq}: {proof.reason}", markup=False
+        )
+        broken += not proof.ok
+    if broken:
+        raise typer.Exit(1)
+
+
+def _read_key(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read key: {e.strerror or e}") from None
+
+
+def reconcile_command(
+    session: SessionArg,
+    rerun: Annotated[
+        bool,
+        typer.Option(
+            "--rerun",
+            help="Also run each traced model again through its re-runner (entry points in "
+            "group agenttrail.rerunners).",
+        ),
+    ] = False,
+    json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Reconcile the numbers the replies state with the trace and, with --rerun, a fresh run.
+
+    Each claim is consistent, misstated, mis-extracted, unbacked, drift or version-moved;
+    exit 1 when any claim is not consistent.
+
+    Example: `agenttrail reconcile loan-advice --rerun`
+    """
+    with open_log(db) as store:
+        verdicts = reconcile_claims(store, find_session(store, session).id, rerun=rerun)
+    if json:
+        for v in verdicts:
+            out.print(json_line(v.to_json()), markup=False)
+    else:
+        table = Table(expand=True)
+        table.add_column("turn", no_wrap=True)
+        table.add_column("claim", overflow="fold", ratio=3, min_width=12)
+        table.add_column("stated", no_wrap=True)
+        table.add_column("trace", overflow="fold", ratio=2, min_width=10)
+        table.add_column("fresh", overflow="fold", ratio=1, min_width=8)
+        table.add_column("class", no_wrap=True)
+        table.add_column("why", overflow="fold", ratio=4, min_width=12)
+        for v in verdicts:
+            table.add_row(
+                str(v.turn_seq or ""),
+                *(escape(safe(text or "")) for text in (v.context, v.stated, v.trace, v.fresh)),
+                _verdict_text(v),
+                escape(safe(v.why)),
+            )
+        out.print(table)
+    counts = [f"{n} {c}" for c in CLASSES if (n := sum(v.status == c for v in verdicts))]
+    err.print(f"{len(verdicts)} claims: {', '.join(counts) or 'none'}", markup=False)
+    if any(v.status != "consistent" for v in verdicts):
+        raise typer.Exit(1)
+
+
+def _verdict_text(v: ClaimVerdict) -> Text:
+    return Text(v.status, style="green" if v.status == "consistent" else "bold red")
+
+
+def claims(
+    session: SessionArg,
+    json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """List the numbers the replies state that no trace output of their turn backs.
+
+    Rounding is allowed for; numbers the user gave are not claims. Exits 1 when there is
+    any.
+
+    Example: `agenttrail claims loan-advice --json | jq -r .stated`
+    """
+    with open_log(db) as store:
+        found = find_session(store, session)
+        unbacked = unbacked_claims(store.read(found.id), store.traces(found.id))
+    if json:
+        for c in unbacked:
+            out.print(json_line(_claim_record(c)), markup=False)
+    else:
+        table = Table(expand=True)
+        table.add_column("turn", no_wrap=True)
+        table.add_column("seq", no_wrap=True)
+        table.add_column("stated", no_wrap=True)
+        table.add_column("claim", overflow="fold", ratio=1, min_width=12)
+        table.add_column("why", overflow="fold", ratio=1, min_width=12)
+        for c in unbacked:
+            table.add_row(
+                str(c.turn_seq or ""),
+                str(c.seq),
+                *(escape(safe(text)) for text in (c.claim.text, c.context, c.why)),
+            )
+        out.print(table)
+    err.print(f"{len(unbacked)} unbacked claim{'' if len(unbacked) == 1 else 's'}", markup=False)
+    if unbacked:
+        raise typer.Exit(1)
+
+
+def _claim_record(c: ClaimCheck) -> dict[str, object]:
+    return {
+        "turn_seq": c.turn_seq,
+        "seq": c.seq,
+        "stated": c.claim.text,
+        "value": str(c.claim.value),
+        "unit": c.claim.unit,
+        "currency": c.claim.currency,
+        "span": list(c.claim.span),
+        "why": c.why,
+        "context": c.context,
+    }
+
+
+def traces(
+    session: SessionArg,
+    json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """List a session's trace rows: the evidence kept for tool calls that returned an envelope.
+
+    Each row shows the turn it belongs to and its record-hash status.
+
+    Example: `agenttrail traces mortgage-session`
+    """
+    with open_log(db) as store:
+        rows = store.traces(find_session(store, session).id)
+    if json:
+        for row in rows:
+            out.print(json_line(trace_record(row, envelope=False)), markup=False)
+        return
+    if not rows:
+        out.print("no trace rows: no tool result of this session is an envelope (docs/evidence.md)")
+        return
+    table = Table(expand=True)
+    for name in ("trace", "turn", "call", "result", "tool", "status", "record hash"):
+        table.add_column(name, no_wrap=name != "tool")
+    for row in rows:
+        table.add_row(
+            str(row.id),
+            str(row.turn_seq or ""),
+            str(row.call_seq),
+            str(row.result_seq),
+            escape(safe(row.tool)),
+            _status_text(row.status),
+            (row.record_hash or "")[:16],
+        )
+    out.print(table)
+
+
+def trace(
+    trace_id: Annotated[int, typer.Argument(metavar="ID", help="Trace row id (from traces).")],
+    db: DbOption = None,
+) -> None:
+    """Show one trace row: the call, the envelope verbatim, its record hash and status.
+
+    Also shows the turn the row joins.
+
+    Example: `agenttrail trace 1`
+    """
+    with open_log(db) as store:
+        row = store.trace(trace_id)
+    for key, value in trace_record(row, envelope=True).items():
+        text = value if isinstance(value, str) else json_line(value)
+        out.print(f"{key}: {safe(text)}", markup=False)
+
+
+def _status_text(status: str) -> Text:
+    styles = {
+        "verified": "green",
+        "computed": "cyan",
+        "mismatch": "bold red",
+        "invalid": "bold red",
+    }
+    return Text(status, style=styles.get(status, ""))
+
+
+def keygen(
+    out_file: Annotated[
+        Path,
+        typer.Option("--out", help="Private key file to write; the public key goes to FILE.pub."),
+    ] = Path("agenttrail.key"),
+) -> None:
+    """Make an Ed25519 key pair for signing checkpoints (private key readable by you only).
+
+    Example: `agenttrail keygen --out agenttrail.key`
+    """
+    public_file = out_file.with_name(out_file.name + ".pub")
+    for path in (out_file, public_file):
+        if path.exists():
+            raise InputError(f"{path} exists; not overwriting a key")
+    private, public = generate_keys()
+    try:
+        fd = os.open(out_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(private)
+        public_file.write_bytes(public)
+    except OSError as e:
+        raise InputError(f"cannot write {out_file}: {e.strerror or e}") from None
+    out.print(f"{out_file}\n{public_file}", markup=False)
+
+
+def checkpoint(
+    session: SessionArg,
+    key: Annotated[Path, typer.Option("--key", help="Ed25519 private key (PEM), from keygen.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Sign the session's current head (seq, chain hash, time) with your key.
+
+    Keep the checkpoint somewhere the database's owner cannot rewrite.
+
+    Example: `agenttrail checkpoint mortgage-session --key agenttrail.key -o head.json`
+    """
+    with open_log(db) as store:
+        found = find_session(store, session)
+        signed = make_checkpoint(store, found.id, _read_key(key), key_name=str(key))
+    text = checkpoint_json(signed)
+    if output is None:
+        out.print(text, markup=False)
+    else:
+        write_atomically(output, [text])

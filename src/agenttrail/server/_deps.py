@@ -1,0 +1,66 @@
+"""What every route is handed: the caller's grant, the store, the live hub, the user's tools.
+
+The app keeps the store, the hub and the tool registry in ``app.state`` (set once by
+:func:`agenttrail.server.app.create_app`); the routes take them as FastAPI dependencies, so a
+route module is plain functions over the library, with no closure over the app (docs/server.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from fastapi import Depends, Header, Request
+
+from agenttrail.log.store import LogStore
+from agenttrail.server.auth import Grant, check_token
+from agenttrail.server.live import Hub
+from agenttrail.server.tools import ToolRegistry
+
+__all__ = ["Auth", "HubDep", "Store", "Tools", "grant", "run"]
+
+T = TypeVar("T")
+
+
+def grant(request: Request, authorization: Annotated[str | None, Header()] = None) -> Grant:
+    """The caller's grant, from its ``Authorization: Bearer`` token.
+
+    Raises:
+        Unauthorized: no token, or one that is forged or expired (HTTP 401).
+    """
+    token = authorization.removeprefix("Bearer ").strip() if authorization else None
+    return check_token(request.app.state.secret, token)
+
+
+def _store(request: Request) -> LogStore:
+    store: LogStore = request.app.state.store
+    return store
+
+
+def _hub(request: Request) -> Hub:
+    hub: Hub = request.app.state.hub
+    return hub
+
+
+def _tools(request: Request) -> ToolRegistry:
+    tools: ToolRegistry = request.app.state.tools
+    return tools
+
+
+Auth = Annotated[Grant, Depends(grant)]
+"""The caller's grant, from its ``Authorization: Bearer`` token (401 without a valid one)."""
+
+Store = Annotated[LogStore, Depends(_store)]
+"""The log the app was handed; shared by all requests (its calls run in worker threads)."""
+
+HubDep = Annotated[Hub, Depends(_hub)]
+"""The live hub: publishes appends and partials to the session's subscribers."""
+
+Tools = Annotated[ToolRegistry, Depends(_tools)]
+"""The user's tools (the symmetric half)."""
+
+
+async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` in a worker thread: store calls block, the event loop must not."""
+    return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))

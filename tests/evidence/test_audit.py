@@ -1,0 +1,103 @@
+"""One audit verdict (agenttrail.evidence.audit): the chain and the trace rows, checked now,
+as the CLI, the API and the viewer all report it."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from agenttrail.evidence.audit import SessionAudit, audit
+from agenttrail.log.chain import GENESIS_HASH
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import NewSession
+from agenttrail.views.terminal import safe
+from agenttrail.views.transcript import IndexCache
+from tests.conftest import run_cli
+from tests.loan_session import SESSION_ID, record_loan_session
+
+
+def _tamper(db_path: Path, sql: str, trigger: str) -> None:
+    """Change stored rows the way the owner of the file can: around the guard triggers."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute(sql)
+    finally:
+        conn.close()
+
+
+def test_an_intact_session_with_trace_rows_is_ok(store: LogStore) -> None:
+    record_loan_session(store)
+    head = store.get_session(SESSION_ID)
+    assert store.traces(SESSION_ID)  # the verdict covers trace rows, not only the chain
+    (verdict,) = audit(store, [SESSION_ID])
+    assert verdict == SessionAudit(
+        session_id=SESSION_ID,
+        events=head.head_seq,
+        head=head.head_hash.hex(),
+        bad_seq=None,
+        reason="",
+        trace_problems=(),
+    )
+    assert verdict.ok and verdict.chain_ok
+    assert verdict.record() == {
+        "ok": True,
+        "events": head.head_seq,
+        "head": head.head_hash.hex(),
+        "bad_seq": None,
+        "reason": "",
+        "trace_problems": [],
+    }
+
+
+def test_every_session_is_audited_when_none_is_named(store: LogStore) -> None:
+    record_loan_session(store)
+    empty = store.create_session(NewSession("empty")).id
+    verdicts = audit(store)
+    assert sorted(v.session_id for v in verdicts) == sorted([SESSION_ID, empty])
+    (blank,) = [v for v in verdicts if v.session_id == empty]
+    assert (blank.ok, blank.events, blank.head) == (True, 0, GENESIS_HASH.hex())
+
+
+def test_a_changed_envelope_is_a_trace_problem_on_an_intact_chain(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        record_loan_session(store)
+    _tamper(
+        db_path,
+        "UPDATE trace_rows SET envelope = CAST(replace(CAST(envelope AS TEXT), '1', '7') "
+        "AS BLOB) WHERE id = 1",
+        "trace_rows_no_update",
+    )
+    with open_store(db_path) as store:
+        (verdict,) = audit(store, [SESSION_ID])
+        chain = IndexCache().overview(store, SESSION_ID)["chain"]
+        row = store.trace(1)
+    assert verdict.chain_ok and not verdict.ok
+    assert verdict.trace_problems == (
+        f"trace 1: envelope differs from the logged result (seq {row.result_seq})",
+    )
+    assert verdict.record()["ok"] is False
+    # The viewer's badge and the CLI say the same as the verdict.
+    assert chain == verdict.record(escape=safe)
+    shown = run_cli("verify", SESSION_ID, "--db", str(db_path))
+    assert shown.returncode == 1
+    assert shown.stdout == f"FAIL  {SESSION_ID}  {verdict.trace_problems[0]}\n"
+
+
+def test_a_broken_chain_names_its_first_bad_seq_and_skips_the_trace_rows(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        record_loan_session(store)
+    _tamper(
+        db_path,
+        "UPDATE session_events SET created_at = '2000-01-01T00:00:00.000000Z' WHERE seq = 3",
+        "session_events_no_update",
+    )
+    with open_store(db_path) as store:
+        (verdict,) = audit(store, [SESSION_ID])
+    assert (verdict.chain_ok, verdict.ok, verdict.bad_seq) == (False, False, 3)
+    assert verdict.reason and verdict.trace_problems == ()
+    record = verdict.record(escape=str.upper)
+    assert record["reason"] == verdict.reason.upper() and record["bad_seq"] == 3
+    shown = run_cli("verify", SESSION_ID, "--db", str(db_path))
+    assert shown.returncode == 1
+    assert shown.stdout == f"FAIL  {SESSION_ID}  seq 3: {verdict.reason}\n"

@@ -1,0 +1,129 @@
+"""Signed access tokens (agenttrail.server.auth): minted and checked, expiry, forgery, rights
+and scope, and the server secret's file. Over HTTP the same rules are 401/403
+(tests/server/test_server.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+
+from agenttrail.errors import Forbidden, InputError, Unauthorized
+from agenttrail.server.auth import RIGHTS, SECRET_BYTES, Grant, check_token, load_secret, mint_token
+
+SECRET = b"test-secret-not-for-production-0123456789abcdef"
+
+
+def _claims(token: str) -> dict[str, Any]:
+    payload = token.split(".")[1]
+    decoded: dict[str, Any] = json.loads(base64.urlsafe_b64decode(payload + "=" * 4))
+    return decoded
+
+
+def test_a_minted_token_checks_back_to_its_scope_and_rights() -> None:
+    before = int(time.time())
+    token = mint_token(SECRET, rights=["read", "audit", "read"], session="s1", ttl_s=60)
+    assert check_token(SECRET, token) == Grant("s1", frozenset({"read", "audit"}))
+    claims = _claims(token)
+    assert claims["sid"] == "s1" and claims["rights"] == ["audit", "read"]
+    assert before <= claims["iat"] <= int(time.time())
+    assert claims["exp"] == claims["iat"] + 60
+    every = check_token(SECRET, mint_token(SECRET, rights=RIGHTS))
+    assert every == Grant("*", frozenset(RIGHTS))
+
+
+def test_an_unknown_right_is_refused_when_minting() -> None:
+    with pytest.raises(InputError, match=r"unknown right 'delete' \(use read, append"):
+        mint_token(SECRET, rights=["read", "delete"])
+
+
+def test_an_expired_token_is_unauthorized() -> None:
+    expired = mint_token(SECRET, rights=["read"], ttl_s=-1)
+    with pytest.raises(Unauthorized, match="the token has expired"):
+        check_token(SECRET, expired)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        mint_token(b"another-secret-entirely-0123456789abcdef", rights=["read"]),
+        "abc.def.ghi",
+        "not a token",
+        # Signed right, but without an expiry: every token must expire.
+        jwt.encode({"sid": "*", "rights": ["read"]}, SECRET, algorithm="HS256"),
+        # Signed right, but the claims are not of our shape.
+        jwt.encode({"sid": 7, "rights": ["read"], "exp": 2**40}, SECRET, algorithm="HS256"),
+        jwt.encode({"sid": "*", "rights": "read", "exp": 2**40}, SECRET, algorithm="HS256"),
+        # Unsigned ("alg": "none"): only the algorithm the server signs with is accepted.
+        jwt.encode({"sid": "*", "rights": ["read"], "exp": 2**40}, "", algorithm="none"),
+    ],
+    ids=["other secret", "garbage", "no dots", "no exp", "sid", "rights", "unsigned"],
+)
+def test_a_forged_or_malformed_token_is_unauthorized(token: str) -> None:
+    with pytest.raises(Unauthorized, match="the token is not valid"):
+        check_token(SECRET, token)
+
+
+def test_a_changed_claim_breaks_the_signature() -> None:
+    header, _, signature = mint_token(SECRET, rights=["read"], session="s1").split(".")
+    claims = {"sid": "*", "rights": list(RIGHTS), "iat": 0, "exp": 2**40}
+    body = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    with pytest.raises(Unauthorized, match="not valid"):
+        check_token(SECRET, f"{header}.{body}.{signature}")
+
+
+@pytest.mark.parametrize("token", [None, ""])
+def test_no_token_is_unauthorized_and_says_how_to_send_one(token: str | None) -> None:
+    with pytest.raises(Unauthorized, match=r"Authorization: Bearer"):
+        check_token(SECRET, token)
+
+
+def test_a_grant_requires_the_right_and_the_scope() -> None:
+    scoped = Grant("s1", frozenset({"read"}))
+    scoped.require("read")
+    scoped.require("read", "s1")
+    with pytest.raises(Forbidden, match="this token does not grant 'append'"):
+        scoped.require("append", "s1")
+    with pytest.raises(Forbidden, match="this token is scoped to session 's1'"):
+        scoped.require("read", "s2")
+    Grant("*", frozenset({"read"})).require("read", "any session")
+
+
+def test_unknown_rights_in_a_signed_token_grant_nothing() -> None:
+    token = jwt.encode(
+        {"sid": "*", "rights": ["read", 7, "root"], "exp": 2**40}, SECRET, algorithm="HS256"
+    )
+    grant = check_token(SECRET, token)
+    assert grant.rights == frozenset({"read", "root"})  # kept, but no route asks for "root"
+    with pytest.raises(Forbidden):
+        grant.require("append")
+
+
+def test_the_secret_file_is_made_once_readable_by_its_owner_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTTRAIL_SECRET", raising=False)
+    path = tmp_path / "agenttrail.db.secret"
+    secret = load_secret(path)
+    assert len(secret) == 2 * SECRET_BYTES and bytes.fromhex(secret.decode())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_secret(path) == secret  # read back, not made again
+    monkeypatch.setenv("AGENTTRAIL_SECRET", "from-the-environment")
+    assert load_secret(tmp_path / "never-made") == b"from-the-environment"
+    assert not (tmp_path / "never-made").exists()
+
+
+def test_a_secret_file_that_cannot_be_read_or_written_is_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTTRAIL_SECRET", raising=False)
+    with pytest.raises(InputError, match="cannot read the server secret"):
+        load_secret(tmp_path)  # a folder
+    with pytest.raises(InputError, match="cannot write the server secret"):
+        load_secret(tmp_path / "no-such-folder" / "secret")
