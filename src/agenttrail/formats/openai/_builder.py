@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
 from agenttrail.formats._common import JSONValueError, loads, timestamp_or_none, title_from
-from agenttrail.formats.http.recording import Exchange, fail, parse_json_body, type_name
+from agenttrail.formats.http.recording import Exchange, fail, join, parse_json_body, type_name
 from agenttrail.formats.openai._detect import endpoint, str_in
 from agenttrail.formats.openai._stream import assemble
 from agenttrail.model import NewEvent, events
@@ -237,6 +237,13 @@ class Builder:
                 texts.append(part["text"])
         plain = not value or (len(value) == 1 and len(texts) == 1 and _plain_part(value[0]))
         return "\n".join(texts), None if plain else value
+
+    def list_field(self, body: dict[str, Any], name: str, where: str) -> list[Any]:
+        """``body[name]``, which must be a list (a response's ``choices`` or ``output``)."""
+        value = body.get(name)
+        if not isinstance(value, list):
+            raise self.fail(f"expected a list, not {type_name(value)}", join(where, name))
+        return value
 
     def count(self, value: Any, where: str) -> int | None:
         """A token count as reported (``None`` when not reported)."""

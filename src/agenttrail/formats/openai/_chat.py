@@ -168,11 +168,7 @@ class ChatCompletions:
     def response(self, exchange: Exchange, body: dict[str, Any], time: str | None) -> None:
         """Append each choice: an assistant message, then its tool calls."""
         where = exchange.response_where
-        choices = body.get("choices")
-        if not isinstance(choices, list):
-            raise self.builder.fail(
-                f"expected a list, not {type_name(choices)}", join(where, "choices")
-            )
+        choices = self.builder.list_field(body, "choices", where)
         if not choices:
             self.builder.warn(exchange, "the response has no choices")
         usage = self.usage(body.get("usage"), join(where, "usage"))

@@ -232,11 +232,7 @@ class Responses:
     def response(self, exchange: Exchange, body: dict[str, Any], time: str | None) -> None:
         """Append the response's output as one assistant turn, and remember it by id."""
         where = exchange.response_where
-        output = body.get("output")
-        if not isinstance(output, list):
-            raise self.builder.fail(
-                f"expected a list, not {type_name(output)}", join(where, "output")
-            )
+        output = self.builder.list_field(body, "output", where)
         at = [join(where, f"output[{i}]") for i in range(len(output))]
         keys = [self.item_key(item, at[i]) for i, item in enumerate(output)]
         usage = body.get("usage")
