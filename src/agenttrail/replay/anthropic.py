@@ -63,6 +63,7 @@ class AnthropicRenderer(Renderer):
         return system, messages
 
     def system_prompt(self, item: SystemItem) -> str | list[Message] | None:
+        """The ``system`` parameter: text blocks, or the text; ``None`` (noted) when empty."""
         payload = item.event.payload
         blocks = self.blocks_of(payload)
         if blocks is not None:
@@ -87,6 +88,7 @@ class AnthropicRenderer(Renderer):
         return None
 
     def user(self, item: UserItem) -> Pending:
+        """The blocks a user-side item adds to the next user message."""
         if item.kind != "user":
             text = self.context_text(item)
             return [] if text is None else [({"type": "text", "text": text}, text)]
@@ -143,6 +145,7 @@ class AnthropicRenderer(Renderer):
         return content
 
     def assistant_blocks(self, event: Event, blocks: list[Any]) -> list[Message]:
+        """The blocks of an assistant message that are sent: text, thinking, Responses text."""
         out: list[Message] = []
         dropped, blank = [], 0
         for block in blocks:
@@ -198,6 +201,7 @@ class AnthropicRenderer(Renderer):
         return block
 
     def server_result(self, call: Call) -> Message:
+        """A server tool's own result block, as recorded."""
         assert call.result is not None  # only called for a recorded result
         result = call.result.payload
         kind = result.get("resultType")

@@ -30,6 +30,7 @@ class ChatRenderer(OpenAIRenderer):
         return self.messages()
 
     def user(self, item: UserItem) -> Message | None:
+        """As :meth:`OpenAIRenderer.user`, with the message's ``name`` when recorded."""
         message = super().user(item)
         name = item.event.payload.get("name")
         if message is not None and item.kind == "user" and isinstance(name, str):
@@ -37,6 +38,7 @@ class ChatRenderer(OpenAIRenderer):
         return message
 
     def text_part(self, block: Any, text: str) -> Message:
+        """A ``text`` part."""
         return {"type": "text", "text": text}
 
     def turn(self, turn: AssistantTurn, at: int) -> list[Message]:
@@ -74,6 +76,7 @@ class ChatRenderer(OpenAIRenderer):
         return out
 
     def call(self, call: Call) -> Message:
+        """A ``tool_calls`` entry: a ``function`` call, or a ``custom`` one."""
         if call.payload.get("toolType") in openai.CUSTOM_TOOL_TYPES:
             value = call.payload.get("input")
             text = value if isinstance(value, str) else json_line(value)

@@ -82,6 +82,7 @@ class Renderer:
         return kind if isinstance(kind, str) else type(block).__name__
 
     def note(self, event: Event | None, kind: str, text: str) -> None:
+        """Add a note about ``event`` (``None``: the whole replay)."""
         self.notes.append(Note(event.seq if event is not None else None, kind, text))
 
     def finish(self, messages: list[Message]) -> tuple[Note, ...]:
@@ -111,6 +112,7 @@ class Renderer:
         return None
 
     def left_out(self, call: Call, why: str) -> None:
+        """Note that ``call`` (and its result) is not sent, and why."""
         tail = f"; its result (seq {call.result.seq}) neither" if call.result else ""
         self.note(call.event, "call_not_sent", f"call {call.id!r} ({call.name}) {why}{tail}")
 
@@ -160,6 +162,7 @@ class Renderer:
         return text
 
     def dropped_blocks(self, event: Event, dropped: list[str], target: str) -> None:
+        """Note the blocks of ``event`` that ``target`` has no form for."""
         if dropped:
             kinds = ", ".join(sorted(set(dropped)))
             self.note(
@@ -169,12 +172,14 @@ class Renderer:
             )
 
     def blank_blocks(self, event: Event, count: int) -> None:
+        """Note the empty text blocks of ``event`` that were dropped."""
         if count:
             self.note(event, "empty_dropped", f"{count} empty text block(s) dropped")
 
     def latest_system(
         self, items: list[SystemItem], what: str, why: str
     ) -> tuple[SystemItem | None, list[SystemItem]]:
+        """``(latest, older)`` system items; each older one is noted as replaced."""
         if not items:
             return None, []
         *older, latest = items
@@ -257,6 +262,7 @@ class OpenAIRenderer(Renderer):
         raise NotImplementedError
 
     def system_role(self, payload: dict[str, Any]) -> str:
+        """``developer`` for a developer message, else ``system``."""
         developer = payload.get("sourceRole") == "developer" or payload.get("role") == "developer"
         return "developer" if developer else "system"
 

@@ -61,6 +61,7 @@ class ResponsesRenderer(OpenAIRenderer):
         return items, instructions, self.marks
 
     def text_part(self, block: Any, text: str) -> Message:
+        """An ``input_text`` part (the block itself when it is one)."""
         return block if block.get("type") == "input_text" else {"type": "input_text", "text": text}
 
     def turn(self, turn: AssistantTurn, at: int) -> list[Message]:
@@ -118,6 +119,7 @@ class ResponsesRenderer(OpenAIRenderer):
         return out
 
     def call(self, call: Call) -> Message:
+        """A call item: ``function_call``, ``custom_tool_call``, or the recorded type."""
         payload = call.payload
         kind = payload.get("toolType")
         item: Message

@@ -35,6 +35,7 @@ __all__ = [
 
 
 def mapping(builder: Reporter, value: Any, at: str) -> dict[str, Any]:
+    """A value that must be a JSON object."""
     if not isinstance(value, dict):
         raise builder.fail("expected a JSON object", at)
     return value
@@ -55,6 +56,7 @@ def recorded_body(builder: Reporter, value: Any, at: str) -> Any:
 
 
 def is_error_body(body: Any) -> bool:
+    """True for the Messages API error shape ``{"type": "error", "error": {...}}``."""
     return (
         isinstance(body, dict)
         and body.get("type") == "error"
@@ -63,6 +65,7 @@ def is_error_body(body: Any) -> bool:
 
 
 def optional(builder: Reporter, obj: dict[str, Any], name: str, kind: type, at: str) -> Any:
+    """An optional field that must be of type ``kind`` when present."""
     value = obj.get(name)
     if value is not None and not isinstance(value, kind):
         raise builder.fail(f"expected {kind.__name__}", f"{at}.{name}")
@@ -103,10 +106,12 @@ def check_blocks(builder: Reporter, value: Any, at: str) -> list[dict[str, Any]]
 
 
 def is_tool_block(kind: str) -> bool:
+    """True for a tool call or a tool result block (client or server)."""
     return kind in anthropic.TOOL_CALL_BLOCKS or anthropic.is_tool_result(kind)
 
 
 def block_text(blocks: list[dict[str, Any]]) -> str:
+    """The texts of the ``text`` blocks, joined with newlines."""
     return "\n".join(
         b["text"]
         for b in blocks

@@ -58,12 +58,15 @@ class Builder:
         return str(self.path)
 
     def fail(self, message: str, at: str) -> FormatError:
+        """The :class:`FormatError` for this file at the field path ``at``."""
         return FormatError(message, path=self.where, field=at.lstrip(".") or None)
 
     def warn(self, text: str) -> None:
+        """A warning, printed after the import."""
         self.warnings.append(f"{self.path.name}: {text}")
 
     def add(self, payload: dict[str, Any], key: str, created_at: str | None) -> None:
+        """Append one event; the first with a time gives the session's start."""
         self.events.append(NewEvent(payload, created_at, key))
         if self.started is None and created_at is not None:
             self.started = created_at

@@ -56,6 +56,8 @@ Record = dict[str, Any]
 
 @dataclass
 class Line:
+    """One line of the transcript: its number, its record, and the key and time it gets."""
+
     number: int
     """1-based line number in the file."""
     record: Record
@@ -89,6 +91,7 @@ class Line:
 
 
 def checked_record(path: Path, number: int, value: Any) -> Record:
+    """A line's value, which must be an object with a string ``type``."""
     if not isinstance(value, dict):
         raise FormatError("expected a JSON object", path=str(path), line=number)
     if not isinstance(value.get("type"), str):
@@ -99,6 +102,7 @@ def checked_record(path: Path, number: int, value: Any) -> Record:
 
 
 def message_of(path: Path, line: Line) -> Record:
+    """A ``user`` / ``assistant`` line's ``message``, which must be an object."""
     message = line.record.get("message")
     if not isinstance(message, dict):
         what = "missing" if message is None else "expected an object"
@@ -141,15 +145,18 @@ def text_of(blocks: list[Record]) -> tuple[str, list[Record] | None]:
 
 
 def is_tool_block(block: Record) -> bool:
+    """True for a tool call block or a tool result block (client or server)."""
     kind: str = block["type"]
     return kind in anthropic.TOOL_CALL_BLOCKS or anthropic.is_tool_result(kind)
 
 
 def is_api_error(record: Record) -> bool:
+    """True for a line Claude Code wrote in the model's place for a failed API call."""
     return record.get("isApiErrorMessage") is True
 
 
 def user_actor(record: Record, text: str) -> str:
+    """Who wrote a user line (module docstring of :mod:`agenttrail.formats.claude_code`)."""
     if any(record.get(flag) is True for flag in _RUNTIME_FLAGS):
         return events.Actor.SYSTEM.value
     if text.lstrip().startswith(_RUNTIME_PREFIXES):
@@ -160,6 +167,7 @@ def user_actor(record: Record, text: str) -> str:
 
 
 def annotation(kind: str, *, text: str | None = None, data: Any = None) -> Record:
+    """An ``annotation`` payload of ``kind``, actor ``system``."""
     payload: Record = {"type": "annotation", "kind": kind}
     if text is not None:
         payload["text"] = text
@@ -170,6 +178,7 @@ def annotation(kind: str, *, text: str | None = None, data: Any = None) -> Recor
 
 
 def own_time(record: Record) -> str | None:
+    """The line's own ``timestamp`` (or its snapshot's) in ``created_at`` form."""
     stamp = timestamp_or_none(record.get("timestamp"))
     if stamp is None and isinstance(record.get("snapshot"), dict):
         stamp = timestamp_or_none(record["snapshot"].get("timestamp"))
@@ -177,8 +186,10 @@ def own_time(record: Record) -> str | None:
 
 
 def first_line(text: str) -> str:
+    """A title from ``text`` (:func:`~agenttrail.formats._common.title_from`), ``""`` when blank."""
     return title_from(text) or ""
 
 
 def str_or_none(value: Any) -> str | None:
+    """``value`` when it is a string, else ``None``."""
     return value if isinstance(value, str) else None

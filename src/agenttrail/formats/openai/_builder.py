@@ -63,12 +63,15 @@ class Builder:
     # -- plumbing
 
     def fail(self, message: str, where: str) -> FormatError:
+        """The :class:`FormatError` for this file at the field path ``where``."""
         return fail(self.path, message, where)
 
     def warn(self, exchange: Exchange, message: str) -> None:
+        """A warning about ``exchange``, printed after the import."""
         self.warnings.append(f"{self.path}: exchange {exchange.number}: {message}")
 
     def append(self, payload: dict[str, Any], key: str, time: str | None) -> None:
+        """Append one event; the first user message gives the title."""
         self.events.append(NewEvent(payload, time, key))
         if self.title is None and payload.get("role") == "user":
             self.title = title_from(str(payload.get("content", "")))

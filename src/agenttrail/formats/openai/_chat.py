@@ -106,6 +106,7 @@ class ChatCompletions:
         return found
 
     def name(self, spec: dict[str, Any], where: str) -> str:
+        """A call's ``name``, which must be a string."""
         name = spec.get("name")
         if not isinstance(name, str):
             problem = "missing" if name is None else f"expected a string, not {type_name(name)}"
@@ -113,6 +114,7 @@ class ChatCompletions:
         return name
 
     def message(self, message: dict[str, Any], key: str, where: str, time: str | None) -> None:
+        """One request message: an assistant turn, a tool result, or a plain message."""
         role = message["role"]
         if role == "assistant":
             self.assistant(message, key, where, time)
@@ -145,6 +147,7 @@ class ChatCompletions:
         message_id: Any = None,
         **extra: Any,
     ) -> None:
+        """An assistant message, then one ``tool_call`` per call in it."""
         text, blocks = self.builder.content(message.get("content"), f"{where}.content")
         calls = self.calls(message, where)
         payload = events.message(
@@ -198,6 +201,7 @@ class ChatCompletions:
             self.builder.conversation.append(frozenset(keys))
 
     def usage(self, usage: Any, where: str) -> dict[str, int | None] | None:
+        """Token usage of a Chat Completions response (``None`` when not reported)."""
         if usage is None:
             return None
         if not isinstance(usage, dict):
