@@ -40,6 +40,11 @@ a warning naming the exchange. Pairing of calls and results is left to
 Truncated SSE streams (no ``message_stop``) are assembled from what arrived, with a warning; a
 last event whose JSON was cut off is dropped with a warning. Malformed JSON anywhere else, and
 a content block without a ``type``, raise :class:`~agenttrail.errors.FormatError`.
+
+Modules: :mod:`._detect` recognises the input; :mod:`._exchange` reads recorded exchanges;
+:mod:`._builder` keeps the conversation and appends the events; :mod:`._blocks` checks blocks
+and maps them to payloads; :mod:`._stream` assembles streams. Block types:
+:mod:`agenttrail.providers.anthropic`.
 """
 
 from __future__ import annotations

@@ -67,6 +67,10 @@ Mapping (the importer conventions of docs/architecture.md):
 
 Not handled: the ``parentUuid`` tree is not used to pick a branch (a rewound or forked file is
 imported whole, in file order), and subagent files are not merged into their parent session.
+
+Modules: this one recognises a transcript and gives the session its identity;
+:mod:`._reader` turns the lines into events; :mod:`._records` checks one record and holds the
+rules read off it. Block types: :mod:`agenttrail.providers.anthropic`.
 """
 
 from __future__ import annotations

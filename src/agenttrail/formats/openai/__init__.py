@@ -53,6 +53,10 @@ Mapping (the importer conventions of docs/architecture.md):
 - ``created_at``: the response's ``created`` / ``created_at`` (Unix seconds), else its ``Date``
   header; a request's messages take their response's time.
 
+Modules: :mod:`._detect` recognises the input and lists its exchanges; :mod:`._builder` keeps
+the session and the conversation so far; :mod:`._chat` and :mod:`._responses` read each API's
+bodies; :mod:`._stream` assembles streams. Block and item types: :mod:`agenttrail.providers.openai`.
+
 Provider references: https://platform.openai.com/docs/api-reference/chat/create,
 https://platform.openai.com/docs/api-reference/chat-streaming,
 https://platform.openai.com/docs/api-reference/responses/create,
