@@ -1,9 +1,9 @@
 """Anthropic Messages API import (``agenttrail.formats.anthropic``): real SDK recordings, SSE
 assembly, pairing by id, sniffing, bad input.
 
-Real files are read in place from ``../shared/realdata/anthropic-sdk-python`` (SOURCES.md rows
-cited beside each constant); small inputs of our own are built inline in ``tmp_path``. The
-``store`` fixture (``tests/conftest.py``) is a real SQLite file, closed after each test.
+Real files are read in place (``tests/formats/_recordings.py`` cites their SOURCES.md rows);
+small inputs of our own are built inline in ``tmp_path``. The ``store`` fixture
+(``tests/conftest.py``) is a real log on each backend, closed after each test.
 """
 
 from __future__ import annotations
@@ -23,27 +23,14 @@ from agenttrail.log.store import LogStore
 from agenttrail.model import Event, tool_status
 from agenttrail.views.pairing import pair_tool_calls
 from tests.conftest import REALDATA
-
-REAL = REALDATA / "anthropic-sdk-python"
-
-# SOURCES.md: "anthropic-sdk-python/10e53c1d-51be-4c64-b5bf-99adb3fa4719.json |
-#   anthropics/anthropic-sdk-python | tests/lib/tools/__inline_snapshot__/test_runners/
-#   TestSyncRunTools/10e53c1d-... | 009b035305e0 | c3017a227c67 | MIT | 8009"
-TOOL_ERROR = REAL / "10e53c1d-51be-4c64-b5bf-99adb3fa4719.json"
-# SOURCES.md: "anthropic-sdk-python/092be1de-d3f8-4c22-a4ea-a7ad54689836.json | (same folder) |
-#   009b035305e0 | 75f2e082fcdb | MIT | 11567"
-PROGRAMMATIC = REAL / "092be1de-d3f8-4c22-a4ea-a7ad54689836.json"
-# SOURCES.md: "anthropic-sdk-python/f59a9391-643b-422c-96dc-1f28bc7ea4d7.json | (same folder) |
-#   009b035305e0 | c3017a227c67 | MIT | 7023"
-BAD_HISTORY = REAL / "f59a9391-643b-422c-96dc-1f28bc7ea4d7.json"
-# SOURCES.md: "anthropic-sdk-python/tool_use_response.txt | anthropics/anthropic-sdk-python |
-#   tests/lib/streaming/fixtures/tool_use_response.txt | 009b035305e0 | 4de03c2ddc24 | MIT | 2000"
-SSE = REAL / "tool_use_response.txt"
-
-
-def _import(store: LogStore, path: Path) -> list[Event]:
-    [report] = import_paths(store, [path])
-    return list(store.read(report.session_id))
+from tests.formats._recordings import (
+    ANTHROPIC_SDK,
+    BAD_HISTORY,
+    PROGRAMMATIC,
+    SSE,
+    TOOL_ERROR,
+    import_events,
+)
 
 
 def _counts(events: list[Event]) -> dict[str, Any]:
@@ -119,14 +106,14 @@ REAL_COUNTS = {
 
 
 def test_every_real_file_is_covered() -> None:
-    assert sorted(p.name for p in REAL.iterdir()) == sorted(REAL_COUNTS)
+    assert sorted(p.name for p in ANTHROPIC_SDK.iterdir()) == sorted(REAL_COUNTS)
 
 
 @pytest.mark.parametrize("name", sorted(REAL_COUNTS))
 def test_real_file_imports_with_counts(store: LogStore, name: str) -> None:
-    path = REAL / name
+    path = ANTHROPIC_SDK / name
     assert detect(path, path.read_bytes()) is anthropic
-    events = _import(store, path)
+    events = import_events(store, path)
     assert _counts(events) == REAL_COUNTS[name]
     again = import_paths(store, [path])
     assert [r.written for r in again] == [0]
@@ -147,7 +134,7 @@ def test_tool_error_result_is_an_error() -> None:
 
 
 def test_programmatic_tool_calling(store: LogStore) -> None:
-    events = _import(store, PROGRAMMATIC)
+    events = import_events(store, PROGRAMMATIC)
     payloads = [e.payload for e in events]
     assert [(p["type"], p.get("role")) for p in payloads] == [
         ("message", "user"),
@@ -195,7 +182,7 @@ def test_request_that_does_not_extend_history(store: LogStore) -> None:
     assert len(imported.warnings) == 1
     assert BAD_HISTORY.name in imported.warnings[0]
     assert "exchange 2" in imported.warnings[0]
-    events = _import(store, BAD_HISTORY)
+    events = import_events(store, BAD_HISTORY)
     error = events[-1].payload
     assert error["type"] == "error"
     assert error["code"] == 400
@@ -284,7 +271,7 @@ def test_parallel_calls_pair_by_id_and_orphans_are_marked(store: LogStore, tmp_p
     ]
     path = tmp_path / "parallel.json"
     path.write_text(json.dumps(messages))
-    events = _import(store, path)
+    events = import_events(store, path)
     kinds = [(e.payload["type"], e.payload.get("role")) for e in events]
     assert kinds == [
         ("message", "user"),
@@ -353,7 +340,7 @@ def test_server_tool_result_block(store: LogStore, tmp_path: Path) -> None:
     ]
     path = tmp_path / "server.json"
     path.write_text(json.dumps(_exchange([{"role": "user", "content": "run"}], content)))
-    events = _import(store, path)
+    events = import_events(store, path)
     message, call, result = (e.payload for e in events[1:])
     assert message["content"] == "done"
     assert message["blocks"] == content[2:]  # thinking kept verbatim
@@ -419,7 +406,7 @@ def test_sniff_leaves_jsonl_alone(store: LogStore) -> None:
         REALDATA / "claude-code-simonw" / "sample_session.jsonl",
     ):
         assert not anthropic.sniff(path, path.read_bytes())
-    events = _import(store, PROGRAMMATIC)
+    events = import_events(store, PROGRAMMATIC)
     export = "\n".join(jsonl_from_events(events)).encode()
     assert not anthropic.sniff(Path("export.jsonl"), export)
     assert not anthropic.sniff(Path("one.jsonl"), export.split(b"\n", 1)[0])

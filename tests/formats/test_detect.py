@@ -1,7 +1,8 @@
 """Every format's sniffing and reading fed arbitrary JSON: a FormatError or sessions, never a crash.
 
-Bad input must end as one clear line (issue 2, "Bad input"), so no importer may let a
-TypeError or KeyError escape on a shape it did not expect.
+Bad input must end as one clear line (every error agenttrail raises on purpose is an
+``AgentTrailError``, which the CLI prints as one line), so no importer may let a TypeError or
+KeyError escape on a shape it did not expect.
 """
 
 from __future__ import annotations
@@ -99,20 +100,21 @@ _EXPORT_LINE = {"session_id": "s", "seq": 1, "payload": {}, "hash": "00"}
 @example(doc={"interactions": [{"request": 1, "response": None}]}, as_lines=False)
 # claude_code.sniff: a list or object ``type`` looked up in a frozenset
 @example(doc={"type": []}, as_lines=False)
-# openai._is_items_list / _has_anthropic_blocks / _comparable: the same, for item and part types
+# openai._detect._is_items_list / _has_anthropic_blocks, openai._builder.comparable: the
+# same, for item and part types
 @example(doc=[{"type": []}], as_lines=False)
 @example(doc=[{"role": "user", "content": [{"type": {}}]}], as_lines=False)
 # claude_code._subagent_id / _summary_title: agentId and leafUuid put in / looked up in a set
 @example(doc={"type": "x", "isSidechain": True, "agentId": []}, as_lines=True)
 @example(doc={"type": "summary", "summary": "s", "leafUuid": []}, as_lines=True)
-# urlsplit's ValueError: anthropic._Builder.exchange, openai._endpoint (sniff and read)
+# urlsplit's ValueError: anthropic._exchange.read_exchange, openai._detect.endpoint (sniff and read)
 @example(
     doc={"request": {"url": "https://[api.anthropic.com/v1/messages", "body": {}}, "response": {}},
     as_lines=False,
 )
 @example(doc={"request": {"url": "http://[x/chat/completions", "body": {}}}, as_lines=False)
 @example(doc={"interactions": [{"request": {"uri": "http://[x"}}]}, as_lines=False)
-# parsedate_to_datetime's OverflowError: anthropic._http_date, _recording._date
+# parsedate_to_datetime's OverflowError: http.recording.http_date (both importers)
 @example(
     doc={
         "request": {"url": _ANTHROPIC_URL, "body": {"messages": []}},
@@ -127,9 +129,10 @@ _EXPORT_LINE = {"session_id": "s", "seq": 1, "payload": {}, "hash": "00"}
     },
     as_lines=False,
 )
-# openai._Builder.item_key: an unhashable item id in the comparison key
+# openai._responses.Responses.item_key: an unhashable item id in the comparison key
 @example(doc={"model": "m", "input": [{"type": "reasoning", "id": [1]}]}, as_lines=False)
-# Infinity reaching codec.json_line (claude_code._api_error, anthropic._Builder.error)
+# Infinity reaching codec.json_line (claude_code._reader.Reader._api_error,
+# anthropic._builder.Builder.error)
 @example(
     doc={
         "type": "assistant",
@@ -151,7 +154,7 @@ _EXPORT_LINE = {"session_id": "s", "seq": 1, "payload": {}, "hash": "00"}
     doc={**_EXPORT_LINE, "session_id": "\ud800", "created_at": "2024-01-01T00:00:00.000000Z"},
     as_lines=True,
 )
-# anthropic._assemble_sse / _block_event: stream events of the wrong shape
+# anthropic._stream.assemble_sse / _block_event: stream events of the wrong shape
 @example(doc=_stream({"type": "message_start", "message": {"content": 5}}), as_lines=False)
 @example(doc=_stream({"type": "message_start", "message": {"usage": "ab"}}), as_lines=False)
 @example(

@@ -1,7 +1,7 @@
 """Fountain session screenplays: the seed's golden file both ways, escaping, reading, interop.
 
-Golden file: ../shared/fountain/seed-example.spmd, the seed's complete example
-(../shared/seeds/harvey-audit-trail-design.txt; see ../shared/fountain/README.md).
+Golden file: the complete example of Fountain session format v1.2 (docs/fountain-format.md),
+read in place from ``../shared/fountain/seed-example.spmd``.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """OpenAI recordings (``agenttrail.formats.openai``): real cassettes, pairing, streams, bad input.
 
-Real files are read in place from ``../shared/realdata`` (``SOURCES.md``):
+Real files are read in place from ``../shared/realdata``: the OpenAI cassettes
+(``tests/formats/_recordings.py`` cites their SOURCES.md rows), and
+``toolbench/10_ChatGPT_DFS_woFilter_w2.json``: SOURCES.md row "toolbench/
+10_ChatGPT_DFS_woFilter_w2.json | OpenBMB/ToolBench | data_example/answer/G1_answer/
+10_ChatGPT_DFS_woFilter_w2.json | d56fdd89faf8 | 86e25c56f825 | Apache-2.0 | 22570", a
+ToolBench answer tree whose ``answer_generation.train_messages`` use the legacy
+``function_call`` / role ``function`` format.
 
-- ``otel-openai-v2-cassettes/*.yaml``: SOURCES.md rows "otel-openai-v2-cassettes/<file> |
-  open-telemetry/opentelemetry-python-contrib | instrumentation-genai/
-  opentelemetry-instrumentation-openai-v2/tests/cassettes/<file> | 466ae4c00de7 (762fb1aa93a5,
-  pull request #4042, for test_responses_with_function_call_output.yaml) | Apache-2.0", VCR
-  cassettes of real HTTP traffic with api.openai.com.
-- ``toolbench/10_ChatGPT_DFS_woFilter_w2.json``: SOURCES.md row "toolbench/
-  10_ChatGPT_DFS_woFilter_w2.json | OpenBMB/ToolBench | data_example/answer/G1_answer/
-  10_ChatGPT_DFS_woFilter_w2.json | d56fdd89faf8 | 86e25c56f825 | Apache-2.0 | 22570", a
-  ToolBench answer tree whose ``answer_generation.train_messages`` use the legacy
-  ``function_call`` / role ``function`` format.
-
-The ``store`` fixture (``tests/conftest.py``) is a real SQLite file, closed after each test.
+The ``store`` fixture (``tests/conftest.py``) is a real log on each backend, closed after each
+test.
 """
 
 from __future__ import annotations
@@ -33,13 +29,12 @@ from agenttrail.log.store import LogStore
 from agenttrail.model import Event
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 from tests.conftest import REALDATA
+from tests.formats._recordings import CASSETTES, RESPONSES_OUTPUT, import_events
 
-CASSETTES = REALDATA / "otel-openai-v2-cassettes"
 TOOL_CALLS = CASSETTES / "test_chat_completion_tool_calls_with_content.yaml"
 STREAMED_TOOLS = CASSETTES / "test_chat_completion_multiple_tools_streaming_with_content.yaml"
 STREAM_NO_USAGE = CASSETTES / "test_chat_completion_streaming_not_complete.yaml"
 RESPONSES_CALL = CASSETTES / "test_responses_create_captures_tool_call_content[content_mode0].yaml"
-RESPONSES_OUTPUT = CASSETTES / "test_responses_with_function_call_output.yaml"
 TOOLBENCH = REALDATA / "toolbench" / "10_ChatGPT_DFS_woFilter_w2.json"
 
 
@@ -52,11 +47,6 @@ def summary(events: list[Event]) -> Counter[str]:
 
 def anomalies(pairing: Pairing) -> Counter[str]:
     return Counter(a.kind for a in pairing.anomalies.values())
-
-
-def import_one(store: LogStore, path: Path) -> list[Event]:
-    [report] = import_paths(store, [path])
-    return list(store.read(report.session_id))
 
 
 def write_json(path: Path, value: Any) -> Path:
@@ -124,7 +114,7 @@ def test_real_cassette_imports_with_counts(store: LogStore, name: str) -> None:
     assert detect(path, data) is openai
     [imported] = read_file(path)
     assert imported.warnings == []
-    events = import_one(store, path)
+    events = import_events(store, path)
     counts, expected_anomalies = REAL_COUNTS[name]
     assert summary(events) == Counter(counts)
     assert anomalies(pair_tool_calls(events)) == Counter(expected_anomalies)
@@ -133,7 +123,7 @@ def test_real_cassette_imports_with_counts(store: LogStore, name: str) -> None:
 
 
 def test_chat_completion_with_two_parallel_calls(store: LogStore) -> None:
-    events = import_one(store, TOOL_CALLS)
+    events = import_events(store, TOOL_CALLS)
     assert [e.type for e in events] == [
         "message",
         "message",
@@ -181,7 +171,7 @@ def test_chat_completion_with_two_parallel_calls(store: LogStore) -> None:
 
 
 def test_streamed_calls_are_assembled(store: LogStore) -> None:
-    events = import_one(store, STREAMED_TOOLS)
+    events = import_events(store, STREAMED_TOOLS)
     turn = events[2]
     assert turn.payload["finishReason"] == "tool_calls"
     assert turn.payload["messageId"] == "chatcmpl-ASYMbACebDoWcuraMEWQhU48q4dAp"
@@ -211,8 +201,8 @@ def test_streamed_calls_are_assembled(store: LogStore) -> None:
 def test_real_stream_matches_the_non_streamed_answer(store: LogStore) -> None:
     # The two recordings are the same question answered twice (streamed and not): the call
     # ids differ, the names and parsed arguments must not.
-    streamed = calls_of(import_one(store, STREAMED_TOOLS))
-    plain = calls_of(import_one(store, TOOL_CALLS))
+    streamed = calls_of(import_events(store, STREAMED_TOOLS))
+    plain = calls_of(import_events(store, TOOL_CALLS))
     assert [(c["name"], c["input"]) for c in streamed] == [(c["name"], c["input"]) for c in plain]
 
 
@@ -226,7 +216,7 @@ def test_stream_without_usage_has_no_usage() -> None:
 
 
 def test_responses_function_call(store: LogStore) -> None:
-    events = import_one(store, RESPONSES_CALL)
+    events = import_events(store, RESPONSES_CALL)
     user, turn, call = events
     assert user.payload == {
         "type": "message",
@@ -247,7 +237,7 @@ def test_responses_function_call(store: LogStore) -> None:
 
 
 def test_responses_chain_with_the_first_call_recorded_twice(store: LogStore) -> None:
-    events = import_one(store, RESPONSES_OUTPUT)
+    events = import_events(store, RESPONSES_OUTPUT)
     assert [e.type for e in events] == [
         "message",
         "message",
@@ -285,7 +275,7 @@ def test_toolbench_train_messages_stay_unpaired(store: LogStore, tmp_path: Path)
     path = write_json(tmp_path / "train_messages.json", tree["answer_generation"]["train_messages"])
     [imported] = read_file(path)
     assert imported.warnings == []
-    events = import_one(store, path)
+    events = import_events(store, path)
     assert summary(events) == Counter(
         {
             "message:system": 1,
@@ -329,7 +319,7 @@ def test_result_after_an_intervening_user_message_pairs(store: LogStore, tmp_pat
         {"role": "user", "content": "also check tests"},
         {"role": "tool", "tool_call_id": "c1", "content": "src/a.py:3: TODO"},
     ]
-    events = import_one(store, write_json(tmp_path / "a.json", messages))
+    events = import_events(store, write_json(tmp_path / "a.json", messages))
     pairing = pair_tool_calls(events)
     [call] = [e for e in events if e.type == "tool_call"]
     assert pairing.result_of[call.seq].payload["output"] == "src/a.py:3: TODO"
@@ -346,7 +336,7 @@ def test_two_calls_sharing_an_id_are_ambiguous(store: LogStore, tmp_path: Path) 
         {"role": "tool", "tool_call_id": "read_file", "content": "A"},
         {"role": "tool", "tool_call_id": "read_file", "content": "B"},
     ]
-    events = import_one(store, write_json(tmp_path / "b.json", messages))
+    events = import_events(store, write_json(tmp_path / "b.json", messages))
     assert summary(events)["tool_call"] == 2 and summary(events)["tool_result"] == 2
     pairing = pair_tool_calls(events)
     assert pairing.result_of == {}
@@ -362,7 +352,7 @@ def test_results_out_of_order_pair_by_id(store: LogStore, tmp_path: Path) -> Non
         {"role": "tool", "tool_call_id": "call_2", "content": "B"},
         {"role": "tool", "tool_call_id": "call_1", "content": "A"},
     ]
-    events = import_one(store, write_json(tmp_path / "c.json", messages))
+    events = import_events(store, write_json(tmp_path / "c.json", messages))
     pairing = pair_tool_calls(events)
     assert pairing.anomalies == {}
     assert {
@@ -378,7 +368,7 @@ def test_calls_and_results_without_ids_stay_unresolved(store: LogStore, tmp_path
         assistant_calls(("", "ls", "{}")),
         {"role": "tool", "content": "a.txt"},
     ]
-    events = import_one(store, write_json(tmp_path / "d.json", messages))
+    events = import_events(store, write_json(tmp_path / "d.json", messages))
     [call] = calls_of(events)
     [result] = [e.payload for e in events if e.type == "tool_result"]
     assert call["id"] == "" and "toolCallId" not in result
@@ -480,7 +470,7 @@ def test_http_error_becomes_an_error_event(store: LogStore, tmp_path: Path) -> N
             "body": json.dumps(error),
         },
     }
-    events = import_one(store, write_json(tmp_path / "err.json", record))
+    events = import_events(store, write_json(tmp_path / "err.json", record))
     user, failure = events
     assert failure.payload["type"] == "error" and failure.actor == "system"
     assert failure.payload["message"] == "Invalid 'messages[1].tool_call_id'"
@@ -578,7 +568,7 @@ def test_responses_reasoning_and_stateless_history(store: LogStore, tmp_path: Pa
     path = write_json(tmp_path / "responses.json", records)
     [imported] = read_file(path)
     assert imported.warnings == []
-    events = import_one(store, path)
+    events = import_events(store, path)
     assert [e.type for e in events] == [
         "message",
         "message",
@@ -667,7 +657,7 @@ def test_sniff_leaves_anthropic_shapes_alone(tmp_path: Path, data: Any) -> None:
 
 
 def test_sniff_leaves_our_own_export_alone(store: LogStore, tmp_path: Path) -> None:
-    events = import_one(store, TOOL_CALLS)
+    events = import_events(store, TOOL_CALLS)
     export = tmp_path / "export.jsonl"
     export.write_text("\n".join(jsonl_from_events(events)) + "\n", encoding="utf-8")
     assert not openai.sniff(export, export.read_bytes())

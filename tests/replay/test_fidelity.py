@@ -1,18 +1,8 @@
 """Replay fidelity on real recordings: the replayed list equals the list that was really sent.
 
-Real files are read in place from ``../shared/realdata`` (``SOURCES.md``):
-
-- ``otel-openai-v2-cassettes/*.yaml``: SOURCES.md rows "otel-openai-v2-cassettes/<file> |
-  open-telemetry/opentelemetry-python-contrib | instrumentation-genai/
-  opentelemetry-instrumentation-openai-v2/tests/cassettes/<file> | 466ae4c00de7 (762fb1aa93a5,
-  pull request #4042, for test_responses_with_function_call_output.yaml) | Apache-2.0", VCR
-  cassettes of real HTTP traffic with api.openai.com.
-- ``anthropic-sdk-python/<uuid>.json``: SOURCES.md rows "anthropic-sdk-python/<uuid>.json |
-  anthropics/anthropic-sdk-python | tests/lib/tools/__inline_snapshot__/test_runners/
-  TestSyncRunTools/<uuid>.json | 009b035305e0 | MIT", request/response pairs recorded against
-  the real Messages API; f59a9391's second request was rejected with HTTP 400.
-- ``claude-code-spotter/*.jsonl``: SOURCES.md rows "claude-code-spotter/<file> | marot/spotter |
-  test/fixtures/transcripts/... | 8cc42b0bd39d | MIT", real Claude Code transcripts.
+Real files are read in place (``tests/formats/_recordings.py`` cites their SOURCES.md rows): the
+OpenAI cassettes, the Anthropic SDK's recorded exchanges (f59a9391's second request was
+rejected with HTTP 400) and real Claude Code transcripts.
 
 For every recorded request, the file is imported and replayed up to the event just before the
 request's response (found by the response's id: ``messageId`` / ``responseId`` / the error's
@@ -31,7 +21,6 @@ from typing import Any
 import pytest
 import yaml
 
-from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event
 from agenttrail.replay import (
@@ -42,18 +31,14 @@ from agenttrail.replay import (
     to_openai_responses,
     validate,
 )
-from tests.conftest import REALDATA
-
-CASSETTES = REALDATA / "otel-openai-v2-cassettes"
-ANTHROPIC = REALDATA / "anthropic-sdk-python"
-REJECTED = ANTHROPIC / "f59a9391-643b-422c-96dc-1f28bc7ea4d7.json"
-CLAUDE_CODE = REALDATA / "claude-code-spotter"
-RESPONSES_CHAIN = CASSETTES / "test_responses_with_function_call_output.yaml"
-
-
-def import_events(store: LogStore, path: Path) -> list[Event]:
-    [report] = import_paths(store, [path])
-    return list(store.read(report.session_id))
+from tests.formats._recordings import (
+    ANTHROPIC_SDK,
+    BAD_HISTORY,
+    CASSETTES,
+    CLAUDE_CODE_SPOTTER,
+    RESPONSES_OUTPUT,
+    import_events,
+)
 
 
 def _sse_id(text: str) -> str:
@@ -109,9 +94,9 @@ NOT_FIDELITY = {
     # The second interaction sends the first question again as a fresh conversation (no
     # previous_response_id, no history): the file is one session, so a replay at that point
     # also holds the first conversation. SOURCES.md: "the first call recorded twice".
-    (RESPONSES_CHAIN.name, 2): "a second, independent conversation in the same file",
+    (RESPONSES_OUTPUT.name, 2): "a second, independent conversation in the same file",
     # Rejected with HTTP 400: test_the_rejected_request_* below.
-    (REJECTED.name, 2): "the request the API rejected",
+    (BAD_HISTORY.name, 2): "the request the API rejected",
 }
 
 OPENAI_CASES = [
@@ -122,7 +107,7 @@ OPENAI_CASES = [
 ]
 ANTHROPIC_CASES = [
     (path.name, number)
-    for path in sorted(ANTHROPIC.glob("*.json"))
+    for path in sorted(ANTHROPIC_SDK.glob("*.json"))
     for number in range(1, len(anthropic_exchanges(path)) + 1)
     if (path.name, number) not in NOT_FIDELITY
 ]
@@ -133,7 +118,7 @@ def test_every_recorded_request_is_a_case_or_named() -> None:
         (p.name, n + 1) for p in CASSETTES.glob("*.yaml") for n in range(len(openai_exchanges(p)))
     } | {
         (p.name, n + 1)
-        for p in ANTHROPIC.glob("*.json")
+        for p in ANTHROPIC_SDK.glob("*.json")
         for n in range(len(anthropic_exchanges(p)))
     }
     assert every == set(OPENAI_CASES) | set(ANTHROPIC_CASES) | set(NOT_FIDELITY)
@@ -165,7 +150,7 @@ def test_openai_replay_equals_the_recorded_request(store: LogStore, name: str, n
 def test_anthropic_replay_equals_the_recorded_request(
     store: LogStore, name: str, number: int
 ) -> None:
-    path = ANTHROPIC / name
+    path = ANTHROPIC_SDK / name
     events = import_events(store, path)
     request, response_id, status = anthropic_exchanges(path)[number - 1]
     assert status == 200
@@ -179,8 +164,8 @@ def test_anthropic_replay_equals_the_recorded_request(
 def test_the_chained_responses_request_is_only_the_new_output(store: LogStore) -> None:
     # Interaction 3 continues response 2 (previous_response_id) and sends only the output for
     # call_rlRW…; the unanswered call_ZWlK… of interaction 1 is not part of that request.
-    events = import_events(store, RESPONSES_CHAIN)
-    request, response_id = openai_exchanges(RESPONSES_CHAIN)[2]
+    events = import_events(store, RESPONSES_OUTPUT)
+    request, response_id = openai_exchanges(RESPONSES_OUTPUT)[2]
     got = to_openai_responses(
         events,
         seq_of(events, response_id) - 1,
@@ -209,9 +194,9 @@ def test_the_chained_responses_request_is_only_the_new_output(store: LogStore) -
 
 
 def test_the_rejected_request_is_invalid_for_the_reason_the_api_gave(store: LogStore) -> None:
-    (_, _, ok), (request, request_id, status) = anthropic_exchanges(REJECTED)
+    (_, _, ok), (request, request_id, status) = anthropic_exchanges(BAD_HISTORY)
     assert (ok, status) == (200, 400)
-    events = import_events(store, REJECTED)
+    events = import_events(store, BAD_HISTORY)
     [error] = [e for e in events if e.type == "error"]
     assert error.payload["requestId"] == request_id
     api_message = error.payload["message"]
@@ -232,11 +217,11 @@ def test_the_rejected_session_replays_to_the_request_the_client_should_have_sent
     # The client dropped the assistant's tool_use message from its second request. The log
     # keeps that message (response 1), so replay reattaches the result behind its call: the
     # recorded request with the missing assistant message put back, which is valid.
-    events = import_events(store, REJECTED)
-    (_, first_id, _), (request, request_id, _) = anthropic_exchanges(REJECTED)
+    events = import_events(store, BAD_HISTORY)
+    (_, first_id, _), (request, request_id, _) = anthropic_exchanges(BAD_HISTORY)
     got = to_anthropic(events, seq_of(events, request_id) - 1)
     sent = request["messages"]
-    answer = json.loads(REJECTED.read_text(encoding="utf-8"))[0]["response"]["body"]
+    answer = json.loads(BAD_HISTORY.read_text(encoding="utf-8"))[0]["response"]["body"]
     assert answer["id"] == first_id
     assert got.messages == [sent[0], {"role": "assistant", "content": answer["content"]}, sent[1]]
     assert validate(got.messages, "anthropic") == []
@@ -250,11 +235,11 @@ def test_the_rejected_session_replays_to_the_request_the_client_should_have_sent
 # --- Claude Code ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in CLAUDE_CODE.glob("*.jsonl")))
+@pytest.mark.parametrize("name", sorted(p.name for p in CLAUDE_CODE_SPOTTER.glob("*.jsonl")))
 def test_a_claude_code_session_replays_to_a_valid_anthropic_list(
     store: LogStore, name: str
 ) -> None:
-    events = import_events(store, CLAUDE_CODE / name)
+    events = import_events(store, CLAUDE_CODE_SPOTTER / name)
     got = to_anthropic(events)
     assert validate(got.messages, "anthropic") == []
     assert got.messages[0]["role"] == "user"
@@ -287,7 +272,7 @@ def test_a_claude_code_session_replays_to_a_valid_anthropic_list(
 def test_claude_code_whitespace_text_blocks_are_dropped_and_noted(store: LogStore) -> None:
     # short.jsonl line 5 streams a text block "\n\n" before the thinking block; the Messages
     # API refuses whitespace-only text blocks.
-    events = import_events(store, CLAUDE_CODE / "short.jsonl")
+    events = import_events(store, CLAUDE_CODE_SPOTTER / "short.jsonl")
     got = to_anthropic(events)
     assistant = got.messages[1]["content"]
     assert [b["type"] for b in assistant] == ["thinking", "text", "tool_use", "tool_use"]

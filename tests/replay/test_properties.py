@@ -28,7 +28,7 @@ Payload = dict[str, Any]
 
 TEXT = st.one_of(
     st.sampled_from(["", " ", "\n\n", "hi", "find TODOs", "done."]),
-    st.text(st.characters(), max_size=12),  # lone surrogates included (STYLE.md §6)
+    st.text(st.characters(), max_size=12),  # lone surrogates included (st.text() alone has none)
 )
 NAMES = st.sampled_from(["grep", "ls", "read_file", "edit", "bash"])
 

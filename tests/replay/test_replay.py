@@ -1,8 +1,8 @@
-"""Replay (issue 5): the issue's cases, each rule, the notes, and the public surface.
+"""Replay: worked cases, each rule of docs/replay.md, the notes, and the public surface.
 
-Logs are written to a real SQLite file (the ``store`` fixture) and read back, as replay reads
-them in use. Property tests over random logs are in ``test_replay_properties.py``, real
-recordings in ``test_replay_fidelity.py``, the validator's rules in ``test_replay_validate.py``.
+Logs are written to a real log (the ``store`` fixture, each backend) and read back, as replay
+reads them in use. Property tests over random logs are in ``test_properties.py``, real
+recordings in ``test_fidelity.py``, the validator's rules in ``test_validate.py``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def result(call_id: str | None, output: Any, **extra: Any) -> Payload:
     return events.tool_result(call_id, output=output, **extra)
 
 
-# --- the issue's cases ---------------------------------------------------------------------
+# --- worked cases --------------------------------------------------------------------------
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 Each broken list is the smallest one that breaks exactly that rule; the rule's source (provider
 doc or API error text) is in the docstring of :func:`agenttrail.replay.validate`. Real accepted
-and rejected requests are checked in ``test_replay_fidelity.py``.
+and rejected requests are checked in ``test_fidelity.py``.
 """
 
 from __future__ import annotations

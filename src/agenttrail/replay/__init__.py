@@ -46,8 +46,11 @@ from dataclasses import dataclass
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.model import Event
+from agenttrail.replay.anthropic import AnthropicRenderer
+from agenttrail.replay.chat import ChatRenderer
 from agenttrail.replay.plan import Note, plan
-from agenttrail.replay.render import PLACEHOLDER, Message, Renderer
+from agenttrail.replay.render import PLACEHOLDER, Message
+from agenttrail.replay.responses import ResponsesRenderer
 from agenttrail.replay.validate import PROVIDERS, Violation, validate
 
 __all__ = [
@@ -151,8 +154,8 @@ def to_openai_chat(events: Iterable[Event], upto_seq: int | None = None) -> Repl
     Raises:
         InputError: ``upto_seq`` is negative, or the events span several sessions.
     """
-    renderer = Renderer(plan(events, upto_seq))
-    messages = renderer.chat()
+    renderer = ChatRenderer(plan(events, upto_seq))
+    messages = renderer.render()
     return Replay("openai", messages, renderer.planned.tools, renderer.finish(messages))
 
 
@@ -197,8 +200,8 @@ def to_anthropic(events: Iterable[Event], upto_seq: int | None = None) -> Replay
     Raises:
         InputError: ``upto_seq`` is negative, or the events span several sessions.
     """
-    renderer = Renderer(plan(events, upto_seq))
-    system, messages = renderer.anthropic()
+    renderer = AnthropicRenderer(plan(events, upto_seq))
+    system, messages = renderer.render()
     notes = renderer.finish(messages)
     return Replay("anthropic", messages, renderer.planned.tools, notes, system=system)
 
@@ -240,8 +243,8 @@ def to_openai_responses(
         InputError: ``upto_seq`` is negative, the events span several sessions, or
             ``previous_response_id`` names no response in the replayed events.
     """
-    renderer = Renderer(plan(events, upto_seq))
-    items, instructions, marks = renderer.responses()
+    renderer = ResponsesRenderer(plan(events, upto_seq))
+    items, instructions, marks = renderer.render()
     notes = renderer.finish(items)
     if previous_response_id is not None:
         mark = marks.get(previous_response_id)

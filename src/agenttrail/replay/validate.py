@@ -10,26 +10,18 @@ them all.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agenttrail.errors import InputError
+from agenttrail.providers import anthropic, openai
 
 __all__ = ["PROVIDERS", "Violation", "validate"]
 
 PROVIDERS = ("openai", "anthropic", "responses")
 """Replay and validation targets: OpenAI Chat Completions, Anthropic Messages, OpenAI
 Responses."""
-
-_ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
-"""The pattern the Messages API requires of ``tool_use`` ids (API error "String should match
-pattern '^[a-zA-Z0-9_-]+$'", https://github.com/HKUDS/nanobot/pull/4356)."""
-
-_CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-_RESPONSES_ROLES = frozenset({"user", "assistant", "system", "developer"})
-_ANTHROPIC_CALLS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 
 @dataclass(frozen=True)
@@ -187,7 +179,7 @@ class _Chat:
             in_run = False
             if role == "assistant":
                 in_run = self.assistant(i, message)
-            elif role in _CHAT_ROLES:
+            elif role in openai.CHAT_ROLES:
                 if role != "function" and _empty(message.get("content")):
                     self.add(i, None, "empty_content", f"a {role} message needs content")
             else:
@@ -321,7 +313,8 @@ class _Anthropic:
                 previous = {
                     b["id"]: (i, j)
                     for i, j, b in blocks
-                    if b["type"] == "tool_use" and isinstance(b.get("id"), str)
+                    if b["type"] in anthropic.CLIENT_TOOL_CALL_BLOCKS
+                    and isinstance(b.get("id"), str)
                 }
             else:
                 answered = self.results(blocks, previous)
@@ -344,22 +337,22 @@ class _Anthropic:
                     "empty_text_block",
                     "text content blocks must contain non-whitespace text",
                 )
-        elif kind in _ANTHROPIC_CALLS:
+        elif kind in anthropic.TOOL_CALL_BLOCKS:
             if role != "assistant":
                 self.add(i, j, "tool_use_in_user", f"a {kind} block in a user message")
             call_id = block.get("id")
-            if not isinstance(call_id, str) or not _ANTHROPIC_ID.fullmatch(call_id):
+            if not isinstance(call_id, str) or not anthropic.TOOL_ID.fullmatch(call_id):
                 self.add(
                     i,
                     j,
                     "tool_use_id_pattern",
-                    f"tool_use id {call_id!r} must match ^[a-zA-Z0-9_-]+$",
+                    f"tool_use id {call_id!r} must match ^{anthropic.TOOL_ID.pattern}$",
                 )
             elif call_id in self.ids:
                 self.add(i, j, "duplicate_tool_use_id", "`tool_use` ids must be unique")
             else:
                 self.ids.add(call_id)
-        elif kind == "tool_result" and role != "user":
+        elif kind == anthropic.TOOL_RESULT_BLOCK and role != "user":
             self.add(i, j, "tool_result_in_assistant", "a tool_result block in an assistant turn")
 
     def results(
@@ -370,7 +363,7 @@ class _Anthropic:
         answered: set[str] = set()
         other_first = False
         for i, j, block in blocks:
-            if block["type"] != "tool_result":
+            if block["type"] != anthropic.TOOL_RESULT_BLOCK:
                 other_first = True
                 continue
             call_id = block.get("tool_use_id")
@@ -430,7 +423,7 @@ class _Responses:
             kind = item.get("type")
             if kind is None or kind == "message":
                 self.message(i, item)
-            elif isinstance(kind, str) and kind.endswith("_output"):
+            elif openai.is_output_item(kind):
                 call_id = item.get("call_id")
                 if not isinstance(call_id, str) or (call_id not in calls and not self.continued):
                     self.add(
@@ -464,7 +457,7 @@ class _Responses:
 
     def message(self, i: int, item: dict[str, Any]) -> None:
         role = item.get("role")
-        if role not in _RESPONSES_ROLES:
+        if role not in openai.RESPONSES_ROLES:
             self.add(i, "unknown_role", f"unknown role {role!r}")
         elif _empty(item.get("content")):
             rule = "empty_assistant" if role == "assistant" else "empty_content"

@@ -12,11 +12,9 @@ from typing import Any, Protocol
 from agenttrail.errors import FormatError
 from agenttrail.formats._common import JSONValueError, loads
 from agenttrail.formats.http.sse import sse_events
+from agenttrail.providers import anthropic
 
-__all__ = ["CALL_TYPES", "Reporter", "StreamError", "Streamed", "assemble_sse"]
-
-CALL_TYPES = {"tool_use": False, "server_tool_use": True, "mcp_tool_use": True}
-"""Content block types that are tool calls → whether the call runs on Anthropic's side."""
+__all__ = ["Reporter", "StreamError", "Streamed", "assemble_sse"]
 
 
 class Reporter(Protocol):
@@ -204,7 +202,7 @@ def _block_event(
         if index == len(content):
             content.append(None)
         content[index] = dict(block)
-        if block["type"] in CALL_TYPES:
+        if block["type"] in anthropic.TOOL_CALL_BLOCKS:
             buffers[index] = ""
         return
     if index >= len(content) or content[index] is None:

@@ -39,6 +39,7 @@ __all__ = [
     "http_date",
     "join",
     "load_yaml",
+    "parse_json_body",
     "request_body",
     "type_name",
 ]
@@ -307,17 +308,34 @@ def request_body(value: Any, path: Path, where: str) -> dict[str, Any] | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, str):
-        try:
-            value = loads(value)
-        except json.JSONDecodeError as e:
-            raise fail(
-                path, f"invalid JSON: {e.msg} (body line {e.lineno}, column {e.colno})", where
-            ) from None
-        except JSONValueError as e:
-            raise fail(path, str(e), e.within(where)) from None
+        value = parse_json_body(value, path, where)
     if not isinstance(value, dict):
         raise fail(path, f"expected a JSON object, not {type_name(value)}", where)
     return value
+
+
+def parse_json_body(text: str, path: Path, where: str, *, event_line: int | None = None) -> Any:
+    """A recorded body's JSON text (or one server-sent event's data), parsed strictly
+    (:func:`~agenttrail.formats._common.loads`: no NaN or infinity).
+
+    Args:
+        text: the JSON text.
+        path: the file, for errors.
+        where: the body's field path, for errors.
+        event_line: for the data of a server-sent event, the body line the event starts on.
+
+    Raises:
+        FormatError: not JSON (naming the body line and column, or the event's line) or a
+            number ``loads`` refuses (naming the field).
+    """
+    event = "" if event_line is None else f"server-sent event at body line {event_line}: "
+    try:
+        return loads(text)
+    except json.JSONDecodeError as e:
+        at = f" (body line {e.lineno}, column {e.colno})" if event_line is None else ""
+        raise fail(path, f"{event}invalid JSON: {e.msg}{at}", where) from None
+    except JSONValueError as e:
+        raise fail(path, f"{event}{e}", e.within(where)) from None
 
 
 def _status(value: Any, path: Path, where: str) -> int | None:

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
 from agenttrail.formats.http.recording import Exchange, fail, from_cassette, from_record
+from agenttrail.providers import anthropic, openai
 
 __all__ = ["endpoint", "exchanges", "sniff", "str_in"]
 
@@ -24,30 +25,6 @@ are kilobytes to a few megabytes; a larger file is left to ``--format openai``."
 
 _SNIFF_HEAD = 64 * 1024
 """How many leading bytes of a file that is not valid JSON are searched for OpenAI markers."""
-
-_ANTHROPIC_BLOCKS = frozenset(
-    {
-        "tool_use",
-        "tool_result",
-        "thinking",
-        "redacted_thinking",
-        "server_tool_use",
-        "web_search_tool_result",
-        "web_fetch_tool_result",
-        "code_execution_tool_result",
-        "mcp_tool_use",
-        "mcp_tool_result",
-        "container_upload",
-        "search_result",
-        "document",
-    }
-)
-"""Content block types only the Anthropic Messages API has: a list holding one is not ours."""
-
-_RESPONSES_ITEMS = frozenset(
-    {"message", "function_call", "function_call_output", "reasoning", "custom_tool_call"}
-)
-"""Responses API item types that mark a top-level list as Responses input items."""
 
 _OPENAI_MARKERS = (
     b'"tool_calls"',
@@ -144,7 +121,7 @@ def _is_message_list(value: list[Any]) -> bool:
 def _is_items_list(value: list[Any]) -> bool:
     if not all(isinstance(i, dict) and ("role" in i or "type" in i) for i in value):
         return False
-    return any(str_in(i.get("type"), _RESPONSES_ITEMS) for i in value) and not any(
+    return any(str_in(i.get("type"), openai.INPUT_ITEM_MARKS) for i in value) and not any(
         _has_anthropic_blocks(i) for i in value
     )
 
@@ -156,7 +133,7 @@ def _has_anthropic_blocks(message: dict[str, Any]) -> bool:
     for block in content:
         if isinstance(block, dict):
             kind = block.get("type")
-            if str_in(kind, _ANTHROPIC_BLOCKS) or (kind == "image" and "source" in block):
+            if str_in(kind, anthropic.DISTINCT_BLOCKS) or (kind == "image" and "source" in block):
                 return True
     return False
 

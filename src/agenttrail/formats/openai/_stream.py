@@ -16,12 +16,10 @@ stored).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from agenttrail.formats._common import JSONValueError, loads
-from agenttrail.formats.http.recording import fail
+from agenttrail.formats.http.recording import fail, parse_json_body
 from agenttrail.formats.http.sse import sse_events
 
 __all__ = ["assemble"]
@@ -51,16 +49,7 @@ def assemble(text: str, path: Path, where: str) -> tuple[dict[str, Any] | None, 
         line, data = event.line, event.data
         if data.strip() == "[DONE]":
             break
-        try:
-            chunk = loads(data)
-        except json.JSONDecodeError as e:
-            raise fail(
-                path, f"server-sent event at body line {line}: invalid JSON: {e.msg}", where
-            ) from None
-        except JSONValueError as e:
-            raise fail(
-                path, f"server-sent event at body line {line}: {e}", e.within(where)
-            ) from None
+        chunk = parse_json_body(data, path, where, event_line=line)
         if not isinstance(chunk, dict):
             raise fail(
                 path, f"server-sent event at body line {line}: expected a JSON object", where

@@ -1,0 +1,94 @@
+"""Recorded Messages API exchanges: ``{request: {method, url, headers, body}, response:
+{status_code, headers, body}}`` records, as anthropic-sdk-python's inline snapshots hold them.
+
+Each record gives the :class:`~agenttrail.formats.anthropic._builder.Builder` a request body
+(its new messages), then a response (a JSON message, a stream, or an error); endpoints that
+produce no turn are skipped with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from agenttrail.formats.anthropic._blocks import is_error_body, mapping, recorded_body
+from agenttrail.formats.anthropic._builder import Builder
+from agenttrail.formats.anthropic._stream import Streamed, assemble_sse
+from agenttrail.formats.http.recording import header, http_date
+
+__all__ = ["read_exchange"]
+
+_NOT_A_TURN = re.compile(r"/count_tokens/?$|/v1/(?:models|files|messages/batches)(?:/|$)")
+"""Endpoints in a recording that produce no turn (token counting, models, files, batches);
+Bedrock and Vertex URLs (``…/invoke``, ``…:rawPredict``) are turns and are not matched."""
+
+
+def read_exchange(builder: Builder, item: dict[str, Any], at: str, k: int) -> None:
+    """Append one recorded request/response pair (exchange ``k``, 1-based) to ``builder``.
+
+    Raises:
+        FormatError: a side that is not an object, a URL that does not parse, a request body
+            that is not a JSON object, a status that is not an integer; names the field.
+    """
+    builder.exchanges += 1
+    request = mapping(builder, item.get("request"), f"{at}.request")
+    response = mapping(builder, item.get("response"), f"{at}.response")
+    headers = response.get("headers")
+    created = http_date(header(headers, "date"))
+    request_id = header(headers, "request-id")
+    if k == 1:
+        _session_meta(builder, request)
+    url = request.get("url")
+    path = ""
+    if isinstance(url, str):
+        try:
+            path = urlsplit(url).path
+        except ValueError as e:  # a bad IPv6 literal, say
+            raise builder.fail(f"not a URL: {e}", f"{at}.request.url") from None
+    if _NOT_A_TURN.search(path):
+        builder.warn(f"exchange {k}: {path} is not a Messages API call; skipped")
+        return
+    body = recorded_body(builder, request.get("body"), f"{at}.request.body")
+    if not isinstance(body, dict):
+        raise builder.fail("expected a JSON object", f"{at}.request.body")
+    builder.request(body, f"{at}.request.body", k, created)
+    status = response.get("status_code")
+    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+        raise builder.fail("expected an integer HTTP status", f"{at}.response.status_code")
+    reply = recorded_body(builder, response.get("body"), f"{at}.response.body")
+    if isinstance(reply, str) and reply.lstrip().startswith(("event:", "data:")):
+        streamed = assemble_sse(builder, reply, f"{at}.response.body")
+        for n, part in enumerate(streamed):
+            key = f"x{k}:s{n}"
+            if isinstance(part, Streamed):
+                builder.response(
+                    part.body,
+                    f"{at}.response.body",
+                    k,
+                    created,
+                    request_id,
+                    arguments=part.arguments,
+                    key=key,
+                )
+            else:  # an error event inside a stream that began with HTTP 200
+                builder.error(None, part.data, f"{key}:error", created, request_id)
+    elif (status is not None and status >= 400) or is_error_body(reply):
+        builder.error(status, reply, f"x{k}:error", created, request_id)
+    else:
+        reply = mapping(builder, reply, f"{at}.response.body")
+        builder.response(reply, f"{at}.response.body", k, created, request_id)
+
+
+def _session_meta(builder: Builder, request: dict[str, Any]) -> None:
+    """The first request's client, URL and API version, for the session's metadata."""
+    headers = request.get("headers")
+    url = request.get("url")
+    found = {
+        "agent": header(headers, "user-agent"),
+        "url": url if isinstance(url, str) else None,
+        "anthropic_version": header(headers, "anthropic-version"),
+        "anthropic_beta": header(headers, "anthropic-beta"),
+        "helper": header(headers, "x-stainless-helper"),
+    }
+    builder.meta.update((k, v) for k, v in found.items() if v is not None)
