@@ -11,7 +11,7 @@ import typer
 from agenttrail.cli._common import err, find_session, open_log, out
 from agenttrail.cli._options import DbOption
 from agenttrail.errors import InputError
-from agenttrail.log.migrate import migrate as migrate_log
+from agenttrail.ingest.migrate import migrate as migrate_log
 from agenttrail.log.retention import due_for_removal
 from agenttrail.log.retention import retain as retain_sessions
 from agenttrail.log.store import LogStore

@@ -482,7 +482,7 @@ def _migrate(conn: Conn, url: PostgresURL) -> None:
     schema = sql.Identifier(url.schema)
     # One migration per schema at a time; the others wait, then find it done.
     conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtext('agenttrail.log.migrate'), hashtext(%s))",
+        "SELECT pg_advisory_xact_lock(hashtext('agenttrail.ingest.migrate'), hashtext(%s))",
         (url.schema,),
     )
     current = _version(conn, url.schema)

@@ -15,9 +15,9 @@ import pytest
 
 from agenttrail import Recorder
 from agenttrail.errors import ChainBroken, InputError, SessionExists
+from agenttrail.ingest.migrate import migrate
 from agenttrail.ingest.sample import record_sample
 from agenttrail.log.chain import verify
-from agenttrail.log.migrate import migrate
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 from tests.conftest import owner_connection, postgres_schema, run_cli
