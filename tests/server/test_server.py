@@ -23,7 +23,7 @@ from websockets.sync.client import connect
 from agenttrail import Recorder
 from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore, open_store
-from agenttrail.model import events
+from agenttrail.model import NewSession, events
 from agenttrail.server import create_app, mint_token
 from agenttrail.server import live as live_module
 from agenttrail.server.auth import RIGHTS
@@ -363,43 +363,54 @@ def test_a_user_invocation_during_an_agent_turn_is_409_and_appends_nothing(serve
 # -- load -------------------------------------------------------------------------------------
 
 
-def test_eight_writers_and_twenty_subscribers(server: Server) -> None:
-    with server.client() as http:
-        sid = _new_session(http)
-    writers, per_writer, subscribers = 8, 500, 20
-    total = writers * per_writer
-    received: list[list[int]] = [[] for _ in range(subscribers)]
-    ready = threading.Barrier(subscribers + 1)
+@pytest.mark.load
+def test_eight_writers_and_twenty_subscribers(db_url: str, tmp_path: Path) -> None:
+    """A real ``agenttrail serve`` process (its own interpreter, as in use) under 8 writers
+    and 20 live subscribers: every subscriber gets every event once, in seq order."""
+    with open_store(db_url) as store:
+        sid = store.create_session(NewSession("load")).id
+    env = {"AGENTTRAIL_SECRET": SECRET.decode()}
+    with _serve(db_url, tmp_path, env) as (url, _):
+        ws_url = url.replace("http://", "ws://")
+        writers, per_writer, subscribers = 8, 500, 20
+        total = writers * per_writer
+        received: list[list[int]] = [[] for _ in range(subscribers)]
+        ready = threading.Barrier(subscribers + 1)
+        read = mint_token(SECRET, rights=["read"])
+        append = {"Authorization": f"Bearer {mint_token(SECRET, rights=['append'])}"}
 
-    def subscribe(n: int) -> None:
-        url = f"{server.ws}/v1/sessions/{sid}/live?afterSeq=0&token={server.token('read')}"
-        with connect(url) as ws:
-            ready.wait()
-            while len(received[n]) < total:
-                message = json.loads(ws.recv(timeout=60))
-                if message["type"] == "append":
-                    received[n].append(message["seq"])
+        def subscribe(n: int) -> None:
+            # No per-message deflate: the test is about delivery under load, not compression.
+            live = f"{ws_url}/v1/sessions/{sid}/live?afterSeq=0&token={read}"
+            with connect(live, compression=None) as ws:
+                ready.wait()
+                while len(received[n]) < total:
+                    message = json.loads(ws.recv(timeout=60))
+                    if message["type"] == "append":
+                        received[n].append(message["seq"])
 
-    def write(n: int) -> None:
-        with server.client("append") as http:
-            for i in range(per_writer):
-                response = http.post(
-                    f"/v1/sessions/{sid}/events", json={"payload": {"type": "x", "w": n, "i": i}}
-                )
-                assert response.status_code == 201
+        def write(n: int) -> None:
+            with httpx.Client(base_url=url, headers=append, timeout=30) as http:
+                for i in range(per_writer):
+                    response = http.post(
+                        f"/v1/sessions/{sid}/events",
+                        json={"payload": {"type": "x", "w": n, "i": i}},
+                    )
+                    assert response.status_code == 201
 
-    readers = [threading.Thread(target=subscribe, args=(n,)) for n in range(subscribers)]
-    for t in readers:
-        t.start()
-    ready.wait()
-    pool = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
-    for t in pool:
-        t.start()
-    for t in pool + readers:
-        t.join(timeout=300)
+        readers = [threading.Thread(target=subscribe, args=(n,)) for n in range(subscribers)]
+        for t in readers:
+            t.start()
+        ready.wait()
+        pool = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+        for t in pool:
+            t.start()
+        for t in pool + readers:
+            t.join(timeout=300)
     for seqs in received:
         assert seqs == list(range(1, total + 1))
-    (verdict,) = verify(server.store, [sid])
+    with open_store(db_url) as store:
+        (verdict,) = verify(store, [sid])
     assert verdict.ok and verdict.events == total
 
 

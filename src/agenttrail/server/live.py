@@ -30,6 +30,7 @@ from typing import Any
 
 import anyio
 
+from agenttrail.codec import json_line
 from agenttrail.formats.jsonl import event_record
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event
@@ -39,6 +40,7 @@ __all__ = [
     "POLL_S",
     "QUEUE_SIZE",
     "RESUME_CODE",
+    "FeedMessage",
     "Hub",
     "Subscription",
     "event_message",
@@ -80,16 +82,34 @@ def event_message(event: Event) -> dict[str, Any]:
     return {"type": "append", **event_record(event)}
 
 
+@dataclass(frozen=True)
+class FeedMessage:
+    """One message of the feed, encoded once for every subscriber it goes to."""
+
+    kind: str
+    """``append`` (a durable event) or ``appendPartial`` (an ephemeral patch)."""
+    seq: int | None
+    """The event's seq for an ``append``; ``None`` for a partial."""
+    text: str
+    """The message as one line of JSON (``agenttrail.codec.json_line``), as sent."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> FeedMessage:
+        """The message for a JSON-ready ``body`` with its ``type`` (and ``seq``)."""
+        seq = body.get("seq") if body["type"] == "append" else None
+        return cls(body["type"], seq, json_line(body))
+
+
 @dataclass(eq=False)
 class Subscription:
     """One subscriber's bounded queue of messages."""
 
     session_id: str
-    queue: asyncio.Queue[dict[str, Any]] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
+    queue: asyncio.Queue[FeedMessage] = field(default_factory=lambda: asyncio.Queue(QUEUE_SIZE))
     overflowed: asyncio.Event = field(default_factory=asyncio.Event)
     state: FeedState = FeedState.ACCEPTING
 
-    def offer(self, message: dict[str, Any]) -> None:
+    def offer(self, message: FeedMessage) -> None:
         """Queue a message without waiting; a full queue marks the subscriber as behind."""
         if self.overflowed.is_set():
             return
@@ -143,7 +163,7 @@ class Hub:
                 lambda: list(self.store.read(session_id, after_seq=after))
             )
             for event in fresh:
-                message = event_message(event)
+                message = FeedMessage.of(event_message(event))
                 for sub in tuple(self._subscribers.get(session_id, ())):
                     sub.offer(message)
             if fresh and session_id in self._subscribers:
@@ -153,7 +173,7 @@ class Hub:
         """Send an ephemeral ``appendPartial`` patch to the session's subscribers; returns how
         many got it. Never stored."""
         subs = tuple(self._subscribers.get(session_id, ()))
-        message = {"type": "appendPartial", "session_id": session_id, **patch}
+        message = FeedMessage.of({"type": "appendPartial", "session_id": session_id, **patch})
         for sub in subs:
             sub.offer(message)
         return len(subs)
@@ -202,7 +222,7 @@ class Hub:
     def _page(self, session_id: str, after_seq: int) -> list[Event]:
         return list(self.store.read(session_id, after_seq=after_seq, limit=BACKLOG_PAGE))
 
-    async def feed(self, sub: Subscription, after_seq: int) -> AsyncIterator[dict[str, Any]]:
+    async def feed(self, sub: Subscription, after_seq: int) -> AsyncIterator[FeedMessage]:
         """The messages for one subscriber: the backlog after ``after_seq``, then live.
 
         Stops when the subscriber falls behind (check ``sub.overflowed``)."""
@@ -211,24 +231,19 @@ class Hub:
         while True:  # the backlog, in pages, straight from the store
             page = await anyio.to_thread.run_sync(self._page, sub.session_id, last)
             for event in page:
-                yield event_message(event)
+                yield FeedMessage.of(event_message(event))
                 last = event.seq
             if len(page) < BACKLOG_PAGE:
                 break
         sub.state = FeedState.LIVE
         while not sub.overflowed.is_set():
-            getter = asyncio.ensure_future(sub.queue.get())
-            behind = asyncio.ensure_future(sub.overflowed.wait())
-            try:
-                done, _ = await asyncio.wait({getter, behind}, return_when=asyncio.FIRST_COMPLETED)
-            finally:  # also when the feed is closed while waiting: leave no task behind
-                for task in (getter, behind):
-                    task.cancel()
-            if getter not in done:
+            # A subscriber falls behind only when its queue is full, so a sender waiting on an
+            # empty queue never misses it: checking after each message is enough.
+            message = await sub.queue.get()
+            if sub.overflowed.is_set():
                 break
-            message = getter.result()
-            if message["type"] == "append":
-                if message["seq"] <= last:
+            if message.seq is not None:
+                if message.seq <= last:
                     continue  # already sent from the backlog
-                last = message["seq"]
+                last = message.seq
             yield message

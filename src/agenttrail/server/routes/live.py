@@ -71,7 +71,7 @@ async def _send_feed(
 ) -> None:
     try:
         async for message in hub.feed(sub, after_seq):
-            await websocket.send_json(message)
+            await websocket.send_text(message.text)
         if sub.overflowed.is_set():
             await websocket.close(code=RESUME_CODE, reason="behind: resume from your last seq")
     except (WebSocketDisconnect, RuntimeError):  # the client went away mid-send
