@@ -1,5 +1,5 @@
 """Our own financial-assistant session: a mortgage model behind ``run_model``, one turn per
-reconciliation class (issue 4, "Cases that must work").
+reconciliation class of docs/evidence.md (the cases that must work).
 
 Written through the real recorder API into a real SQLite log; every timestamp is fixed. The
 turns, and what each reply states:
