@@ -4,8 +4,10 @@ third-party data folder, the CLI.
 One contract, two backends (Phoenix's ``dialect`` fixture): the ``store`` and
 ``db_url`` fixtures are parametrised over ``sqlite`` and ``postgresql``, so every test that
 takes them runs against both. A PostgreSQL test gets a schema of its own in the server named
-by ``--postgres-url`` (default ``$AGENTTRAIL_TEST_POSTGRES_URL``, else the server on this
-machine), dropped afterwards. ``--backend sqlite`` runs the SQLite half only.
+by ``--postgres-url`` (default ``$AGENTTRAIL_TEST_POSTGRES_URL``), dropped afterwards; with no
+server named, the suite starts one of its own (tests/_environment.py says how, and what the
+suite does without the third-party corpus or a browser). ``--backend sqlite`` runs the SQLite
+half only.
 """
 
 from __future__ import annotations
@@ -31,18 +33,24 @@ from psycopg import sql
 
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.log.store.postgres import parse_url
+from tests._environment import (
+    CHROMIUM,
+    CHROMIUM_HOW,
+    HAS_SHARED,
+    ROOT,
+    SHARED,
+    SHARED_HOW,
+    embedded_postgres,
+    reads_shared,
+    require,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("AGENTTRAIL_SHARED") or ROOT / ".." / "shared").resolve()
-"""Third-party data and vectors, read in place (never copied into the repo): the ``shared``
-folder beside the checkout, or ``$AGENTTRAIL_SHARED``."""
+__all__ = ["CHROMIUM", "REALDATA", "ROOT", "SHARED", "VECTORS"]
+
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
 
-
 BACKENDS = ("sqlite", "postgresql")
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
-"""The server .ci/run starts on this machine (trust auth, database ``test``)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,8 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--postgres-url",
-        default=os.environ.get("AGENTTRAIL_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL,
-        help="PostgreSQL server for the postgresql half: each test gets a schema of its own",
+        default=os.environ.get("AGENTTRAIL_TEST_POSTGRES_URL"),
+        help="PostgreSQL server for the postgresql half: each test gets a schema of its own "
+        "(default: a throw-away server the suite starts itself)",
     )
 
 
@@ -72,14 +81,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    _skip_what_this_machine_lacks(config, items)
+
+
+def _skip_what_this_machine_lacks(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the tests that need the corpus or a browser this machine has not got, and say so
+    once, at the top of the run (tests/_environment.py)."""
+    lacking: list[tuple[str, list[pytest.Item]]] = []
+    if not HAS_SHARED:
+        lacking.append((SHARED_HOW, [i for i in items if _reads_shared(i)]))
+    if CHROMIUM is None:
+        lacking.append((CHROMIUM_HOW, [i for i in items if "browser" in _fixtures(i)]))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    for why, skipped in lacking:
+        for item in skipped:
+            item.add_marker(pytest.mark.skip(reason=why))
+        if skipped and reporter is not None:
+            reporter.write_line(f"agenttrail: {len(skipped)} tests skipped: {why}", yellow=True)
+
+
+def _fixtures(item: pytest.Item) -> list[str]:
+    names: list[str] = getattr(item, "fixturenames", [])
+    return names
+
+
+def _reads_shared(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    params = dict(callspec.params) if callspec is not None else {}
+    if reads_shared(getattr(item, "function", None), params):
+        return True
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    return any(reads_shared(d.func, {}) for fixture in defs for d in fixture)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not (SHARED / "realdata" / "SOURCES.md").is_file():
-        raise pytest.UsageError(
-            f"third-party test data not found at {SHARED}: the tests read ../shared/realdata "
-            "and ../shared/vectors beside the checkout; set AGENTTRAIL_SHARED to their folder"
-        )
+    if not HAS_SHARED and require("SHARED"):
+        raise pytest.UsageError(SHARED_HOW)
+    if CHROMIUM is None and require("BROWSER"):
+        raise pytest.UsageError(CHROMIUM_HOW)
 
 
 @pytest.fixture
@@ -89,10 +129,18 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(request: pytest.FixtureRequest) -> str:
-    """The PostgreSQL server under test (``--postgres-url``); fails the test, with what to
-    do, when it cannot be reached."""
-    url = str(request.config.getoption("--postgres-url"))
+def postgres_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The PostgreSQL server under test: the one ``--postgres-url`` names (a test fails, with
+    what to do, when it cannot be reached), else a throw-away server the suite starts on a
+    Unix socket of its own and removes at the end."""
+    configured = request.config.getoption("--postgres-url")
+    if not configured:
+        with embedded_postgres(tmp_path_factory.mktemp("postgres")) as url:
+            yield url
+        return
+    url = str(configured)
     try:
         psycopg.connect(url, connect_timeout=5).close()
     except psycopg.OperationalError as e:
@@ -102,7 +150,7 @@ def postgres_url(request: pytest.FixtureRequest) -> str:
             "(.ci/run does) or run the SQLite half only: pytest --backend sqlite",
             pytrace=False,
         )
-    return url
+    yield url
 
 
 @contextmanager

@@ -71,10 +71,6 @@ def _outsider_script(db: Path, session: str) -> str:
     )
 
 
-@pytest.mark.skipif(
-    not all(shutil.which(tool) for tool in ("sqlite3", "xxd", "sha256sum")),
-    reason="needs the sqlite3, xxd and sha256sum commands",
-)
 def _verifies_by_hand(db: str | Path, script: Callable[[str], str]) -> None:
     """Write the sample session and one with a lone surrogate and a 512 KiB result into
     ``db``, then run the by-hand ``script(session)`` of each: it prints ``ok`` for every seq
@@ -95,6 +91,10 @@ def _verifies_by_hand(db: str | Path, script: Callable[[str], str]) -> None:
         assert out[-1] == f"head|{head_seq}|{head_hash}"
 
 
+@pytest.mark.skipif(
+    not all(shutil.which(tool) for tool in ("sqlite3", "xxd", "sha256sum")),
+    reason="needs the sqlite3, xxd and sha256sum commands",
+)
 def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> None:
     db = tmp_path / "agenttrail.db"
     _verifies_by_hand(db, lambda session: _outsider_script(db, session))

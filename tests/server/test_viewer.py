@@ -1,9 +1,10 @@
 """The web viewer in a real browser: Debian's Chromium, headless, driven by Playwright, against
 a real uvicorn on loopback (docs/viewer.md).
 
-The browser is ``/usr/bin/chromium`` (``.ci/run`` installs the ``chromium`` package when it is
-missing; Playwright's own browser download is never used). Without it these tests are skipped,
-unless ``AGENTTRAIL_REQUIRE_BROWSER`` is set, as CI sets it, which makes them fail instead.
+The browser is the distribution's Chromium, found on ``PATH`` (``.ci/run`` installs the
+``chromium`` package when it is missing; Playwright's own browser download is never used).
+Without it these tests are skipped, unless ``AGENTTRAIL_REQUIRE_BROWSER`` is set, as CI sets
+it, which makes the run fail instead (tests/_environment.py).
 Screenshots go to ``$AGENTTRAIL_SCREENSHOTS`` or ``<tmp>/agenttrail-screenshots``, outside the
 repository.
 """
@@ -33,10 +34,9 @@ from agenttrail.server import create_app, mint_token
 from agenttrail.server import live as live_module
 from agenttrail.server.tools import Tool, ToolRegistry, workspace_tools
 from agenttrail.server.viewer import STATIC_DIR
-from tests.conftest import REALDATA, serving
+from tests.conftest import CHROMIUM, REALDATA, serving
 from tests.loan_session import record_loan_session
 
-CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -70,13 +70,11 @@ def _shot(page: Page, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        message = "needs Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium)"
-        if os.environ.get("AGENTTRAIL_REQUIRE_BROWSER"):
-            pytest.fail(message)
-        pytest.skip(message)
+    # Without a browser the tests that take this fixture are skipped at collection, or the
+    # run refuses to start when CI requires one (tests/_environment.py).
+    assert CHROMIUM is not None
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             yield launched
         finally:
