@@ -17,10 +17,12 @@ URL), which turn each of these skips into a failure: CI runs everything or fails
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 import shutil
 import socket
+import sys
 import types
 import warnings
 from collections.abc import Iterator
@@ -73,13 +75,51 @@ def _names(code: types.CodeType) -> set[str]:
     return names
 
 
+_ROOTS = frozenset({"SHARED", "REALDATA", "VECTORS", "HARVEY"})
+_corpus_names_of: dict[str, frozenset[str]] = {}
+
+
+def corpus_names(module: types.ModuleType) -> frozenset[str]:
+    """The module-level names of a test module whose value is made from the corpus paths
+    (``SIMONW = REALDATA / …``, ``_JCS = sorted((VECTORS / …).glob(…))``, names imported
+    from another test module that are), read from its source: without the corpus such a value
+    may be an empty list, which says nothing by itself."""
+    name = module.__name__
+    if name in _corpus_names_of:
+        return _corpus_names_of[name]
+    _corpus_names_of[name] = frozenset()  # a cycle of imports finds nothing more
+    found: set[str] = set(_ROOTS)
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return frozenset()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tests"):
+            source = sys.modules.get(node.module or "")
+            if source is not None:
+                inner = corpus_names(source)
+                found |= {a.asname or a.name for a in node.names if a.name in inner}
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        value = getattr(node, "value", None)
+        if targets and value is not None:
+            used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+            if used & found:
+                found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    _corpus_names_of[name] = frozenset(found)
+    return _corpus_names_of[name]
+
+
 def reads_shared(function: Any, params: dict[str, Any], seen: set[int] | None = None) -> bool:
     """True when a test (its function, its parameters) reads the third-party corpus.
 
     The test does when a parameter is a path under :data:`SHARED`, or when its code names a
-    module-level value that is one (``REALDATA``, ``SIMONW = REALDATA / …``, a list of such
-    paths), or calls a function of the tests that does, or the tests' module that holds
-    one (``_recordings.ANTHROPIC``), followed through any depth.
+    module-level value made from the corpus paths (:func:`corpus_names`), or calls a function
+    of the tests that does, or names such a value of another test module
+    (``_recordings.ANTHROPIC``), followed through any depth.
     """
     if any(_under_shared(v) for v in params.values()):
         return True
@@ -90,12 +130,15 @@ def reads_shared(function: Any, params: dict[str, Any], seen: set[int] | None = 
         return False
     seen.add(id(code))
     scope = getattr(function, "__globals__", {})
-    for name in _names(code):
-        if name in ("SHARED", "REALDATA", "VECTORS", "HARVEY"):
-            return True
+    module = sys.modules.get(scope.get("__name__", ""))
+    corpus = corpus_names(module) if module is not None else _ROOTS
+    names = _names(code)
+    if names & corpus:
+        return True
+    for name in names:
         value = scope.get(name)
         if isinstance(value, types.ModuleType) and value.__name__.startswith("tests"):
-            if any(_reads(getattr(value, n, None), seen) for n in _names(code)):
+            if names & corpus_names(value):
                 return True
         elif _reads(value, seen):
             return True

@@ -45,7 +45,7 @@ from tests._environment import (
     require,
 )
 
-__all__ = ["CHROMIUM", "REALDATA", "ROOT", "SHARED", "VECTORS"]
+__all__ = ["CHROMIUM", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS"]
 
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"

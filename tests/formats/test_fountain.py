@@ -310,8 +310,8 @@ _REAL = sorted(
     [
         *(REALDATA / "claude-code-spotter").glob("*.jsonl"),
         *(REALDATA / "claude-code-simonw").glob("*.jsonl"),
-        *(REALDATA / "anthropic-sdk-python").iterdir(),
-        *(REALDATA / "otel-openai-v2-cassettes").iterdir(),
+        *(REALDATA / "anthropic-sdk-python").glob("*"),
+        *(REALDATA / "otel-openai-v2-cassettes").glob("*"),
     ]
 )
 

@@ -30,7 +30,7 @@ from tests.conftest import REALDATA
 from tests.formats._recordings import ANTHROPIC_SDK, CASSETTES, CLAUDE_CODE_SPOTTER, import_events
 
 REAL_FILES = [
-    *sorted(ANTHROPIC_SDK.iterdir()),
+    *sorted(ANTHROPIC_SDK.glob("*")),
     *sorted(CASSETTES.glob("*.yaml")),
     *sorted(CLAUDE_CODE_SPOTTER.glob("*.jsonl")),
     REALDATA / "claude-code-simonw" / "sample_session.jsonl",

@@ -620,7 +620,7 @@ def test_responses_unknown_previous_response_is_a_warning(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     "path",
     [
-        *sorted((REALDATA / "anthropic-sdk-python").iterdir()),
+        *sorted((REALDATA / "anthropic-sdk-python").glob("*")),
         *sorted((REALDATA / "claude-code-spotter").glob("*.jsonl")),
         REALDATA / "claude-code-simonw" / "sample_session.jsonl",
         TOOLBENCH,
