@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -129,15 +130,16 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """The PostgreSQL server under test: the one ``--postgres-url`` names (a test fails, with
     what to do, when it cannot be reached), else a throw-away server the suite starts on a
     Unix socket of its own and removes at the end."""
     configured = request.config.getoption("--postgres-url")
     if not configured:
-        with embedded_postgres(tmp_path_factory.mktemp("postgres")) as url:
+        # A folder of its own, not under pytest's base temp: every pytest run on the machine
+        # resets /tmp/pytest-of-USER to mode 0700, which would lock the server's own
+        # unprivileged user out of its data folder halfway through this run.
+        with embedded_postgres(Path(tempfile.mkdtemp(prefix="agenttrail-postgres-"))) as url:
             yield url
         return
     url = str(configured)
