@@ -1,16 +1,27 @@
 """The user's tools (agenttrail.server.tools): input validated against each tool's JSON Schema
 with errors naming the field, the workspace tools confined to their folder, and the registry
-with the tools packages add through entry points. Over HTTP: tests/server/test_server.py."""
+with the tools packages add through entry points. Over HTTP (a real uvicorn on loopback, both
+backends): every tool that ran has its call and its result in the log, and every failure is a
+logged tool error answered with a 4xx problem; the rest of the API is in
+tests/server/test_server.py."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from agenttrail.errors import InputError, ToolError
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import NewSession
+from agenttrail.server import create_app, mint_token
 from agenttrail.server.tools import MAX_READ_BYTES, Tool, ToolRegistry, workspace_tools
+from tests.conftest import serving
 
 
 def _registry(root: Path) -> ToolRegistry:
@@ -149,3 +160,139 @@ def test_tools_from_an_entry_point_join_the_registry(
     registry = ToolRegistry.with_entry_points(tmp_path)
     assert [t.name for t in registry] == ["list_dir", "read_file", "weather", "write_file"]
     assert registry.dispatch("weather", {"city": "Oslo"}) == {"city": "Oslo", "sky": "clear"}
+
+
+# -- over HTTP: what ran is in the log, and every failure is a logged 4xx ----------------------
+
+SECRET = b"test-secret-not-for-production-0123456789abcdef"
+LOG_LIMIT = 64 * 1024
+"""The log's payload limit in these tests (bytes of CBOR): small, so that going past it is cheap."""
+
+
+@dataclass
+class Served:
+    """A server on a real uvicorn whose tools work in ``root``, and one session to call them in."""
+
+    store: LogStore
+    root: Path
+    http: httpx.Client
+    session_id: str
+
+    def invoke(self, name: str, value: Any) -> httpx.Response:
+        # json.dumps escapes a lone surrogate as "\\ud800" (valid JSON), which httpx's json=
+        # cannot send.
+        return self.http.post(
+            f"/v1/sessions/{self.session_id}/tools/{name}/invoke",
+            content=json.dumps(value),
+            headers={"Content-Type": "application/json"},
+        )
+
+    def logged(self) -> list[dict[str, Any]]:
+        """The session's payloads, each with its seq."""
+        return [{"seq": e.seq, **e.payload} for e in self.store.read(self.session_id)]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, db_url: str) -> Iterator[Served]:
+    """The workspace tools plus ``touch_then_turn``, a tool during whose run an agent turn
+    begins: it writes ``touched.txt``, then takes the session's turn lock as an agent would."""
+    store = open_store(db_url, max_payload_bytes=LOG_LIMIT)
+    root = tmp_path / "workspace"
+    root.mkdir()
+
+    def touch_then_turn(value: dict[str, Any]) -> dict[str, Any]:
+        (root / "touched.txt").write_text("ran")
+        store.acquire_turn(value["session"], turn_id="t-agent", holder="agent", ttl_s=60)
+        return {"touched": True}
+
+    schema = {"type": "object", "properties": {"session": {"type": "string"}}}
+    registry = ToolRegistry(
+        [*workspace_tools(root), Tool("touch_then_turn", "Touch.", schema, touch_then_turn)]
+    )
+    store.create_session(NewSession(id="s1"))
+    headers = {"Authorization": f"Bearer {mint_token(SECRET, rights=['read', 'invoke'])}"}
+    try:
+        with (
+            serving(create_app(store, secret=SECRET, tools=registry)) as port,
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as http,
+        ):
+            yield Served(store, root, http, "s1")
+    finally:
+        store.close()
+
+
+def _logged_failure(ws: Served, response: httpx.Response, name: str, value: Any) -> str:
+    """Check that ``response`` is a 422 problem for a tool that failed, and that its call and
+    its result, with the same error, are the last two events in the log; returns the error."""
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    call, result = ws.logged()[-2:]
+    assert (call["type"], call["name"], call["input"], call["actor"]) == (
+        "tool_call",
+        name,
+        value,
+        "user",
+    )
+    assert (result["type"], result["toolCallId"], result["actor"]) == (
+        "tool_result",
+        call["id"],
+        "user",
+    )
+    assert "output" not in result and result["error"] == problem["detail"] == problem["error"]
+    assert (problem["call_seq"], problem["result_seq"]) == (call["seq"], result["seq"])
+    return str(result["error"])
+
+
+def test_content_above_the_log_limit_is_refused_before_anything_is_written(
+    workspace: Served,
+) -> None:
+    refused = workspace.invoke("write_file", {"path": "big.txt", "content": "x" * LOG_LIMIT})
+    assert refused.status_code == 413 and refused.json()["limit"] == LOG_LIMIT
+    assert "65,536 bytes" in refused.json()["detail"]
+    assert not (workspace.root / "big.txt").exists()  # the tool did not run ...
+    assert workspace.logged() == []  # ... and nothing is in the log
+
+
+def test_an_output_too_large_for_the_log_is_logged_as_a_tool_error(workspace: Served) -> None:
+    (workspace.root / "wide.txt").write_text("x" * (LOG_LIMIT + 1))  # under the read limit
+    value = {"path": "wide.txt"}
+    error = _logged_failure(workspace, workspace.invoke("read_file", value), "read_file", value)
+    assert error.startswith("the output of 'read_file' cannot be logged: payload is ")
+    assert error.endswith(
+        f"above the limit of {LOG_LIMIT:,} bytes (max_payload_bytes / AGENTTRAIL_MAX_PAYLOAD_BYTES)"
+    )
+
+
+def test_every_tool_failure_is_logged_and_answered_with_a_422(workspace: Served) -> None:
+    (workspace.root / "folder").mkdir()
+    failures: list[tuple[str, dict[str, Any], str]] = [
+        ("read_file", {"path": "../outside.txt"}, "path '../outside.txt' leads outside"),
+        ("read_file", {"path": "a\x00b"}, "tool 'read_file' failed: ValueError: "),
+        ("write_file", {"path": "folder", "content": "x"}, "tool 'write_file' failed: "),
+    ]
+    for name, value, message in failures:
+        error = _logged_failure(workspace, workspace.invoke(name, value), name, value)
+        assert error.startswith(message), (name, value, error)
+    assert len(workspace.logged()) == 2 * len(failures)
+
+
+def test_a_tool_that_ran_is_logged_even_when_a_turn_begins_while_it_runs(
+    workspace: Served,
+) -> None:
+    ran = workspace.invoke("touch_then_turn", {"session": "s1"})
+    assert (workspace.root / "touched.txt").read_text() == "ran"
+    assert ran.status_code == 201, ran.text
+    call, result = workspace.logged()
+    assert (call["type"], call["name"], result["type"], result["output"]) == (
+        "tool_call",
+        "touch_then_turn",
+        "tool_result",
+        {"touched": True},
+    )
+    assert (ran.json()["call_seq"], ran.json()["result_seq"]) == (call["seq"], result["seq"])
+    # The turn now holds the lock: the next call is refused before it runs.
+    (workspace.root / "touched.txt").unlink()
+    refused = workspace.invoke("touch_then_turn", {"session": "s1"})
+    assert refused.status_code == 409 and refused.json()["turn_id"] == "t-agent"
+    assert not (workspace.root / "touched.txt").exists() and len(workspace.logged()) == 2
