@@ -1,5 +1,6 @@
 """Limits in bytes: each is a keyword argument, else an ``AGENTTRAIL_*`` environment variable,
-else a default (the payload limit of :func:`agenttrail.log.store.open_store`)."""
+else a default: the payload limit of :func:`agenttrail.log.store.open_store` and the read limit of
+the user's tools (docs/server.md lists both)."""
 
 from __future__ import annotations
 

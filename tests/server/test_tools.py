@@ -7,7 +7,10 @@ tests/server/test_server.py."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +24,7 @@ from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewSession
 from agenttrail.server import create_app, mint_token
 from agenttrail.server.tools import MAX_READ_BYTES, Tool, ToolRegistry, workspace_tools
+from agenttrail.server.workspace import Workspace
 from tests.conftest import serving
 
 
@@ -264,17 +268,91 @@ def test_an_output_too_large_for_the_log_is_logged_as_a_tool_error(workspace: Se
     )
 
 
-def test_every_tool_failure_is_logged_and_answered_with_a_422(workspace: Served) -> None:
+def test_every_tool_failure_is_logged_and_answered_with_a_422(
+    workspace: Served, tmp_path: Path
+) -> None:
     (workspace.root / "folder").mkdir()
+    (workspace.root / "loop").symlink_to("loop")
+    long_name = "n" * 5000
     failures: list[tuple[str, dict[str, Any], str]] = [
-        ("read_file", {"path": "../outside.txt"}, "path '../outside.txt' leads outside"),
-        ("read_file", {"path": "a\x00b"}, "tool 'read_file' failed: ValueError: "),
-        ("write_file", {"path": "folder", "content": "x"}, "tool 'write_file' failed: "),
+        ("read_file", {"path": "a\x00b"}, "path 'a\\x00b' holds a NUL character"),
+        ("write_file", {"path": "a\x00b", "content": "x"}, "path 'a\\x00b' holds a NUL character"),
+        (
+            "write_file",
+            {"path": long_name, "content": "x"},
+            f"path {long_name[:60]!r}… (5,000 characters): File name too long",
+        ),
+        (
+            "read_file",
+            {"path": long_name},
+            f"path {long_name[:60]!r}… (5,000 characters): File name too long",
+        ),
+        ("write_file", {"path": "folder", "content": "x"}, "path 'folder' is a folder, not a file"),
+        ("write_file", {"path": ".", "content": "x"}, "path '.' is a folder, not a file"),
+        ("read_file", {"path": "folder"}, "no file 'folder' in the workspace"),
+        ("read_file", {"path": "loop"}, "path 'loop': Too many levels of symbolic links"),
+        (
+            "write_file",
+            {"path": "t.txt", "content": "\ud800"},
+            "content: character 0 is a lone surrogate, which a file cannot hold as UTF-8",
+        ),
+        (
+            "read_file",
+            {"path": "../outside.txt"},
+            "path '../outside.txt' leads outside the workspace",
+        ),
+        ("list_dir", {"path": "gone"}, "no folder 'gone' in the workspace"),
     ]
-    for name, value, message in failures:
-        error = _logged_failure(workspace, workspace.invoke(name, value), name, value)
-        assert error.startswith(message), (name, value, error)
-    assert len(workspace.logged()) == 2 * len(failures)
+    open_fds = []
+    for _ in range(2):  # twice: the second round must leave no descriptor open (the server
+        # runs in this process, so its descriptors are in /proc/self/fd)
+        for name, value, message in failures:
+            error = _logged_failure(workspace, workspace.invoke(name, value), name, value)
+            assert error == message, (name, value)
+        open_fds.append(len(os.listdir("/proc/self/fd")))
+    assert open_fds[1] == open_fds[0]
+    assert sorted(p.name for p in workspace.root.iterdir()) == ["folder", "loop"]
+    assert len(workspace.logged()) == 2 * 2 * len(failures)
+
+
+def test_a_hard_link_in_the_workspace_reaches_no_file_outside_it(
+    workspace: Served, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    os.link(secret, workspace.root / "linked.txt")
+    value = {"path": "linked.txt"}
+    error = _logged_failure(workspace, workspace.invoke("read_file", value), "read_file", value)
+    assert error == (
+        "path 'linked.txt' has 2 hard links: a file with another name may be outside the "
+        "workspace, so it is not read"
+    )
+    wrote = workspace.invoke("write_file", {"path": "linked.txt", "content": "new"})
+    assert wrote.status_code == 201 and wrote.json()["output"] == {"path": "linked.txt", "bytes": 3}
+    assert secret.read_text() == "outside" and secret.stat().st_nlink == 1  # untouched
+    assert (workspace.root / "linked.txt").read_text() == "new"
+    read = workspace.invoke("read_file", value)  # the workspace's own file now: it reads
+    assert read.status_code == 201 and read.json()["output"]["content"] == "new"
+    assert [e["type"] for e in workspace.logged()] == ["tool_call", "tool_result"] * 3
+
+
+def test_read_file_checks_the_size_before_it_reads(workspace: Served) -> None:
+    # A sparse file far above the read limit: the size is known without reading a byte.
+    with open(workspace.root / "sparse.bin", "wb") as sparse:
+        sparse.truncate(64 * 1024 * 1024)
+    value = {"path": "sparse.bin"}
+    tracemalloc.start()  # the server runs in this process: its allocations are traced too
+    try:
+        response = workspace.invoke("read_file", value)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    error = _logged_failure(workspace, response, "read_file", value)
+    assert error == (
+        f"path 'sparse.bin' is 67,108,864 bytes, above the read limit of {MAX_READ_BYTES:,} "
+        "bytes (AGENTTRAIL_MAX_READ_BYTES)"
+    )
+    assert peak < 8 * 1024 * 1024, f"{peak:,} bytes allocated to refuse the file"
 
 
 def test_a_tool_that_ran_is_logged_even_when_a_turn_begins_while_it_runs(
@@ -296,3 +374,38 @@ def test_a_tool_that_ran_is_logged_even_when_a_turn_begins_while_it_runs(
     refused = workspace.invoke("touch_then_turn", {"session": "s1"})
     assert refused.status_code == 409 and refused.json()["turn_id"] == "t-agent"
     assert not (workspace.root / "touched.txt").exists() and len(workspace.logged()) == 2
+
+
+def test_a_folder_swapped_for_a_link_after_the_check_is_not_followed(tmp_path: Path) -> None:
+    # The tools resolve a path, check it stays inside, then open it one folder at a time with
+    # O_NOFOLLOW. Here "sub" was a folder when the path was checked and is a link out when it
+    # is opened: the opening refuses it rather than follow it.
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    (root / "sub").symlink_to(tmp_path / "outside")
+    workspace = Workspace(root)
+    with pytest.raises(OSError) as refused, workspace._folder(root.resolve(), ("sub",)):
+        pass
+    # Linux: O_DIRECTORY | O_NOFOLLOW on a link is ENOTDIR; elsewhere ELOOP.
+    assert refused.value.errno in (errno.ENOTDIR, errno.ELOOP)
+
+
+def test_the_read_limit_is_set_by_its_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "eleven.txt").write_text("x" * 11)
+    monkeypatch.setenv("AGENTTRAIL_MAX_READ_BYTES", "10")
+    registry = _registry(tmp_path)
+    with pytest.raises(ToolError) as refused:
+        registry.dispatch("read_file", {"path": "eleven.txt"})
+    assert str(refused.value) == (
+        "path 'eleven.txt' is 11 bytes, above the read limit of 10 bytes "
+        "(AGENTTRAIL_MAX_READ_BYTES)"
+    )
+    assert ToolRegistry(workspace_tools(tmp_path, max_read_bytes=11)).dispatch(
+        "read_file", {"path": "eleven.txt"}
+    ) == {"path": "eleven.txt", "content": "x" * 11}
+    monkeypatch.setenv("AGENTTRAIL_MAX_READ_BYTES", "ten")
+    with pytest.raises(InputError, match=r"^AGENTTRAIL_MAX_READ_BYTES='ten' is not an integer$"):
+        workspace_tools(tmp_path)
