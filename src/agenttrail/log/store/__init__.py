@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from agenttrail.errors import InputError
+from agenttrail.limits import byte_limit
 from agenttrail.log.chain import ChainReader
 from agenttrail.model import LogReader, NewEvent, NewSession, NewTrace, Session, TraceRow
 
@@ -343,13 +344,5 @@ def payload_limit(max_payload_bytes: int | None = None) -> int:
     Raises:
         InputError: the limit is not a positive integer.
     """
-    limit = max_payload_bytes
-    if limit is None:
-        raw = os.environ.get("AGENTTRAIL_MAX_PAYLOAD_BYTES")
-        try:
-            limit = DEFAULT_MAX_PAYLOAD_BYTES if raw is None else int(raw)
-        except ValueError:
-            raise InputError(f"AGENTTRAIL_MAX_PAYLOAD_BYTES={raw!r} is not an integer") from None
-    if limit <= 0:
-        raise InputError(f"the payload limit must be a positive number of bytes, not {limit}")
-    return limit
+    variable = "AGENTTRAIL_MAX_PAYLOAD_BYTES"
+    return byte_limit(max_payload_bytes, variable, DEFAULT_MAX_PAYLOAD_BYTES, "payload limit")
