@@ -16,6 +16,7 @@ import io
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ import pytest
 import uvicorn
 from psycopg import sql
 
+from agenttrail.codec import now_timestamp
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.log.store.postgres import parse_url
 from tests._environment import (
@@ -236,6 +238,25 @@ def owner_connection(url: str) -> Iterator[psycopg.Connection[tuple[object, ...]
     with psycopg.connect(parsed.conninfo, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(parsed.schema)))
         yield conn
+
+
+def session_made_before_the_id_rule(url: str, session_id: str, **fields: str) -> None:
+    """Write a session row as agenttrail did before the id rule (docs/log-format.md, Session
+    ids): an old log's session whose id no new session may have. ``fields`` are text columns
+    (``title``, ``user``, ``workspace`` …); append to it through the store as usual."""
+    columns = ["id", "metadata", "created_at", *fields]
+    values = [session_id, "{}", now_timestamp(), *fields.values()]
+    names = ", ".join(f'"{c}"' for c in columns)
+    if is_postgres(url):
+        with owner_connection(url) as conn:
+            marks = ", ".join(["%s"] * len(values))
+            conn.execute(f"INSERT INTO sessions ({names}) VALUES ({marks})", values)  # type: ignore[arg-type]
+        return
+    with closing(sqlite3.connect(url)) as conn:
+        conn.execute(
+            f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(values))})", values
+        )
+        conn.commit()
 
 
 def run_cli(

@@ -33,10 +33,17 @@ from agenttrail.model.reading import (
     text_of,
     tool_status,
 )
-from agenttrail.model.sessions import NewSession, Session
+from agenttrail.model.sessions import (
+    SESSION_ID_RULE,
+    NewSession,
+    Session,
+    check_session_id,
+    is_session_id,
+)
 from agenttrail.model.traces import NewTrace, TraceRow
 
 __all__ = [
+    "SESSION_ID_RULE",
     "Actor",
     "Event",
     "LogReader",
@@ -46,10 +53,12 @@ __all__ = [
     "Session",
     "ToolStatus",
     "TraceRow",
+    "check_session_id",
     "content_text",
     "error",
     "event_actor",
     "failed",
+    "is_session_id",
     "message",
     "message_text",
     "meta",

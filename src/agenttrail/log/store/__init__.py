@@ -138,7 +138,8 @@ class EventLog(LogReader, Protocol):
     """Largest payload an append accepts (bytes of canonical CBOR)."""
 
     def create_session(self, new: NewSession) -> Session:
-        """Create a session. Raises ``SessionExists`` if the id is taken."""
+        """Create a session. Raises ``SessionExists`` if the id is taken, ``InputError`` if it
+        does not follow the id rule (``agenttrail.model.SESSION_ID_RULE``)."""
         ...
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
@@ -248,6 +249,8 @@ class Archive(LogReader, Protocol):
             ChainBroken: a row does not continue the chain (a gap, or a hash that is not the
                 recomputed one): nothing is written.
             SessionExists: the id was removed here by retention.
+            InputError: the session is not here and its id does not follow the id rule
+                (``agenttrail.model.SESSION_ID_RULE``): nothing is written.
         """
         ...
 
