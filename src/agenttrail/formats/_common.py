@@ -21,6 +21,7 @@ __all__ = [
     "JSONValueError",
     "content_session_id",
     "decode_text",
+    "is_json",
     "iter_jsonl",
     "load_json",
     "loads",
@@ -135,6 +136,17 @@ def loads(text: str) -> Any:
         raise JSONValueError(e.reason, _locate(text)) from None
     except RecursionError:
         raise JSONValueError("nested too deeply to read") from None
+
+
+def is_json(text: str) -> bool:
+    """True for JSON text, even with a number :func:`loads` refuses."""
+    try:
+        loads(text)
+    except json.JSONDecodeError:
+        return False
+    except JSONValueError:
+        return True
+    return True
 
 
 def _locate(text: str) -> str:

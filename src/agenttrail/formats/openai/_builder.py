@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import JSONValueError, loads, timestamp_or_none, title_from
+from agenttrail.formats._common import is_json, loads, timestamp_or_none, title_from
 from agenttrail.formats.http.recording import Exchange, fail, join, parse_json_body, type_name
 from agenttrail.formats.openai._detect import endpoint, str_in
 from agenttrail.formats.openai._stream import assemble
@@ -151,7 +151,7 @@ class Builder:
         try:
             value = parse_json_body(raw, self.path, where)
         except FormatError:
-            if failed and not _is_json(raw):  # an HTML or plain-text error page: its text
+            if failed and not is_json(raw):  # an HTML or plain-text error page: its text
                 return {"error": {"message": raw.strip()}}
             raise
         if not isinstance(value, dict):
@@ -253,17 +253,6 @@ class Builder:
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         raise self.fail(f"expected a token count, not {type_name(value)}", where)
-
-
-def _is_json(text: str) -> bool:
-    """True for JSON text, even with a number :func:`loads` refuses."""
-    try:
-        loads(text)
-    except json.JSONDecodeError:
-        return False
-    except JSONValueError:
-        return True
-    return True
 
 
 def _plain_part(part: dict[str, Any]) -> bool:
