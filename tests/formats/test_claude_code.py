@@ -228,7 +228,10 @@ def test_real_usage_is_taken_once_from_the_largest_output(tmp_path: Path) -> Non
         and e.payload.get("messageId") == "msg_019BN3FRqb7NU4DgBN5jdsym"
     ]
     assert message["content"] == ""  # only tool_use blocks
-    assert message["meta"] == {
+    meta = dict(message["meta"])
+    line_37 = json.loads(path.read_text().splitlines()[36])
+    assert meta.pop("usage_raw") == line_37["message"]["usage"]  # kept verbatim
+    assert meta == {
         "model": "claude-opus-4-6",
         "provider": "anthropic",
         "usage": {"input": 47, "output": 173, "cache_read": 26504, "cache_write": 1115},

@@ -65,10 +65,14 @@ def _print_report(report: ImportReport) -> None:
 def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     """List sessions: id, started, agent, events, title.
 
+    Oldest start first; a session whose source gave no date has no start time (blank, or
+    null in JSON) and comes after the others, in the order they were created.
+
     Example: `agenttrail sessions --json | jq -r .id`
     """
     with open_log(db) as store:
-        rows = sorted(store.sessions(), key=lambda s: s.started or s.created_at)
+        # the row's created_at is when it was written, not when the session started
+        rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
     if json:
         for s in rows:
             out.print(json_line(s.record()), markup=False)
@@ -81,7 +85,7 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     table.add_column("title", overflow="fold", ratio=3)
     for s in rows:
         title = (s.title or "").splitlines()[0] if s.title else ""
-        started = (s.started or s.created_at)[:16].replace("T", " ")
+        started = (s.started or "")[:16].replace("T", " ")
         table.add_row(
             *(escape(safe(v)) for v in (s.id, started, s.agent or "")),
             str(s.head_seq),

@@ -32,6 +32,8 @@ from agenttrail.model.reading import (
     output_text,
     text_of,
     tool_status,
+    usage_of,
+    usage_totals,
 )
 from agenttrail.model.sessions import (
     SESSION_ID_RULE,
@@ -72,4 +74,6 @@ __all__ = [
     "tool_result",
     "tool_status",
     "usage",
+    "usage_of",
+    "usage_totals",
 ]

@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, Session, content_text, tool_status
+from agenttrail.model import Event, Session, content_text, tool_status, usage_of
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
 
 __all__ = ["render_session", "safe", "transcript_table"]
@@ -256,8 +256,8 @@ def _meta_line(meta: Any) -> str:
     if not isinstance(meta, dict):
         return ""
     parts = [str(meta[k]) for k in ("model", "provider", "location") if meta.get(k)]
-    usage = meta.get("usage")
-    if isinstance(usage, dict):
+    usage = usage_of(meta)  # one meaning for every provider, older OpenAI events included
+    if usage is not None:
         counts = [
             f"{label} {usage[key]}"
             for key, label in (

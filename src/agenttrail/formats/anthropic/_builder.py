@@ -217,6 +217,7 @@ class Builder:
             model=model,
             provider=PROVIDER,
             usage=usage_counts(self, body.get("usage"), f"{at}.usage"),
+            usage_raw=body["usage"] if isinstance(body.get("usage"), dict) else None,
             location="remote",
         )
         extra = {

@@ -25,7 +25,8 @@ Mapping (the importer conventions of docs/architecture.md):
   their place). ``meta`` = model from ``message.model``, provider ``anthropic``, location
   ``remote``, and usage counted once, from the line with the largest ``output_tokens`` (the
   last streamed state): input = ``input_tokens``, output = ``output_tokens``, cache_read =
-  ``cache_read_input_tokens``, cache_write = ``cache_creation_input_tokens``. A line with
+  ``cache_read_input_tokens``, cache_write = ``cache_creation_input_tokens`` (disjoint,
+  docs/log-format.md, Usage), that line's usage object kept as ``meta.usage_raw``. A line with
   ``isApiErrorMessage`` (Claude Code writing an API failure in the model's place, model
   ``<synthetic>``) is an ``error`` event with ``code`` = ``apiErrorStatus``.
 - **User lines.** ``tool_result`` blocks become ``tool_result`` events (``toolCallId`` =

@@ -179,7 +179,7 @@ class Reader:
             output = -1 if output is None else output
             if best is None or output > best_output:
                 best, best_output = (part, usage), output
-        counts = None
+        counts, raw = None, None
         if best is not None:
             part, usage = best
             counts = events.usage(
@@ -188,10 +188,12 @@ class Reader:
                 cache_read=self._count(part, usage, "cache_read_input_tokens"),
                 cache_write=self._count(part, usage, "cache_creation_input_tokens"),
             )
+            raw = usage
         return events.meta(
             model=model,
             provider="anthropic",
             usage=counts,
+            usage_raw=raw,
             location="remote",
         )
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import JSONValueError, loads, timestamp_or_none, title_from
+from agenttrail.formats._common import is_json, loads, timestamp_or_none, title_from
 from agenttrail.formats.http.recording import Exchange, fail, join, parse_json_body, type_name
 from agenttrail.formats.openai._detect import endpoint, str_in
 from agenttrail.formats.openai._stream import assemble
@@ -151,7 +151,7 @@ class Builder:
         try:
             value = parse_json_body(raw, self.path, where)
         except FormatError:
-            if failed and not _is_json(raw):  # an HTML or plain-text error page: its text
+            if failed and not is_json(raw):  # an HTML or plain-text error page: its text
                 return {"error": {"message": raw.strip()}}
             raise
         if not isinstance(value, dict):
@@ -248,22 +248,47 @@ class Builder:
             raise self.fail(f"expected a list, not {type_name(value)}", join(where, name))
         return value
 
+    def usage(
+        self, usage: Any, where: str, prompt: str, details: str, output: str
+    ) -> tuple[dict[str, int | None] | None, dict[str, Any] | None]:
+        """``(counts, raw)``: the token usage of a response in the log's disjoint kinds, and
+        the provider's usage object as reported (``None``, ``None`` when not reported).
+
+        OpenAI counts the cached prompt tokens (``<details>.cached_tokens``) inside
+        ``<prompt>`` (https://platform.openai.com/docs/guides/prompt-caching;
+        https://platform.openai.com/docs/api-reference/chat/object, ``usage``;
+        https://platform.openai.com/docs/api-reference/responses/object, ``usage``), so
+        ``input`` is ``<prompt>`` less them and ``cache_read`` is them. Cache writes are not
+        reported (``None``). A ``cached_tokens`` above ``<prompt>`` leaves ``input`` unknown.
+
+        Raises:
+            FormatError: ``usage`` is not an object, or a count is not an integer.
+        """
+        if usage is None:
+            return None, None
+        if not isinstance(usage, dict):
+            raise self.fail(f"expected an object, not {type_name(usage)}", where)
+        detail = usage.get(details)
+        total = self.count(usage.get(prompt), f"{where}.{prompt}")
+        cached = self.count(
+            detail.get("cached_tokens") if isinstance(detail, dict) else None,
+            f"{where}.{details}.cached_tokens",
+        )
+        uncached = total
+        if total is not None and cached is not None:
+            uncached = total - cached if cached <= total else None
+        counts = events.usage(
+            input=uncached,
+            output=self.count(usage.get(output), f"{where}.{output}"),
+            cache_read=cached,
+        )
+        return counts, usage
+
     def count(self, value: Any, where: str) -> int | None:
         """A token count as reported (``None`` when not reported)."""
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         raise self.fail(f"expected a token count, not {type_name(value)}", where)
-
-
-def _is_json(text: str) -> bool:
-    """True for JSON text, even with a number :func:`loads` refuses."""
-    try:
-        loads(text)
-    except json.JSONDecodeError:
-        return False
-    except JSONValueError:
-        return True
-    return True
 
 
 def _plain_part(part: dict[str, Any]) -> bool:
