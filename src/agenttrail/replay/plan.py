@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from agenttrail.errors import InputError
 from agenttrail.model import Actor, Event
+from agenttrail.model.parts import whole_messages
 
 __all__ = ["AssistantTurn", "Call", "Note", "Plan", "SystemItem", "UserItem", "plan"]
 
@@ -127,7 +128,8 @@ def _result_id(event: Event) -> str | None:
 
 
 def select(events: Iterable[Event], upto_seq: int | None) -> list[Event]:
-    """The events with ``seq <= upto_seq`` (all when ``None``), in seq order.
+    """The events with ``seq <= upto_seq`` (all when ``None``), in seq order, an API message
+    stored in growing parts read once, whole (:func:`agenttrail.model.parts.whole_messages`).
 
     Raises:
         InputError: ``upto_seq`` is negative, or the events belong to several sessions.
@@ -140,7 +142,7 @@ def select(events: Iterable[Event], upto_seq: int | None) -> list[Event]:
     sessions = sorted({e.session_id for e in chosen})
     if len(sessions) > 1:
         raise InputError(f"replay takes one session's events, got {len(sessions)} sessions")
-    return chosen
+    return whole_messages(chosen)
 
 
 def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
