@@ -6,15 +6,19 @@ Each line is one JSON object (``docs/log-format.md``, Export)::
      "hash": "<64 hex digits>"}
 
 ``actor`` is the stored actor or the derived one (it is not read back: the payload holds the
-stored actor, if any). Export → import → export gives identical bytes: the session id, seq,
-``created_at`` and payload survive, so every chain hash is reproduced, and import refuses a
-line whose hash does not match, so an altered export cannot be imported as genuine.
+stored actor, if any). Two optional fields follow ``hash``: ``key``, the event's idempotency
+key when it has one, and, on the session's first line, ``session``: ``{title, agent, user,
+workspace, started, metadata}``. Export → import → export gives identical bytes: the session
+id, seq, ``created_at``, payload, keys and session fields survive, so every chain hash is
+reproduced, and import refuses a line whose hash does not match, so an altered export cannot
+be imported as genuine (the chain covers neither ``key`` nor ``session``). An export without
+them (older agenttrail) imports as before.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +26,7 @@ from agenttrail.codec import encode_payload, json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.formats._common import ImportedSession, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
-from agenttrail.model import Event, NewEvent, NewSession
+from agenttrail.model import Event, NewEvent, NewSession, Session
 
 __all__ = ["NAME", "event_record", "jsonl_from_events", "read", "sniff"]
 
@@ -47,10 +51,31 @@ def event_record(event: Event) -> dict[str, Any]:
     }
 
 
-def jsonl_from_events(events: Iterable[Event]) -> Iterator[str]:
-    """One export line (no newline) per event, in the order given."""
+_SESSION_FIELDS = ("title", "agent", "user", "workspace", "started", "metadata")
+"""The session's fields an export carries on its first line (``session``)."""
+
+
+def jsonl_from_events(
+    events: Iterable[Event],
+    *,
+    session: Session | None = None,
+    keys: Mapping[int, str] | None = None,
+) -> Iterator[str]:
+    """One export line (no newline) per event, in the order given.
+
+    Args:
+        events: one session's events (or several sessions', without ``session``).
+        session: the session row; its fields go on the line of seq 1 as ``session``.
+        keys: seq → idempotency key (``LogStore.event_keys``); each goes on its line as ``key``.
+    """
     for event in events:
-        yield json_line(event_record(event))
+        record = event_record(event)
+        key = (keys or {}).get(event.seq)
+        if key is not None:
+            record["key"] = key
+        if session is not None and event.seq == 1 and event.session_id == session.id:
+            record["session"] = {name: getattr(session, name) for name in _SESSION_FIELDS}
+        yield json_line(record)
 
 
 def sniff(path: Path, data: bytes) -> bool:
@@ -67,6 +92,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             does not match the line's contents; names the line.
     """
     sessions: dict[str, tuple[list[NewEvent], list[bytes]]] = {}
+    headers: dict[str, NewSession] = {}
     hashers: dict[str, ChainHasher] = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
@@ -97,12 +123,30 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
                 line=number,
                 field="hash",
             )
-        events.append(NewEvent(record["payload"], record["created_at"]))
+        events.append(NewEvent(record["payload"], record["created_at"], record.get("key")))
         hashes.append(digest)
+        if "session" in record:
+            headers[session_id] = _session(record["session"], session_id, where, number)
     return [
-        ImportedSession(NewSession(id=sid), events, exported_hashes=hashes)
+        ImportedSession(headers.get(sid, NewSession(id=sid)), events, exported_hashes=hashes)
         for sid, (events, hashes) in sessions.items()
     ]
+
+
+def _session(value: Any, session_id: str, where: str, number: int) -> NewSession:
+    """The ``session`` field of an export line: the session's fields as exported."""
+    if not isinstance(value, dict):
+        raise FormatError("expected an object", path=where, line=number, field="session")
+    for name in _SESSION_FIELDS[:-1]:
+        if value.get(name) is not None and not isinstance(value[name], str):
+            raise FormatError(
+                "expected a string or null", path=where, line=number, field=f"session.{name}"
+            )
+    metadata = value.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise FormatError("expected an object", path=where, line=number, field="session.metadata")
+    fields = {name: value.get(name) for name in _SESSION_FIELDS[:-1]}
+    return NewSession(id=session_id, metadata=metadata, **fields)
 
 
 def _record(line: Any, where: str, number: int) -> dict[str, Any]:
@@ -111,6 +155,8 @@ def _record(line: Any, where: str, number: int) -> dict[str, Any]:
     for name in _REQUIRED:
         if name not in line:
             raise FormatError("missing", path=where, line=number, field=name)
+    if "key" in line and not isinstance(line["key"], str):
+        raise FormatError("expected str", path=where, line=number, field="key")
     kinds = {"session_id": str, "seq": int, "created_at": str, "payload": dict, "hash": str}
     for name, kind in kinds.items():
         if not isinstance(line[name], kind) or isinstance(line[name], bool):
