@@ -72,3 +72,86 @@ def test_an_export_without_session_or_keys_still_imports(tmp_path: Path) -> None
         assert imported.written == report.written
         rows = "".join(line + "\n" for line in jsonl_from_events(store.read(report.session_id)))
     assert rows == old
+
+
+def _export_lines(tmp_path: Path) -> tuple[list[dict[str, object]], str]:
+    with open_store(str(tmp_path / "source.db")) as store:
+        [report] = import_paths(store, [TRANSCRIPTS[1]])
+        lines = [json.loads(line) for line in jsonl_from_events(store.read(report.session_id))]
+    return lines, report.session_id
+
+
+def _write_lines(path: Path, lines: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+NORMALISED = {
+    "2026-06-24T10:00:05Z": "2026-06-24T10:00:05.000000Z",
+    "2026-06-24T12:00:05.5+02:00": "2026-06-24T10:00:05.500000Z",
+    "2026-06-24t10:00:05.000000z": "2026-06-24T10:00:05.000000Z",
+    "2026-06-24 10:00:05.123456789Z": "2026-06-24T10:00:05.123456Z",
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "no hash",
+        "2026-06-24T10:00:05Z",
+        "2026-06-24T12:00:05.5+02:00",
+        "2026-06-24t10:00:05.000000z",
+        "2026-06-24 10:00:05.123456789Z",
+    ],
+)
+def test_our_jsonl_without_hash_or_with_other_times_is_rechained(
+    change: str, tmp_path: Path
+) -> None:
+    lines, sid = _export_lines(tmp_path)
+    for line in lines:
+        if change == "no hash":
+            del line["hash"]
+        else:
+            line["created_at"] = change
+            del line["hash"]  # a producer that is not agenttrail: no chain of ours
+    path = _write_lines(tmp_path / "third-party.jsonl", lines)
+    db = tmp_path / "log.db"
+    done = run_cli("import", str(path), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert "new chain" in done.stderr and sid in done.stderr
+    with open_store(str(db)) as store:
+        session = store.get_session(sid)
+        assert "rechained" in session.metadata
+        events = list(store.read(sid))
+        assert [e.payload for e in events] == [line["payload"] for line in lines]
+        if change != "no hash":  # normalised: UTC, microseconds, Z (docs/log-format.md)
+            assert {e.created_at for e in events} == {NORMALISED[change]}
+    assert run_cli("verify", "--db", str(db)).returncode == 0
+    # a second import of the same file writes nothing
+    again = run_cli("import", str(path), "--db", str(db))
+    assert again.returncode == 0 and sid in again.stdout
+    with open_store(str(db)) as store:
+        assert store.get_session(sid).head_seq == len(lines)
+
+
+def test_a_hash_is_checked_even_when_the_session_is_rechained(tmp_path: Path) -> None:
+    lines, _ = _export_lines(tmp_path)
+    del lines[0]["hash"]  # re-chained ...
+    lines[-1]["payload"] = {"type": "message", "role": "user", "content": "altered"}
+    path = _write_lines(tmp_path / "altered.jsonl", lines)
+    done = run_cli("import", str(path), "--db", str(tmp_path / "log.db"))
+    assert done.returncode == 2
+    assert f"altered.jsonl:{len(lines)}: field 'hash'" in done.stderr
+
+
+def test_a_rechained_session_does_not_extend_a_chained_one(tmp_path: Path) -> None:
+    lines, sid = _export_lines(tmp_path)
+    db = tmp_path / "log.db"
+    with open_store(str(db)) as store:
+        import_paths(store, [TRANSCRIPTS[1]])
+    for line in lines:
+        del line["hash"]
+    path = _write_lines(tmp_path / "bare.jsonl", lines)
+    done = run_cli("import", str(path), "--db", str(db))
+    assert done.returncode == 2
+    assert f"session {sid} already exists" in done.stderr
