@@ -225,7 +225,11 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
     items: list[PlanItem] = []
     skipped: Counter[str] = Counter()
     open_turn: AssistantTurn | None = None
+    failures: list[int] = []  # seqs of the errors logged since the last item was planned
+    planned = 0
     for event in chosen:
+        if len(items) != planned:
+            planned, failures = len(items), []
         kind = event.type
         payload = event.payload
         role = payload.get("role") if kind == "message" else None
@@ -262,15 +266,48 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
                 if actor == Actor.TRIGGER.value
                 else "user"
             )
-            items.append(UserItem(user_kind, event))
+            retried = _retried(items, user_kind, event) if failures else None
+            if retried is not None:
+                notes.append(_retry_note(event, retried, failures))
+            else:
+                items.append(UserItem(user_kind, event))
             open_turn = None
         elif kind == "message":
             notes.append(Note(event.seq, "unknown_role", f"message with role {role!r}: not sent"))
         else:
             skipped[str(kind)] += 1
+            if kind == "error":
+                failures.append(event.seq)
     if skipped:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
         notes.append(
             Note(None, "not_sent", f"events that are not model messages, not sent: {listed}")
         )
     return Plan(items, tuple(tools), notes)
+
+
+def _retried(items: list[PlanItem], kind: UserKind, event: Event) -> Event | None:
+    """The user message ``event`` repeats, when the client sent it again after failures.
+
+    That is: ``event`` is the user's own message, the item planned last is the user's own
+    message with the same text and blocks, and only failures (``error`` events, which are
+    not sent) were logged between the two. The log keeps every attempt; replay sends one.
+    """
+    last = items[-1] if items else None
+    if kind != "user" or not isinstance(last, UserItem) or last.kind != "user":
+        return None
+    before, now = last.event.payload, event.payload
+    if (before.get("content"), before.get("blocks")) != (now.get("content"), now.get("blocks")):
+        return None
+    return last.event
+
+
+def _retry_note(event: Event, first: Event, failures: list[int]) -> Note:
+    seqs = ", ".join(str(seq) for seq in failures)
+    failed = "the failure at seq" if len(failures) == 1 else "the failures at seqs"
+    return Note(
+        event.seq,
+        "retried_user",
+        f"the user message of seq {first.seq} sent again after {failed} {seqs}: one turn, "
+        "sent once",
+    )
