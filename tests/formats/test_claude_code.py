@@ -484,7 +484,8 @@ def test_no_session_id_gets_a_content_id(tmp_path: Path) -> None:
 def test_appended_lines_import_as_new_events_only(store: LogStore, tmp_path: Path) -> None:
     # A live transcript imported mid-message (short.jsonl cut after line 5, inside the API
     # message msg_01MKH1… that spans lines 5-10), then again once it is whole: the events
-    # already written are skipped, and the whole message is written, not lost as "present".
+    # already written are skipped, and the whole message is written, not lost as "present"
+    # (readers show the two as one: tests/formats/test_claude_code_growth.py).
     lines = (SPOTTER / "short.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     path = tmp_path / "55604662-cf2a-4331-851a-ec234028f8ca.jsonl"
     path.write_text("".join(lines[:5]), encoding="utf-8")

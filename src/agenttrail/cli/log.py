@@ -130,7 +130,8 @@ def export(
 ) -> None:
     """Export a session, one JSON object per event.
 
-    Each line holds session_id, seq, created_at, actor, payload and hash.
+    Each line holds session_id, seq, created_at, actor, payload and hash, then the event's
+    idempotency key (key) and, on the first line, the session's fields (session).
 
     Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
@@ -138,7 +139,8 @@ def export(
         raise InputError(f"unknown export format {format!r} (use jsonl)")
     with open_log(db) as store:
         found = find_session(store, session)
-        lines = jsonl_from_events(store.read(found.id))
+        keys = {seq: key for key, seq in store.event_keys(found.id)}
+        lines = jsonl_from_events(store.read(found.id), session=found, keys=keys)
         if output is None:
             for line in lines:
                 sys.stdout.write(line + "\n")

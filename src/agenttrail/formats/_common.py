@@ -21,11 +21,13 @@ __all__ = [
     "JSONValueError",
     "content_session_id",
     "decode_text",
+    "import_warning",
     "is_json",
     "iter_jsonl",
     "json_prefix",
     "load_json",
     "loads",
+    "recorded_again",
     "timestamp_or_none",
     "title_from",
 ]
@@ -349,3 +351,16 @@ def _partial(text: str, at: int, depth: int) -> tuple[Any, int]:
         if text[at] != ",":
             raise ValueError(f"expected ',' or '{closer}'")
         at = _skip(text, at + 1)
+
+
+def import_warning(text: str) -> dict[str, Any]:
+    """The ``annotation`` payload an importer leaves in the log where it warned: kind
+    ``import_warning``, actor ``system``, the warning's ``text`` (docs/log-format.md, Payload
+    types). The same text goes in :attr:`ImportedSession.warnings`, printed on stderr."""
+    return {"type": "annotation", "kind": "import_warning", "text": text, "actor": "system"}
+
+
+def recorded_again(response_id: str) -> str:
+    """The warning for a response recorded twice (a retried recording, or two records of one
+    response): it is imported once; names the provider's response id."""
+    return f"response {response_id!r} was already recorded: imported once, this copy skipped"

@@ -144,9 +144,25 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
     assert session_id is not None, "read_file gives every session an id"
     if imported.exported_hashes is not None:
         return _write_export(store, path, imported, session_id)
+    if "rechained" in imported.session.metadata:
+        _check_rechained(store, path, session_id)
     results = store.append_batch(session_id, imported.events, create=_filled(imported))
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
+
+
+def _check_rechained(store: LogStore, path: Path, session_id: str) -> None:
+    """A re-chained export (docs/log-format.md, Export) is a new session: it may only add to
+    a session that was itself imported re-chained, never to one with a chain of its own."""
+    try:
+        existing = store.get_session(session_id)
+    except SessionNotFound:
+        return
+    if "rechained" not in existing.metadata:
+        raise InputError(
+            f"{path}: session {session_id} already exists; an export without its chain "
+            "hashes cannot be imported into it"
+        )
 
 
 def _write_export(

@@ -52,6 +52,9 @@ Mapping (the importer conventions of docs/architecture.md):
   are not reported (``None``); the usage object is kept verbatim as ``meta.usage_raw``; a
   response without ``usage`` has ``usage: None``, never zeros.
 - HTTP status >= 400 → ``error`` with the provider's message and ``code`` = the status.
+- An exchange whose response has the ``id`` of a response already read (a retried recording,
+  two records of one response) is imported once: the copy adds nothing but a warning and an
+  ``annotation`` of kind ``import_warning`` naming the response id.
 - ``created_at``: the response's ``created`` / ``created_at`` (Unix seconds), else its ``Date``
   header; a request's messages take their response's time.
 

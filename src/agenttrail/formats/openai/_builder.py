@@ -15,7 +15,14 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import is_json, loads, timestamp_or_none, title_from
+from agenttrail.formats._common import (
+    import_warning,
+    is_json,
+    loads,
+    recorded_again,
+    timestamp_or_none,
+    title_from,
+)
 from agenttrail.formats.http.recording import Exchange, fail, join, parse_json_body, type_name
 from agenttrail.formats.openai._detect import endpoint, str_in
 from agenttrail.formats.openai._stream import assemble
@@ -59,6 +66,8 @@ class Builder:
         accepts any of them)."""
         self.previous: int | None = None
         """Number of the last exchange read."""
+        self.response_ids: set[str] = set()
+        """The ids of the responses read so far: a response recorded again is imported once."""
 
     # -- plumbing
 
@@ -94,13 +103,27 @@ class Builder:
         time = exchange.date
         if isinstance(body, dict):
             time = timestamp_or_none(body.get(part.created_field)) or time
-        part.request(exchange, time)
         error = body.get("error") if isinstance(body, dict) else None
         answered = isinstance(body, dict) and bool(body.get("choices") or body.get("output"))
-        if (exchange.status is not None and exchange.status >= 400) or (error and not answered):
+        failed = (exchange.status is not None and exchange.status >= 400) or (
+            error and not answered
+        )
+        response_id = body.get("id") if isinstance(body, dict) and not failed else None
+        if isinstance(response_id, str) and response_id in self.response_ids:
+            # a retried recording: its request and response are already in the session
+            text = recorded_again(response_id)
+            self.warn(exchange, text)
+            note = import_warning(f"{self.path.name}: exchange {exchange.number}: {text}")
+            self.append(note, f"x{exchange.number}:again", time)
+            self.previous = exchange.number
+            return
+        part.request(exchange, time)
+        if failed:
             self.error(exchange, error, time)
         elif isinstance(body, dict):
             part.response(exchange, body, time)
+            if isinstance(response_id, str):
+                self.response_ids.add(response_id)
         self.previous = exchange.number
 
     def api(self, exchange: Exchange) -> str | None:
