@@ -7,7 +7,7 @@ never a traceback.
 
 The commands live in one module per group: :mod:`.log` (import, sessions, show, export,
 fountain, replay, quickstart), :mod:`.evidence` (verify, reconcile, claims, traces, trace,
-keygen, checkpoint) and :mod:`.admin` (retain, serve, token, migrate); :mod:`._options` and
+keygen, checkpoint) and :mod:`.admin` (retain, serve, proxy, token, migrate); :mod:`._options` and
 :mod:`._common` hold the options and helpers they share. This module builds the app from
 them, in the order ``agenttrail --help`` lists them (:data:`COMMANDS`).
 """
@@ -53,6 +53,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("checkpoint", evidence.checkpoint),
     ("replay", log.replay),
     ("serve", admin.serve),
+    ("proxy", admin.proxy),
     ("token", admin.token),
     ("migrate", admin.migrate_command),
 )

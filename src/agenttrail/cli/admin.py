@@ -17,7 +17,7 @@ from agenttrail.log.retention import retain as retain_sessions
 from agenttrail.log.store import LogStore
 from agenttrail.server.auth import RIGHTS, load_secret, mint_token
 
-__all__ = ["migrate_command", "retain", "serve", "token"]
+__all__ = ["migrate_command", "proxy", "retain", "serve", "token"]
 
 
 def retain(
@@ -113,6 +113,49 @@ def serve(
         out.print(f"serving {store.url} on http://{host}:{port}  (docs: /docs)", markup=False)
         out.print(f"open the viewer: http://{shown}:{port}/#token={token}", markup=False)
         uvicorn.run(app_, host=host, port=port, ws="websockets-sansio", log_level="warning")
+
+
+def proxy(
+    upstream: Annotated[
+        str,
+        typer.Option(
+            "--upstream", metavar="URL", help="The provider's base URL requests go on to."
+        ),
+    ],
+    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8788,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="How long the upstream may take to answer or stay silent mid-stream. "
+            "Default: $AGENTTRAIL_PROXY_TIMEOUT, else 600.",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Record any agent: forward OpenAI- or Anthropic-compatible API calls, logging each one.
+
+    Point the agent's base URL at the proxy; requests and answers (streams too) pass through
+    unchanged, and each exchange is appended to the log as it ends. Credentials are never
+    stored. An unreachable upstream answers 502.
+
+    Example: `agenttrail proxy --upstream https://api.openai.com` then
+    `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 python agent.py`
+    """
+    from agenttrail.ingest.proxy import serve_proxy, upstream_url  # httpx and Starlette
+
+    if timeout is not None and timeout <= 0:
+        raise InputError(f"--timeout {timeout:g}: expected a positive number of seconds")
+    base = upstream_url(upstream)
+    with open_log(db, create=True) as store:
+        out.print(f"recording to {store.url}", markup=False)
+        out.print(f"forwarding http://{host}:{port} to {base}", markup=False)
+        serve_proxy(store, upstream, host=host, port=port, timeout_s=timeout)
 
 
 def token(
