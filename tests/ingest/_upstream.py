@@ -105,6 +105,7 @@ class Upstream:
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        """``(path and query, headers, body)`` of each request."""
         self.app = Starlette(routes=[Route("/{path:path}", self.answer, methods=["POST", "GET"])])
         self.port = 0
 
@@ -118,7 +119,8 @@ class Upstream:
 
     async def answer(self, request: Request) -> Response:
         body = await request.body()
-        self.requests.append((request.url.path, dict(request.headers), body))
+        url = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        self.requests.append((url, dict(request.headers), body))
         if not self.replies:
             return Response(b'{"error": {"message": "nothing scripted"}}', 599)
         reply = self.replies.popleft()

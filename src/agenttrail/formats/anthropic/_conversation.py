@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from agenttrail.formats.anthropic._blocks import check_messages, fingerprint, recorded_body
 from agenttrail.formats.anthropic._builder import Builder
 from agenttrail.formats.anthropic._exchange import read_exchange
+from agenttrail.formats.http.sse import last_event
 from agenttrail.model import NewEvent
 
 __all__ = ["Conversation"]
@@ -46,6 +47,13 @@ class Conversation:
         except ValueError:
             return False
         return _MESSAGES.search(path) is not None
+
+    @staticmethod
+    def ended(body: str) -> bool:
+        """True when a streamed body (server-sent events) holds the stream's last event,
+        ``message_stop`` (or an ``error``): a client may close a stream there without reading
+        on to the end of the body."""
+        return last_event(body) in ("message_stop", "error")
 
     def add_record(self, record: dict[str, Any], number: int) -> list[NewEvent]:
         """The events one ``{request: {method, url, headers, body}, response: {status_code,

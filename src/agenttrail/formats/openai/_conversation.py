@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from agenttrail.formats.http.recording import Exchange, from_record
+from agenttrail.formats.http.sse import last_event
 from agenttrail.formats.openai._builder import Api, Builder, Key
 from agenttrail.formats.openai._chat import ChatCompletions
 from agenttrail.formats.openai._detect import endpoint
@@ -17,6 +18,13 @@ from agenttrail.formats.openai._responses import Responses
 from agenttrail.model import NewEvent
 
 __all__ = ["Conversation"]
+
+_LAST_EVENTS = frozenset(
+    {"[DONE]", "error", "response.completed", "response.incomplete", "response.failed"}
+)
+"""What a stream's last event is (its data, or its ``type``) when the stream is whole
+(https://platform.openai.com/docs/api-reference/chat-streaming,
+https://platform.openai.com/docs/api-reference/responses-streaming)."""
 
 
 class Conversation:
@@ -40,6 +48,14 @@ class Conversation:
     def accepts(url: str) -> bool:
         """True for a conversation endpoint: Chat Completions or Responses."""
         return endpoint(url) is not None
+
+    @staticmethod
+    def ended(body: str) -> bool:
+        """True when a streamed body (server-sent events) holds the stream's last event:
+        ``data: [DONE]`` (Chat Completions) or ``response.completed`` / ``.incomplete`` /
+        ``.failed`` (Responses), or an ``error``. A client may close a stream there without
+        reading on to the end of the body (the official clients do at ``[DONE]``)."""
+        return last_event(body) in _LAST_EVENTS
 
     def add(self, exchange: Exchange) -> list[NewEvent]:
         """The events ``exchange`` adds: the request's messages that are new, then the

@@ -367,7 +367,7 @@ class Capture:
         found = conversation.add_record(record, number)
         for warning in conversation.take_warnings():
             _LOG.debug("agenttrail capture: %s: %s", _named(exchange), warning)
-        found += _failure(exchange, number)
+        found += _failure(exchange, record, conversation, number)
         response_ids = []
         for event in found:
             payload = event.payload
@@ -379,7 +379,7 @@ class Capture:
         nonce = secrets.token_hex(4)
         keyed = [NewEvent(e.payload, e.created_at, event_key(e.key, nonce, tip)) for e in found]
         appended = store.append_batch(
-            session_id, keyed, create=_new_session(followed, exchange, chosen)
+            session_id, keyed, create=_new_session(followed, exchange, record, chosen)
         )
         self._numbers[session_id] = number
         self.written += 1
@@ -420,14 +420,19 @@ def _record(exchange: HttpExchange) -> tuple[dict[str, Any], dict[str, Any]]:
     return {"request": request, "response": response}, parsed if isinstance(parsed, dict) else {}
 
 
-def _failure(exchange: HttpExchange, number: int) -> list[NewEvent]:
-    """The ``error`` event of an exchange that did not end normally (none when it did)."""
+def _failure(
+    exchange: HttpExchange, record: dict[str, Any], reader: LiveConversation, number: int
+) -> list[NewEvent]:
+    """The ``error`` event of an exchange that did not end normally (none when it did). A
+    stream the caller closed after its last event (the official clients close at ``[DONE]``,
+    before the body's end) ended normally."""
     key = f"x{number}:capture"
     if exchange.status is None:
         message = exchange.error or "no response"
         payload = events.error(f"no response: {message}", errorType="transport_error")
         return [NewEvent(payload, None, key)]
-    if not exchange.complete:
+    body = record["response"]["body"]
+    if not exchange.complete and not (exchange.error is None and reader.ended(body or "")):
         why = exchange.error or "the caller closed it before its end"
         payload = events.error(
             f"the response stream was cut short: {why}",
@@ -439,11 +444,17 @@ def _failure(exchange: HttpExchange, number: int) -> list[NewEvent]:
 
 
 def _new_session(
-    followed: Followed, exchange: HttpExchange, chosen: NewSession | None
+    followed: Followed, exchange: HttpExchange, record: dict[str, Any], chosen: NewSession | None
 ) -> NewSession:
-    """The session to create if it does not exist yet: titled as import titles it."""
+    """The session to create if it does not exist yet: titled as import titles it; its
+    metadata names the format, the source (``capture``), the URL (credentials removed) and
+    the model asked for."""
     details = followed.conversation.details()
-    metadata: dict[str, Any] = {"format": followed.conversation.provider, "source": "capture"}
+    metadata: dict[str, Any] = {
+        "format": followed.conversation.provider,
+        "source": "capture",
+        "url": record["request"]["url"],
+    }
     if details.get("model") is not None:
         metadata["model"] = details["model"]
     new = chosen or NewSession()
