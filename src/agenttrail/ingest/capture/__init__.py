@@ -348,7 +348,10 @@ class Capture:
         if isinstance(found, Resumable):
             conversation.resume(prints[:k], request)
             return Followed(conversation, found.session_id, scope)
-        session_id = scope if scope is not None else str(uuid.uuid4())
+        if scope is not None:
+            return Followed(conversation, scope, scope)
+        session_id = str(uuid.uuid4())
+        self._numbers[session_id] = 0  # a new session: no keys to look up
         return Followed(conversation, session_id, scope)
 
     def _append(
@@ -415,7 +418,7 @@ def _record(exchange: HttpExchange) -> tuple[dict[str, Any], dict[str, Any]]:
         "method": exchange.method,
         "url": redacted_url(exchange.url),
         "headers": kept_headers(exchange.request_headers),
-        "body": request_text,
+        "body": parsed if isinstance(parsed, dict) else request_text,  # parsed once
     }
     return {"request": request, "response": response}, parsed if isinstance(parsed, dict) else {}
 
