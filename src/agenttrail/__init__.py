@@ -1,8 +1,9 @@
 """agenttrail: a flight recorder for AI agents.
 
-Each agent session is an append-only, hash-chained event log (SQLite by default). Open a log,
-record a session with :class:`Recorder`, read it back with :meth:`LogStore.read`, prove it was
-not altered with :func:`verify`.
+Each agent session is an append-only, hash-chained event log (SQLite by default). Record a live
+agent's OpenAI or Anthropic client with :func:`instrument` (one line), or write a session by
+hand with :class:`Recorder`; read it back with :meth:`LogStore.read`, prove it was not altered
+with :func:`verify`.
 """
 
 from agenttrail.errors import (
@@ -17,7 +18,9 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
+from agenttrail.ingest.capture import session
 from agenttrail.ingest.importer import ImportReport, import_paths
+from agenttrail.ingest.instrument import instrument
 from agenttrail.ingest.recorder import Recorder, Turn
 from agenttrail.log.chain import SessionVerdict, verify
 from agenttrail.log.store import Appended, LogStore, open_store
@@ -66,10 +69,12 @@ __all__ = [
     "__version__",
     "event_actor",
     "import_paths",
+    "instrument",
     "meta",
     "open_log",
     "open_store",
     "pair_tool_calls",
+    "session",
     "tool_status",
     "usage",
     "verify",

@@ -1,6 +1,7 @@
-"""Limits in bytes: each is a keyword argument, else an ``AGENTTRAIL_*`` environment variable,
-else a default: the payload limit of :func:`agenttrail.log.store.open_store` and the read limit of
-the user's tools (docs/server.md lists both)."""
+"""Limits: each is a keyword argument, else an ``AGENTTRAIL_*`` environment variable, else a
+default: in bytes, the payload limit of :func:`agenttrail.log.store.open_store` and the read
+limit of the user's tools (docs/server.md lists both); in counts, the conversations and the
+queue of live capture (docs/capture.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 
 from agenttrail.errors import InputError
 
-__all__ = ["byte_limit"]
+__all__ = ["byte_limit", "count_limit"]
 
 
 def byte_limit(value: int | None, variable: str, default: int, what: str) -> int:
@@ -23,6 +24,17 @@ def byte_limit(value: int | None, variable: str, default: int, what: str) -> int
     Raises:
         InputError: the variable is not an integer, or the limit is not positive.
     """
+    return count_limit(value, variable, default, what, unit="bytes")
+
+
+def count_limit(value: int | None, variable: str, default: int, what: str, *, unit: str) -> int:
+    """``value``, else the integer in the environment ``variable``, else ``default``: a limit
+    counted in ``unit`` (``"bytes"``, ``"conversations"``, ``"exchanges"``).
+
+    Raises:
+        InputError: the variable is not an integer, or the limit is not positive; names the
+            limit and its variable.
+    """
     limit = value
     if limit is None:
         raw = os.environ.get(variable)
@@ -31,5 +43,5 @@ def byte_limit(value: int | None, variable: str, default: int, what: str) -> int
         except ValueError:
             raise InputError(f"{variable}={raw!r} is not an integer") from None
     if limit <= 0:
-        raise InputError(f"the {what} must be a positive number of bytes, not {limit}")
+        raise InputError(f"the {what} must be a positive number of {unit}, not {limit}")
     return limit

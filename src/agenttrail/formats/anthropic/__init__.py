@@ -45,7 +45,8 @@ Truncated SSE streams (no ``message_stop``) are assembled from what arrived, wit
 last event whose JSON was cut off is dropped with a warning. Malformed JSON anywhere else, and
 a content block without a ``type``, raise :class:`~agenttrail.errors.FormatError`.
 
-Modules: :mod:`._detect` recognises the input; :mod:`._exchange` reads recorded exchanges;
+Modules: :mod:`._detect` recognises the input; :mod:`._exchange` reads recorded exchanges
+(for import, and through :mod:`._conversation` for live capture);
 :mod:`._builder` keeps the conversation and appends the events; :mod:`._blocks` checks blocks
 and maps them to payloads; :mod:`._stream` assembles streams. Block types:
 :mod:`agenttrail.providers.anthropic`.
@@ -59,12 +60,13 @@ from agenttrail.errors import FormatError
 from agenttrail.formats._common import ImportedSession, decode_text, load_json
 from agenttrail.formats.anthropic._blocks import check_messages
 from agenttrail.formats.anthropic._builder import Builder
+from agenttrail.formats.anthropic._conversation import Conversation
 from agenttrail.formats.anthropic._detect import document_kind, sniff
 from agenttrail.formats.anthropic._exchange import read_exchange
 from agenttrail.formats.anthropic._stream import Streamed, assemble_sse
 from agenttrail.model import NewSession
 
-__all__ = ["NAME", "read", "sniff"]
+__all__ = ["NAME", "Conversation", "read", "sniff"]
 
 NAME = "anthropic"
 

@@ -64,6 +64,8 @@ def read_exchange(builder: Builder, item: dict[str, Any], at: str, k: int) -> No
         builder.again(again, f"x{k}:response", created)
         return
     builder.request(body, f"{at}.request.body", k, created)
+    if status is None and reply is None:
+        return  # no response came (a timeout, a dropped connection): only the request
     if streamed is not None:
         for n, part in enumerate(streamed):
             key = f"x{k}:s{n}"

@@ -5,10 +5,11 @@ https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
-__all__ = ["SSEEvent", "sse_events"]
+__all__ = ["SSEEvent", "last_event", "sse_events"]
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 """The three ways a line may end: CRLF, LF alone, CR alone (§9.2.5, ``end-of-line``)."""
@@ -71,3 +72,19 @@ def sse_events(text: str) -> list[SSEEvent]:
     if data:
         found.append(SSEEvent(start, name, "\n".join(data), False))
     return found
+
+
+def last_event(text: str) -> str | None:
+    """What the last whole event of a stream is: its data when that is not JSON (``[DONE]``),
+    else the ``type`` of its JSON data, else its ``event:`` name; ``None`` for a stream with no
+    whole event (a last event the text ends inside does not count)."""
+    whole = [event for event in sse_events(text) if event.complete]
+    if not whole:
+        return None
+    event = whole[-1]
+    try:
+        data = json.loads(event.data)
+    except ValueError:
+        return event.data.strip()
+    kind = data.get("type") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) else event.name

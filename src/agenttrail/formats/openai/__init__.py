@@ -58,7 +58,8 @@ Mapping (the importer conventions of docs/architecture.md):
 - ``created_at``: the response's ``created`` / ``created_at`` (Unix seconds), else its ``Date``
   header; a request's messages take their response's time.
 
-Modules: :mod:`._detect` recognises the input and lists its exchanges; :mod:`._builder` keeps
+Modules: :mod:`._detect` recognises the input and lists its exchanges; :mod:`._conversation`
+reads a conversation exchange by exchange (for import and live capture); :mod:`._builder` keeps
 the session and the conversation so far; :mod:`._chat` and :mod:`._responses` read each API's
 bodies; :mod:`._stream` assembles streams. Block and item types: :mod:`agenttrail.providers.openai`.
 
@@ -77,13 +78,12 @@ from typing import Any
 
 from agenttrail.formats._common import ImportedSession, decode_text, load_json
 from agenttrail.formats.http.recording import fail, load_yaml
-from agenttrail.formats.openai._builder import Api, Builder
-from agenttrail.formats.openai._chat import ChatCompletions
+from agenttrail.formats.openai._builder import Builder
+from agenttrail.formats.openai._conversation import Conversation
 from agenttrail.formats.openai._detect import exchanges, sniff
-from agenttrail.formats.openai._responses import Responses
 from agenttrail.model import NewSession
 
-__all__ = ["NAME", "read", "sniff"]
+__all__ = ["NAME", "Conversation", "read", "sniff"]
 
 NAME = "openai"
 
@@ -112,10 +112,10 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         doc = load_yaml(path, text)
         if not isinstance(doc, dict) or "interactions" not in doc:
             raise fail(path, "not a VCR cassette: expected a top-level 'interactions' list")
-    builder = Builder(path)
-    apis: dict[str, Api] = {"chat": ChatCompletions(builder), "responses": Responses(builder)}
+    conversation = Conversation(path)  # the reading live capture shares (ingest/capture)
     for exchange in exchanges(doc, path):
-        builder.add(exchange, apis)
+        conversation.add(exchange)
+    builder = conversation.builder
     if not builder.events:
         skipped = f" ({len(builder.warnings)} exchanges skipped)" if builder.warnings else ""
         raise fail(path, f"no messages or responses to import{skipped}")

@@ -35,19 +35,28 @@ class ChatCompletions:
         """Append the request's messages that are not yet in the conversation."""
         if exchange.request is None:
             return
-        where = exchange.list_where
-        if where is None:
-            where = join(exchange.request_where, "messages")
-        messages = exchange.request.get("messages")
-        if not isinstance(messages, list):
-            raise self.builder.fail(
-                f"expected a list of messages, not {type_name(messages)}", where
-            )
-        keys = [self.key(m, f"{where}[{i}]") for i, m in enumerate(messages)]
+        messages, where, keys = self.keyed_messages(exchange)
         start = self.builder.extend(exchange, keys)
         for index in range(start, len(messages)):
             self.message(messages[index], f"x{exchange.number}:m{index}", f"{where}[{index}]", time)
         self.builder.conversation = [frozenset([k]) for k in keys]
+
+    def keyed_messages(self, exchange: Exchange) -> tuple[list[Any], str, list[Key]]:
+        """The request's messages, the field path of their list, and each message's comparison
+        key (:meth:`key`).
+
+        Raises:
+            FormatError: ``messages`` is not a list, or a message is malformed.
+        """
+        where = exchange.list_where
+        if where is None:
+            where = join(exchange.request_where, "messages")
+        messages = (exchange.request or {}).get("messages")
+        if not isinstance(messages, list):
+            raise self.builder.fail(
+                f"expected a list of messages, not {type_name(messages)}", where
+            )
+        return messages, where, [self.key(m, f"{where}[{i}]") for i, m in enumerate(messages)]
 
     def key(self, message: Any, where: str) -> Key:
         """Check a message's shape and give its comparison key (role, text, call ids)."""

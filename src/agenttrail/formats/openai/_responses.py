@@ -39,22 +39,7 @@ class Responses:
         request = exchange.request
         if request is None:
             return
-        where = exchange.list_where
-        if where is None:
-            where = join(exchange.request_where, "input")
-        raw = request.get("input")
-        if isinstance(raw, str):
-            items: list[Any] = [{"role": "user", "content": raw}]
-        elif raw is None:
-            items = []
-        elif isinstance(raw, list):
-            items = raw
-        else:
-            raise self.builder.fail(
-                f"expected a string or a list of items, not {type_name(raw)}", where
-            )
-        at = [where if isinstance(raw, str) else f"{where}[{i}]" for i in range(len(items))]
-        keys = [self.item_key(item, at[i]) for i, item in enumerate(items)]
+        items, at, keys = self.keyed_items(exchange)
         previous = request.get("previous_response_id")
         sent = [frozenset([k]) for k in keys]
         start = 0
@@ -82,6 +67,31 @@ class Responses:
         self.instructions = instructions if isinstance(instructions, str) else None
         self.input_items(exchange, items, at, start, time)
         self.builder.conversation = sent
+
+    def keyed_items(self, exchange: Exchange) -> tuple[list[Any], list[str], list[Key]]:
+        """The request's input as items (a string input is one user message), the field path
+        of each, and each one's comparison key (:meth:`item_key`).
+
+        Raises:
+            FormatError: the input is neither a string nor a list, or an item is malformed.
+        """
+        request = exchange.request or {}
+        where = exchange.list_where
+        if where is None:
+            where = join(exchange.request_where, "input")
+        raw = request.get("input")
+        if isinstance(raw, str):
+            items: list[Any] = [{"role": "user", "content": raw}]
+        elif raw is None:
+            items = []
+        elif isinstance(raw, list):
+            items = raw
+        else:
+            raise self.builder.fail(
+                f"expected a string or a list of items, not {type_name(raw)}", where
+            )
+        at = [where if isinstance(raw, str) else f"{where}[{i}]" for i in range(len(items))]
+        return items, at, [self.item_key(item, at[i]) for i, item in enumerate(items)]
 
     def continued(self, exchange: Exchange, previous: str) -> list[frozenset[Key]]:
         """The conversation a ``previous_response_id`` continues."""

@@ -1,0 +1,272 @@
+"""What ``agenttrail.instrument`` costs an agent: per call, and before the first streamed chunk.
+
+    python bench/capture.py [--calls 400] [--turns 20] [--streams 100]
+
+The upstream is a real uvicorn server on loopback in a subprocess of its own (this script with
+``--serve``), so that the CPU time measured here (``time.process_time``: every thread of this
+process, the capture's writer thread included) is the client's and agenttrail's only. The
+client is the real ``openai`` package. Baseline: the same client without agenttrail, in the
+same run, against the same server.
+
+- non-streaming calls, each a new conversation (a system and a user message; a session is
+  created per call), ``--calls`` of them: wall time and CPU per call, with and without; the
+  writer thread is flushed before the clock stops, so the whole cost of recording is counted;
+- a tool loop of ``--turns`` calls whose history grows by three messages a turn (assistant
+  with a tool call, its result, a user message), the history recognised and only what is new
+  stored;
+- time to first streamed chunk, ``--streams`` streams: the median of the time from ``create``
+  to the first chunk the caller gets, with and without.
+
+Each measurement runs :data:`REPEATS` times and keeps its best (a shared VM's noise only ever
+slows a run down). Results: docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+REPEATS = 5
+"""Runs of each measurement, with and without agenttrail taking turns; the best is kept."""
+
+_COMPLETION = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 1731368630,
+    "model": "gpt-4o-mini-2024-07-18",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_bench",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                    }
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {"prompt_tokens": 120, "completion_tokens": 17, "total_tokens": 137},
+}
+_CHUNKS = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+    *({"choices": [{"index": 0, "delta": {"content": f"word{i} "}}]} for i in range(20)),
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+]
+_STREAM_GAP_S = 0.002
+"""Time between two streamed chunks: a model writing about 500 tokens a second."""
+
+
+def serve(port: int) -> None:
+    """The upstream: a chat completion (JSON, or a stream of chunks)."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    body = json.dumps(_COMPLETION).encode()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        import asyncio
+
+        for n, chunk in enumerate(_CHUNKS):
+            if n:
+                await asyncio.sleep(_STREAM_GAP_S)
+            base = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1}
+            yield f"data: {json.dumps({**base, 'model': 'm', **chunk})}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+    async def completions(request: Request) -> Response:
+        sent = json.loads(await request.body())
+        if sent.get("stream"):
+            return StreamingResponse(chunks(), media_type="text/event-stream")
+        return Response(body, media_type="application/json")
+
+    app = Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+Timing = tuple[float, float, float]
+"""Seconds of wall time, of CPU in the whole process, of CPU in the caller's thread."""
+
+
+def _best(plain: Callable[[], Timing], live: Callable[[], Timing]) -> tuple[Timing, Timing]:
+    """The best of :data:`REPEATS` runs of each, run in turns so that the machine's noise
+    falls on both alike."""
+    runs: tuple[list[Timing], list[Timing]] = ([], [])
+    for _ in range(REPEATS):
+        runs[0].append(plain())
+        runs[1].append(live())
+    best = [tuple(min(r[i] for r in side) for i in range(3)) for side in runs]
+    return (best[0][0], best[0][1], best[0][2]), (best[1][0], best[1][1], best[1][2])
+
+
+def _clock() -> Timing:
+    return time.perf_counter(), time.process_time(), time.thread_time()
+
+
+def _since(start: Timing) -> Timing:
+    now = _clock()
+    return now[0] - start[0], now[1] - start[1], now[2] - start[2]
+
+
+def _calls(client: Any, calls: int, flush: Callable[[], object]) -> Timing:
+    """The timing of ``calls`` new conversations."""
+    start = _clock()
+    for i in range(calls):
+        client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[
+                {"role": "system", "content": "You are a weather assistant."},
+                {"role": "user", "content": f"What is the weather in Oslo? (run {i})"},
+            ],
+        )
+    flush()
+    return _since(start)
+
+
+def _loop(client: Any, turns: int, flush: Callable[[], object]) -> Timing:
+    """The timing of one tool loop of ``turns`` calls, its history growing."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a weather assistant."},
+        {"role": "user", "content": f"Weather in Oslo? ({time.time_ns()})"},
+    ]
+    start = _clock()
+    for turn in range(turns):
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        call = reply.choices[0].message.tool_calls[0]
+        messages.append(reply.choices[0].message.model_dump(exclude_none=True))
+        # the same call id every turn in this canned reply: a distinct result keeps it apart
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": f"{turn} °C"})
+        messages.append({"role": "user", "content": f"And in an hour? ({turn})"})
+    flush()
+    return _since(start)
+
+
+def _first_chunks(client: Any, streams: int, flush: Callable[[], object]) -> list[float]:
+    """Seconds from ``create`` to the first chunk, per stream; ``flush`` runs between two
+    streams, untimed (an agent reads a reply before its next call)."""
+    firsts = []
+    for i in range(streams):
+        flush()
+        start = time.perf_counter()
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": f"Tell me ({i})"}],
+            stream=True,
+        )
+        iterator = iter(stream)
+        next(iterator)
+        firsts.append(time.perf_counter() - start)
+        for _ in iterator:
+            pass
+    return firsts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
+
+    import openai
+
+    import agenttrail
+    from agenttrail.ingest.instrument import capture_of
+    from tests.conftest import free_port
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
+    try:
+        _wait(port)
+        with tempfile.TemporaryDirectory() as folder:
+            base = f"http://127.0.0.1:{port}/v1"
+            plain = openai.OpenAI(api_key="sk-bench", base_url=base, max_retries=0)
+            live = agenttrail.instrument(
+                openai.OpenAI(api_key="sk-bench", base_url=base, max_retries=0),
+                log=Path(folder) / "bench.db",
+            )
+            capture = capture_of(live)
+            assert capture is not None
+            nothing: Callable[[], object] = lambda: None  # noqa: E731
+            _calls(plain, 20, nothing), _calls(live, 20, capture.flush)  # warm up both
+            _report(
+                f"{args.calls} non-streaming calls, a new conversation each",
+                *_best(
+                    lambda: _calls(plain, args.calls, nothing),
+                    lambda: _calls(live, args.calls, capture.flush),
+                ),
+                args.calls,
+            )
+            _report(
+                f"a tool loop of {args.turns} calls, history growing",
+                *_best(
+                    lambda: _loop(plain, args.turns, nothing),
+                    lambda: _loop(live, args.turns, capture.flush),
+                ),
+                args.turns,
+            )
+            without, with_ = [], []
+            for _ in range(REPEATS):
+                without.append(statistics.median(_first_chunks(plain, args.streams, nothing)))
+                with_.append(statistics.median(_first_chunks(live, args.streams, capture.flush)))
+            capture.flush()
+            first, then = min(without), min(with_)
+            print(
+                f"first streamed chunk, median of {args.streams} (best of {REPEATS}): without "
+                f"{first * 1e3:.3f} ms, with {then * 1e3:.3f} ms, difference "
+                f"{(then - first) * 1e3:+.3f} ms"
+            )
+            print(f"capture: {capture.written} exchanges written, {capture.failures} failures")
+            plain.close()
+            live.close()
+            capture.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _report(what: str, plain: Timing, live: Timing, n: int) -> None:
+    (wall0, cpu0, own0), (wall1, cpu1, own1) = plain, live
+    print(
+        f"{what}: wall {wall0 / n * 1e6:.0f} -> {wall1 / n * 1e6:.0f} µs/call "
+        f"(ratio {wall1 / wall0:.3f}, {(wall1 / wall0 - 1) * 100:+.1f} %); "
+        f"CPU of the process {cpu0 / n * 1e6:.0f} -> {cpu1 / n * 1e6:.0f} µs/call "
+        f"({(cpu1 - cpu0) / n * 1e6:+.0f}); of the caller's thread {own0 / n * 1e6:.0f} -> "
+        f"{own1 / n * 1e6:.0f} µs/call ({(own1 - own0) / n * 1e6:+.0f})"
+    )
+
+
+def _wait(port: int) -> None:
+    import socket
+
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise SystemExit("the upstream did not start")
+
+
+if __name__ == "__main__":
+    main()

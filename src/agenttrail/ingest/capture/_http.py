@@ -1,0 +1,110 @@
+"""One captured HTTP exchange as the importers read a recorded one, with nothing secret in it.
+
+The record is the ``{request: {method, url, headers, body}, response: {status_code, headers,
+body}}`` shape of recorded traffic (:mod:`agenttrail.formats.http.recording`). What is kept:
+
+- headers: only those the readers use (:data:`KEPT_HEADERS`); ``Authorization``,
+  ``x-api-key``, ``api-key``, cookies and every other header are dropped, whatever they hold;
+- the URL without its user and password, and without any query parameter whose name says it
+  holds a credential (:data:`SECRET_PARAMS`);
+- bodies decoded as the response's ``Content-Encoding`` says (gzip and deflate always; br and
+  zstd when the ``brotli`` / ``zstandard`` packages are installed), then as UTF-8.
+
+Rules of the record: docs/capture.md, What is never stored.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import zlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = ["KEPT_HEADERS", "SECRET_PARAMS", "Headers", "decoded", "kept_headers", "redacted_url"]
+
+Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+"""Headers as a mapping or as ``(name, value)`` pairs (repeated names allowed)."""
+
+KEPT_HEADERS = frozenset(
+    {
+        "user-agent",  # the session's agent
+        "anthropic-version",  # Anthropic sessions' metadata
+        "anthropic-beta",
+        "x-stainless-helper",
+        "content-type",
+        "date",  # the response's time when its body has none
+        "request-id",  # Anthropic's id of the request, kept on its events
+    }
+)
+"""The only headers a record keeps (lower case): those the readers of recordings use. An
+allow-list, so that no credential header (``Authorization``, ``x-api-key``, ``api-key``,
+``Proxy-Authorization``, ``Cookie``, a vendor's own) is ever stored."""
+
+SECRET_PARAMS = re.compile(r"key|token|secret|signature|sig$|auth|password|credential", re.I)
+"""A query parameter whose name matches is dropped from the stored URL (``?key=``,
+``?api-key=``, ``?access_token=``, ``?X-Amz-Signature=``)."""
+
+
+def kept_headers(headers: Headers) -> dict[str, str]:
+    """The headers a record keeps (:data:`KEPT_HEADERS`), by lower-case name; the first value
+    of a repeated name."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    kept: dict[str, str] = {}
+    for name, value in pairs:
+        lower = name.lower()
+        if lower in KEPT_HEADERS and lower not in kept:
+            kept[lower] = value
+    return kept
+
+
+def redacted_url(url: str) -> str:
+    """``url`` without user, password and credential query parameters (:data:`SECRET_PARAMS`)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    netloc = parts.netloc.rpartition("@")[2]
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    kept = urlencode([(k, v) for k, v in query if not SECRET_PARAMS.search(k)])
+    return urlunsplit((parts.scheme, netloc, parts.path, kept, ""))
+
+
+def decoded(body: bytes, headers: Headers) -> bytes:
+    """``body`` with the content codings of its ``Content-Encoding`` header undone (RFC 9110
+    §8.4: listed in the order applied, so undone last first).
+
+    Raises:
+        ValueError: a coding this installation cannot undo, or bytes that do not inflate.
+    """
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    codings: list[str] = []
+    for name, value in pairs:
+        if name.lower() == "content-encoding":
+            codings += [c.strip().lower() for c in value.split(",") if c.strip()]
+    for coding in reversed(codings):
+        body = _undo(coding, body)
+    return body
+
+
+def _undo(coding: str, body: bytes) -> bytes:
+    if coding in ("identity", ""):
+        return body
+    if coding in ("gzip", "x-gzip"):
+        return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    if coding == "deflate":  # zlib-wrapped as RFC 9110 says, raw as some servers send it
+        try:
+            return zlib.decompress(body)
+        except zlib.error:
+            return zlib.decompress(body, -zlib.MAX_WBITS)
+    if coding in ("br", "zstd"):
+        name = "brotli" if coding == "br" else "zstandard"
+        try:
+            module: Any = importlib.import_module(name)  # optional: installed with httpx[brotli]
+        except ImportError:
+            raise ValueError(f"Content-Encoding {coding} needs the {name} package") from None
+        if coding == "br":
+            return bytes(module.decompress(body))
+        return bytes(module.ZstdDecompressor().decompressobj().decompress(body))
+    raise ValueError(f"unknown Content-Encoding {coding!r}")

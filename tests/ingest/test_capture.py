@@ -1,0 +1,171 @@
+"""The capture core (agenttrail.ingest.capture): recorded provider traffic handed over one
+exchange at a time is the session ``agenttrail import`` makes of the same recording, each
+message stored once, across a restart too; nothing secret stored; a failing log never raises.
+
+The exchanges are real recorded traffic from ``../shared/realdata`` (tests/formats/_recordings.py
+cites the SOURCES.md rows).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agenttrail.ingest.capture import Capture, HttpExchange, session
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import Event
+from tests.formats._recordings import CASSETTES, PROGRAMMATIC, TOOL_ERROR, import_events
+from tests.ingest._upstream import Recorded, recorded
+
+KEY = "sk-test-7f3a9c1e5b2d4f60a8e1c3b5d7f9a2c4"
+
+
+def exchange_of(item: Recorded, *, key: str = KEY, **changes: Any) -> HttpExchange:
+    """The exchange a client makes for a recorded request, answered as recorded."""
+    reply = item.reply
+    host = "api.anthropic.com" if "messages" in item.path else "api.openai.com"
+    fields: dict[str, Any] = {
+        "method": "POST",
+        "url": f"https://{host}{item.path}",
+        "request_headers": [
+            ("authorization", f"Bearer {key}"),
+            ("x-api-key", key),
+            ("content-type", "application/json"),
+            ("user-agent", "agenttrail-tests"),
+        ],
+        "request_body": json.dumps(item.body).encode(),
+        "status": reply.status,
+        "response_headers": list(reply.headers.items()),
+        "response_body": reply.body,
+        "started": time.time(),
+        "duration_s": 0.25,
+        **changes,
+    }
+    return HttpExchange(**fields)
+
+
+def payloads(events: list[Event]) -> list[dict[str, Any]]:
+    """Payloads with the capture's own timing taken out (times are not compared)."""
+    found = []
+    for event in events:
+        payload = dict(event.payload)
+        if isinstance(payload.get("meta"), dict):
+            payload["meta"] = {**payload["meta"], "duration_ms": None}
+        found.append(payload)
+    return found
+
+
+def only_session(store: LogStore) -> list[Event]:
+    [captured] = store.sessions()
+    return list(store.read(captured.id))
+
+
+TOOL_LOOP = CASSETTES / "test_chat_completion_tool_calls_with_content.yaml"
+
+
+@pytest.mark.parametrize("path", [TOOL_ERROR, PROGRAMMATIC, TOOL_LOOP], ids=lambda p: p.stem)
+def test_exchanges_captured_one_by_one_are_the_session_import_makes(
+    path: Path, tmp_path: Path
+) -> None:
+    capture = Capture(tmp_path / "capture.db")
+    for item in recorded(path):
+        capture.write(exchange_of(item))
+    capture.close()
+    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
+        assert payloads(only_session(log)) == payloads(import_events(other, path))
+
+
+def test_a_restarted_capture_continues_the_conversation_from_the_log(tmp_path: Path) -> None:
+    first, second = recorded(TOOL_ERROR)
+    before = Capture(tmp_path / "capture.db")
+    before.write(exchange_of(first))
+    before.close()
+    after = Capture(tmp_path / "capture.db")  # a new process: nothing in memory
+    after.write(exchange_of(second))
+    after.close()
+    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
+        assert payloads(only_session(log)) == payloads(import_events(other, TOOL_ERROR))
+
+
+def test_the_same_first_request_twice_is_two_conversations(tmp_path: Path) -> None:
+    first = recorded(TOOL_ERROR)[0]
+    with Capture(tmp_path / "capture.db") as capture:
+        capture.write(exchange_of(first))
+        capture.write(exchange_of(first))
+    with open_store(tmp_path / "capture.db") as log:
+        sessions = log.sessions()
+        assert len(sessions) == 2
+        one, two = (payloads(list(log.read(s.id))) for s in sessions)
+        assert one == two
+        assert [p["type"] for p in one] == ["message", "message", "tool_call"]
+
+
+def test_a_retried_request_is_stored_once_with_each_failure(tmp_path: Path) -> None:
+    first, second = recorded(TOOL_ERROR)
+    failed = exchange_of(first, status=None, response_body=b"", error="ReadTimeout: timed out")
+    overloaded = exchange_of(
+        first,
+        status=529,
+        response_body=b'{"type": "error", "error": '
+        b'{"type": "overloaded_error", "message": "Overloaded"}}',
+    )
+    with Capture(tmp_path / "capture.db") as capture:
+        for exchange in (failed, overloaded, exchange_of(first), exchange_of(second)):
+            capture.write(exchange)
+    with open_store(tmp_path / "capture.db") as log:
+        got = only_session(log)
+    errors = [e.payload for e in got if e.type == "error"]
+    assert [(e.get("errorType"), e.get("code")) for e in errors] == [
+        ("transport_error", None),
+        ("overloaded_error", 529),
+    ]
+    assert errors[0]["message"] == "no response: ReadTimeout: timed out"
+    users = [e for e in got if e.type == "message" and e.payload["role"] == "user"]
+    assert len(users) == 1  # sent three times, stored once
+
+
+def test_an_explicit_session_holds_every_conversation(tmp_path: Path) -> None:
+    first = recorded(TOOL_ERROR)[0]
+    other = recorded(PROGRAMMATIC)[0]
+    capture = Capture(tmp_path / "capture.db")
+    with session("nightly-run", title="Nightly"):
+        assert capture.record(exchange_of(first))
+        assert capture.record(exchange_of(other))
+    assert capture.flush(10)
+    capture.close()
+    with open_store(tmp_path / "capture.db") as log:
+        [only] = log.sessions()
+        assert (only.id, only.title) == ("nightly-run", "Nightly")
+        assert [e.type for e in log.read(only.id)].count("message") == 4
+
+
+def test_no_credential_reaches_the_database_file(tmp_path: Path) -> None:
+    items = recorded(TOOL_ERROR)
+    with Capture(tmp_path / "capture.db") as capture:
+        for item in items:
+            url = f"https://api.anthropic.com{item.path}&key={KEY}&api-key={KEY}"
+            capture.write(exchange_of(item, url=f"https://user:{KEY}@{url[8:]}"))
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("capture.db*"))
+    assert b"get_weather" in stored  # the events are there, in readable bytes
+    assert KEY.encode() not in stored
+    assert KEY[3:19].encode() not in stored
+
+
+def test_a_log_that_fails_never_reaches_the_caller(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "capture.db"
+    path.write_text("not a database\n" * 100)  # any write, and the open itself, fail
+    capture = Capture(path)
+    with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+        assert capture.record(exchange_of(recorded(TOOL_ERROR)[0]))
+        assert capture.flush(10)
+    assert capture.failures == 1 and capture.written == 0
+    assert "not recorded: InputError" in caplog.text and KEY not in caplog.text
+    capture.close()
+    assert path.read_text() == "not a database\n" * 100

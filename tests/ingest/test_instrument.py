@@ -1,0 +1,352 @@
+"""``agenttrail.instrument`` on the real ``openai`` and ``anthropic`` clients from PyPI, talking to
+a real loopback server that replays recorded provider traffic (tests/ingest/_upstream.py):
+what the instrumented client records is the session ``agenttrail import`` makes of the same
+recording, and the caller sees exactly what it would see without agenttrail, faults included.
+
+Recordings are read in place from ``../shared/realdata`` (tests/formats/_recordings.py cites the
+SOURCES.md rows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+import agenttrail
+from agenttrail.ingest.instrument import capture_of
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import Event
+from agenttrail.views.pairing import pair_tool_calls
+from tests.formats._recordings import CASSETTES, PROGRAMMATIC, SSE, TOOL_ERROR, import_events
+from tests.ingest._upstream import Recorded, Reply, Upstream, recorded, sse_reply, upstream
+from tests.ingest.test_capture import KEY, TOOL_LOOP, payloads
+
+pytestmark = pytest.mark.filterwarnings(
+    # the recordings name models the client now warns about; the warning is not ours
+    "ignore:The model .* is deprecated:DeprecationWarning"
+)
+
+STREAMED = CASSETTES / "test_chat_completion_multiple_tools_streaming_with_content.yaml"
+NOT_COMPLETE = CASSETTES / "test_chat_completion_streaming_not_complete.yaml"
+RESPONSES = CASSETTES / "test_responses_create_captures_tool_call_content[content_mode0].yaml"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Upstream]:
+    yield from upstream()
+
+
+@pytest.fixture
+def up(server: Upstream) -> Iterator[Upstream]:
+    server.replies.clear()
+    server.requests.clear()
+    yield server
+
+
+def client_for(up: Upstream, provider: str, mode: str, **options: Any) -> Any:
+    """A real client of ``provider`` (sync or async) pointed at the loopback upstream."""
+    options = {"api_key": KEY, "max_retries": 0, **options}
+    if provider == "openai":
+        make = openai.AsyncOpenAI if mode == "async" else openai.OpenAI
+        return make(base_url=f"{up.url}/v1", **options)
+    made = anthropic.AsyncAnthropic if mode == "async" else anthropic.Anthropic
+    return made(base_url=up.url, **options)
+
+
+def create(client: Any, item: Recorded) -> Any:
+    """The ``create`` call that sends ``item``'s recorded request."""
+    if "/chat/completions" in item.path:
+        return client.chat.completions.create(**item.body)
+    if "/responses" in item.path:
+        return client.responses.create(**item.body)
+    return client.beta.messages.create(**item.body)
+
+
+def call(client: Any, item: Recorded) -> list[Any]:
+    """Send ``item`` and read the whole answer: the response, or every streamed event."""
+    answer = create(client, item)
+    return list(answer) if item.body.get("stream") else [answer]
+
+
+async def acall(client: Any, item: Recorded) -> list[Any]:
+    answer = await create(client, item)
+    return [e async for e in answer] if item.body.get("stream") else [answer]
+
+
+def run(client: Any, mode: str, items: list[Recorded]) -> None:
+    """Send each of ``items`` in turn, then close the client (in the loop that used it)."""
+    if mode == "async":
+
+        async def all_of() -> None:
+            async with client:
+                for item in items:
+                    await acall(client, item)
+
+        asyncio.run(all_of())
+    else:
+        with client:
+            for item in items:
+                call(client, item)
+
+
+def captured(client: Any, path: Path) -> tuple[LogStore, list[Event]]:
+    capture = capture_of(client)
+    assert capture is not None and capture.flush(10)
+    store = open_store(path)
+    [session] = store.sessions()
+    return store, list(store.read(session.id))
+
+
+RECORDINGS = [
+    ("openai", TOOL_LOOP),
+    ("openai", STREAMED),
+    ("openai", NOT_COMPLETE),
+    ("openai", RESPONSES),
+    ("anthropic", TOOL_ERROR),
+    ("anthropic", PROGRAMMATIC),
+]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(("provider", "path"), RECORDINGS, ids=lambda v: getattr(v, "stem", v))
+def test_an_instrumented_client_records_the_session_import_makes(
+    up: Upstream, tmp_path: Path, provider: str, path: Path, mode: str
+) -> None:
+    items = recorded(path)
+    up.script(*(item.reply for item in items))
+    client = agenttrail.instrument(client_for(up, provider, mode), log=tmp_path / "live.db")
+    run(client, mode, items)
+    store, got = captured(client, tmp_path / "live.db")
+    with store, open_store(tmp_path / "import.db") as other:
+        assert payloads(got) == payloads(import_events(other, path))
+    assert [len(r[2]) > 0 for r in up.requests] == [True] * len(items)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_anthropic_stream_is_recorded_as_the_message_it_streamed(
+    up: Upstream, tmp_path: Path, mode: str
+) -> None:
+    up.script(sse_reply(SSE.read_text()))
+    item = Recorded(
+        "/v1/messages",
+        {
+            "model": "claude-sonnet-4-20250514",
+            "max_tokens": 1024,
+            "stream": True,
+            "messages": [{"role": "user", "content": "What is the weather in SF?"}],
+        },
+        Reply(),
+    )
+    client = agenttrail.instrument(client_for(up, "anthropic", mode), log=tmp_path / "live.db")
+    run(client, mode, [item])
+    store, got = captured(client, tmp_path / "live.db")
+    with store, open_store(tmp_path / "import.db") as other:
+        assert payloads(got)[0] == {
+            "type": "message",
+            "role": "user",
+            "content": "What is the weather in SF?",
+            "actor": "user",
+        }
+        assert payloads(got)[1:] == payloads(import_events(other, SSE))
+    assert got[1].payload["meta"]["duration_ms"] > 0
+
+
+def test_a_tool_loop_stores_each_message_once_and_pairs_results_by_id(
+    up: Upstream, tmp_path: Path
+) -> None:
+    items = recorded(TOOL_LOOP)
+    up.script(*(item.reply for item in items))
+    client = agenttrail.instrument(client_for(up, "openai", "sync"), log=tmp_path / "live.db")
+    run(client, "sync", items)
+    store, got = captured(client, tmp_path / "live.db")
+    store.close()
+    second = items[1].body["messages"]
+    assert len(second) > len(items[0].body["messages"])  # request 2 repeats request 1's history
+    sent = [m for m in second if m["role"] in ("system", "user")]
+    stored = [e for e in got if e.type == "message" and e.payload["role"] in ("system", "user")]
+    assert [e.payload["content"] for e in stored] == [m["content"] for m in sent]
+    calls = [e for e in got if e.type == "tool_call"]
+    pairing = pair_tool_calls(got)
+    assert calls and pairing.anomalies == {}
+    results = {c.payload["id"]: pairing.result_of[c.seq].payload for c in calls}
+    assert {i: r["toolCallId"] for i, r in results.items()} == {i: i for i in results}
+    tools_sent = {m["tool_call_id"]: m["content"] for m in second if m["role"] == "tool"}
+    assert {i: r["output"] for i, r in results.items()} == tools_sent
+
+
+def outcome(fn: Any) -> tuple[list[Any], str]:
+    """What a caller sees: the chunks it got, then the exception it got (type and text)."""
+    got: list[Any] = []
+    try:
+        fn(got)
+    except Exception as e:
+        return got, f"{type(e).__name__}: {e}"
+    return got, ""
+
+
+def both(up: Upstream, tmp_path: Path, reply: Reply, fn: Any, **options: Any) -> Any:
+    """The outcome of ``fn`` on a plain client, then on an instrumented one (same reply);
+    returns the instrumented client."""
+    up.script(reply, reply)
+    with client_for(up, "openai", "sync", **options) as plain:
+        seen = outcome(lambda got: fn(plain, got))
+    client = agenttrail.instrument(
+        client_for(up, "openai", "sync", **options), log=tmp_path / "live.db"
+    )
+    with client:
+        assert outcome(lambda got: fn(client, got)) == seen
+    return client
+
+
+def chat(stream: bool) -> dict[str, Any]:
+    message = {"role": "user", "content": "What's the weather in Seattle?"}
+    return {"model": "gpt-4o-mini", "messages": [message], "stream": stream}
+
+
+def errors_of(client: Any, tmp_path: Path) -> tuple[list[Event], list[dict[str, Any]]]:
+    store, got = captured(client, tmp_path / "live.db")
+    store.close()
+    return got, [e.payload for e in got if e.type == "error"]
+
+
+def test_a_500_from_upstream_reaches_the_caller_and_the_log(up: Upstream, tmp_path: Path) -> None:
+    body = b'{"error": {"message": "The server had an error", "type": "server_error"}}'
+
+    def fn(client: Any, got: list[Any]) -> None:
+        got.append(client.chat.completions.create(**chat(False)))
+
+    client = both(up, tmp_path, Reply(500, body), fn)
+    got, errors = errors_of(client, tmp_path)
+    assert [e.type for e in got] == ["message", "error"]
+    assert (errors[0]["message"], errors[0]["code"]) == ("The server had an error", 500)
+
+
+def test_a_timeout_reaches_the_caller_and_the_log(up: Upstream, tmp_path: Path) -> None:
+    def fn(client: Any, got: list[Any]) -> None:
+        got.append(client.chat.completions.create(**chat(False)))
+
+    reply = Reply(200, b"{}", delay_s=1.0)
+    client = both(up, tmp_path, reply, fn, timeout=0.2)
+    got, errors = errors_of(client, tmp_path)
+    assert [e.type for e in got] == ["message", "error"]
+    assert errors[0]["errorType"] == "transport_error"
+    assert "Timeout" in errors[0]["message"]
+
+
+def test_a_stream_cut_in_the_middle_is_seen_as_without_agenttrail_and_logged_incomplete(
+    up: Upstream, tmp_path: Path
+) -> None:
+    [item] = recorded(STREAMED)
+    reply = item.reply
+    reply.cut_after = len(reply.events or []) // 2
+
+    def fn(client: Any, got: list[Any]) -> None:
+        for chunk in client.chat.completions.create(**item.body):
+            got.append(chunk.model_dump())
+
+    client = both(up, tmp_path, reply, fn)
+    got, errors = errors_of(client, tmp_path)
+    assert [e.type for e in got][:2] == ["message", "message"]  # the prompt, what arrived
+    assert errors[-1]["errorType"] == "incomplete_stream" and errors[-1]["incomplete"] is True
+    assert "cut short" in errors[-1]["message"]
+
+
+def test_a_stream_the_caller_abandons_is_logged_incomplete(up: Upstream, tmp_path: Path) -> None:
+    [item] = recorded(STREAMED)
+
+    def fn(client: Any, got: list[Any]) -> None:
+        stream = client.chat.completions.create(**item.body)
+        got.append(next(iter(stream)).model_dump())
+        stream.close()
+
+    client = both(up, tmp_path, item.reply, fn)
+    _, errors = errors_of(client, tmp_path)
+    assert errors[-1]["incomplete"] is True
+    assert errors[-1]["message"].endswith("the caller closed it before its end")
+
+
+def test_the_first_chunk_is_passed_on_as_it_arrives(up: Upstream, tmp_path: Path) -> None:
+    [item] = recorded(STREAMED)
+    item.reply.event_gap_s = 0.3
+    up.script(item.reply)
+    client = agenttrail.instrument(client_for(up, "openai", "sync"), log=tmp_path / "live.db")
+    with client:
+        start = time.perf_counter()
+        stream = client.chat.completions.create(**item.body)
+        next(iter(stream))
+        first = time.perf_counter() - start
+        stream.close()
+    assert first < 0.3  # the next event is 0.3 s behind it: nothing waited for it
+
+
+def test_a_failing_log_leaves_the_call_untouched(up: Upstream, tmp_path: Path) -> None:
+    path = tmp_path / "live.db"
+    path.write_text("not a database\n")
+    items = recorded(TOOL_ERROR)
+    up.script(items[0].reply)
+    client = agenttrail.instrument(client_for(up, "anthropic", "sync"), log=path)
+    with client:
+        answer = call(client, items[0])[0]
+    assert answer.id == "msg_01RMQBcKf2dxTq6qfi31BBTz"
+    capture = capture_of(client)
+    assert capture is not None and capture.flush(10)
+    assert capture.failures == 1
+    assert path.read_text() == "not a database\n"
+
+
+@pytest.mark.parametrize(("provider", "path"), [("openai", TOOL_LOOP), ("anthropic", TOOL_ERROR)])
+def test_no_api_key_reaches_the_database_file(
+    up: Upstream, tmp_path: Path, provider: str, path: Path
+) -> None:
+    items = recorded(path)
+    up.script(*(item.reply for item in items))
+    sent_too = {  # wherever else a key may travel: a proxy's or a gateway's header, the URL
+        "default_headers": {"api-key": KEY, "x-api-key": KEY, "x-goog-api-key": KEY},
+        "default_query": {"key": KEY, "access_token": KEY},
+    }
+    client = client_for(up, provider, "sync", **sent_too)
+    agenttrail.instrument(client, log=tmp_path / "live.db")
+    run(client, "sync", items)
+    captured(client, tmp_path / "live.db")[0].close()
+    assert all(KEY in url and KEY in str(headers.values()) for url, headers, _ in up.requests)
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("live.db*"))
+    assert b"get_weather" in stored or b"get_current_weather" in stored
+    assert KEY.encode() not in stored and KEY[3:19].encode() not in stored
+
+
+def test_the_session_context_and_session_argument_choose_the_session(
+    up: Upstream, tmp_path: Path
+) -> None:
+    items = recorded(TOOL_ERROR)[:1] + recorded(PROGRAMMATIC)[:1]
+    up.script(*(item.reply for item in items))
+    client = agenttrail.instrument(client_for(up, "anthropic", "async"), log=tmp_path / "live.db")
+
+    async def both_in_one() -> str:
+        async with client:
+            with agenttrail.session(title="Weather and maths") as session_id:
+                for item in items:
+                    await acall(client, item)
+        return session_id
+
+    session_id = asyncio.run(both_in_one())
+    store, got = captured(client, tmp_path / "live.db")
+    with store:
+        assert store.get_session(session_id).title == "Weather and maths"
+    assert sum(e.type == "message" and e.payload["role"] == "user" for e in got) == 2
+
+
+def test_instrument_takes_only_provider_clients_and_once(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="takes an openai or anthropic client"):
+        agenttrail.instrument(object())
+    with openai.OpenAI(api_key=KEY, base_url="http://127.0.0.1:9/v1") as client:
+        assert agenttrail.instrument(client, log=tmp_path / "a.db") is client
+        capture = capture_of(client)
+        assert agenttrail.instrument(client, log=tmp_path / "b.db") is client
+        assert capture_of(client) is capture
