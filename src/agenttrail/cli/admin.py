@@ -149,8 +149,6 @@ def proxy(
     """
     from agenttrail.ingest.proxy import serve_proxy, upstream_url  # httpx and Starlette
 
-    if timeout is not None and timeout <= 0:
-        raise InputError(f"--timeout {timeout:g}: expected a positive number of seconds")
     base = upstream_url(upstream)
     with open_log(db, create=True) as store:
         out.print(f"recording to {store.url}", markup=False)

@@ -7,13 +7,15 @@ Each request goes on to ``upstream`` and its answer comes back, both unchanged::
     client ──request──▶ proxy ──request──▶ upstream          body and headers as sent, minus
     client ◀─response── proxy ◀─response── upstream          the hop-by-hop headers (RFC 9110
                           │                                   §7.6.1); the body as raw bytes,
-                          └──▶ Exchange ──▶ record (a thread)  each chunk sent on as it arrives
+                          └──▶ HttpExchange ──▶ Capture         each chunk sent on as it arrives
 
 Nothing on the way through parses a body: a stream keeps its bytes and its chunk timing, and a
 response the log cannot make sense of still reaches the client as the upstream sent it. When
-the exchange is over (finished, failed or abandoned by the client), it is handed to
-``record`` on one writer thread, in order, so that the log never slows the agent down; a full
-backlog (:data:`BACKLOG_ENV`) makes new exchanges wait rather than be lost.
+the exchange is over (finished, failed or abandoned by the client), it is queued for a writer
+thread that hands it to the capture core (:class:`agenttrail.ingest.capture.Capture`: history
+recognised, tool results paired by id, credentials never stored), so that the log never slows
+the agent down. A response whose body does not read as its API's is written as a failed
+exchange, with an ``error`` event saying why (capture alone would leave it out of the log).
 
 What the client sees when something fails:
 
@@ -24,20 +26,18 @@ What the client sees when something fails:
   which is how HTTP/1.1 says "truncated" (RFC 9112 §8), so the client's own library raises;
 - the client going away mid-stream: the upstream request is closed at once.
 
-Each of these is recorded too, with its ``error`` and ``complete=False``.
+Each of these is recorded too, as an ``error`` event in the conversation's session.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import http.cookiejar
 import logging
 import os
-import queue
-import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -46,28 +46,24 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import Message, Receive, Scope, Send
 
-from agenttrail.codec import now_timestamp
-from agenttrail.errors import InputError
-from agenttrail.ingest._proxy_record import record_to
+from agenttrail.errors import FormatError, InputError
+from agenttrail.ingest.capture import DEFAULT_QUEUE, QUEUE_ENV, Capture, HttpExchange
+from agenttrail.ingest.capture._writer import Writer
+from agenttrail.limits import count_limit
 from agenttrail.log.store import LogStore
 
 __all__ = [
-    "BACKLOG_ENV",
-    "DEFAULT_BACKLOG",
     "DEFAULT_TIMEOUT_S",
     "HOP_BY_HOP",
     "TIMEOUT_ENV",
-    "Exchange",
     "Proxy",
-    "Record",
     "create_proxy",
     "proxy_server",
-    "record_to",
     "serve_proxy",
     "upstream_url",
 ]
 
-logger = logging.getLogger("agenttrail.proxy")
+_LOG = logging.getLogger("agenttrail.proxy")
 
 HOP_BY_HOP = frozenset(
     {
@@ -91,50 +87,12 @@ DEFAULT_TIMEOUT_S = 600.0
 model thinking through a long answer can be silent for minutes."""
 TIMEOUT_ENV = "AGENTTRAIL_PROXY_TIMEOUT"
 
-DEFAULT_BACKLOG = 1024
-"""Exchanges waiting for the writer thread before new ones wait for room: enough for bursts of
-parallel tool calls, bounded so that a stalled database cannot take all the memory."""
-BACKLOG_ENV = "AGENTTRAIL_PROXY_BACKLOG"
-
 _CONNECT_S = 10.0
 """Seconds to open a connection to the upstream: a reachable host answers in far less, and an
 agent should hear of a dead one quickly."""
 
-
-@dataclass(frozen=True)
-class Exchange:
-    """One HTTP exchange through the proxy, as the client and the upstream saw it."""
-
-    method: str
-    """The request method (``POST``)."""
-    url: str
-    """The upstream URL the request went to."""
-    request_headers: list[tuple[str, str]]
-    """The client's request headers as received (credentials included: the recorder must
-    drop them), in order, names in lower case."""
-    request_body: bytes
-    """The request body as sent."""
-    started_at: str
-    """When the request arrived (``created_at`` form)."""
-    status: int | None = None
-    """The upstream's status code; ``None`` when it never answered."""
-    response_headers: list[tuple[str, str]] = field(default_factory=list)
-    """The upstream's response headers, names in lower case."""
-    response_body: bytes = b""
-    """The response body as it came off the wire (still compressed if the upstream compressed
-    it: ``content-encoding`` says)."""
-    error: str | None = None
-    """What went wrong, if anything: the upstream unreachable or failing, the client gone."""
-    complete: bool = True
-    """False when the body was cut short (by the upstream or the client)."""
-    first_byte_ms: float | None = None
-    """Milliseconds from the request's arrival to the upstream's status line."""
-    elapsed_ms: float = 0.0
-    """Milliseconds from the request's arrival to the end of the exchange."""
-
-
-Record = Callable[[Exchange], None]
-"""Writes one exchange to the log; runs on the proxy's writer thread, one exchange at a time."""
+_EXIT_WAIT_S = 5.0
+"""Seconds a stopping proxy waits for exchanges still queued, as capture does at exit."""
 
 
 def upstream_url(url: str) -> httpx.URL:
@@ -154,48 +112,25 @@ def upstream_url(url: str) -> httpx.URL:
     return parsed
 
 
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        raise InputError(f"{name}={raw!r}: expected a positive number")
-    return value
+def _timeout(value: float | None) -> float:
+    """``value``, else ``$AGENTTRAIL_PROXY_TIMEOUT``, else :data:`DEFAULT_TIMEOUT_S`.
 
-
-class _Writer:
-    """One thread that hands exchanges to ``record`` in arrival order; a failing ``record``
-    is logged and the next exchange is written all the same."""
-
-    _STOP = object()
-
-    def __init__(self, record: Record, backlog: int) -> None:
-        self._record = record
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=backlog)
-        self._thread = threading.Thread(target=self._run, name="agenttrail-proxy-writer")
-        self._thread.start()
-
-    async def put(self, exchange: Exchange) -> None:
+    Raises:
+        InputError: not a positive number of seconds; names the variable or flag.
+    """
+    where = f"--timeout {value:g}" if value is not None else ""
+    if value is None:
+        raw = os.environ.get(TIMEOUT_ENV)
+        if raw is None or not raw.strip():
+            return DEFAULT_TIMEOUT_S
+        where = f"{TIMEOUT_ENV}={raw!r}"
         try:
-            self._queue.put_nowait(exchange)
-        except queue.Full:  # wait for room (in a thread, not blocking the event loop)
-            await anyio.to_thread.run_sync(self._queue.put, exchange)
-
-    def close(self) -> None:
-        """Write what is waiting, then stop the thread."""
-        self._queue.put(self._STOP)
-        self._thread.join()
-
-    def _run(self) -> None:
-        while (exchange := self._queue.get()) is not self._STOP:
-            try:
-                self._record(exchange)
-            except Exception:  # the proxy keeps serving; the log of the failure says why
-                logger.exception("could not record %s %s", exchange.method, exchange.url)
+            value = float(raw)
+        except ValueError:
+            value = -1.0
+    if not value > 0:
+        raise InputError(f"{where}: the proxy's timeout must be a positive number of seconds")
+    return value
 
 
 def _forwarded(
@@ -220,7 +155,7 @@ def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
 
 
 def _cause(e: Exception) -> str:
-    return str(e) or type(e).__name__
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
 
 class Proxy:
@@ -229,53 +164,72 @@ class Proxy:
     Args:
         upstream: the base URL requests go to; the request's path and query are appended to
             its path (``https://api.openai.com`` + ``/v1/chat/completions``).
-        record: writes one finished exchange to the log (on the writer thread).
+        capture: writes each exchange to the log (its session, recognition, redaction).
         timeout_s: seconds the upstream may take (:data:`DEFAULT_TIMEOUT_S`, else
             ``$AGENTTRAIL_PROXY_TIMEOUT``).
-        backlog: exchanges waiting to be written before new ones wait (:data:`DEFAULT_BACKLOG`,
-            else ``$AGENTTRAIL_PROXY_BACKLOG``).
+        queue: most exchanges waiting to be written; beyond, one is dropped and logged, as
+            capture does (default ``$AGENTTRAIL_CAPTURE_QUEUE``, else 10,000).
 
     Raises:
-        InputError: a bad upstream URL, timeout or backlog, naming it.
+        InputError: a bad upstream URL, timeout or queue limit, naming it.
     """
 
     def __init__(
         self,
         upstream: str,
-        record: Record,
+        capture: Capture,
         *,
         timeout_s: float | None = None,
-        backlog: int | None = None,
+        queue: int | None = None,
     ) -> None:
         self.upstream = upstream_url(upstream)
         self._prefix = self.upstream.raw_path.rstrip(b"/")
-        self._record = record
-        self.timeout_s = timeout_s or _env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
-        self.backlog = backlog or int(_env_number(BACKLOG_ENV, DEFAULT_BACKLOG))
+        self.capture = capture
+        self.timeout_s = _timeout(timeout_s)
+        self._queue = count_limit(
+            queue, QUEUE_ENV, DEFAULT_QUEUE, f"capture queue ({QUEUE_ENV})", unit="exchanges"
+        )
         self._client: httpx.AsyncClient | None = None
-        self._writer: _Writer | None = None
+        self._writer: Writer | None = None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The pooled upstream client and the writer thread, for the server's lifetime; on
-        exit, every exchange already finished is written before this returns."""
+        exit, the exchanges already finished are written (up to 5 s) before this returns."""
         # Cookies the upstream sets belong to the client, which gets them in the response
         # headers; a jar that refuses all keeps the proxy from holding on to any.
         jar = http.cookiejar.CookieJar(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
         timeout = httpx.Timeout(self.timeout_s, connect=min(_CONNECT_S, self.timeout_s))
         self._client = httpx.AsyncClient(timeout=timeout, cookies=jar, follow_redirects=False)
-        self._writer = _Writer(self._record, self.backlog)
+        self._writer = Writer(self._write, size=self._queue, exit_wait_s=_EXIT_WAIT_S)
         try:
             yield
         finally:
             await self._client.aclose()
-            await anyio.to_thread.run_sync(self._writer.close)
+            await anyio.to_thread.run_sync(self._writer.close, _EXIT_WAIT_S)
+
+    def _write(self, exchange: HttpExchange) -> None:
+        """Write one exchange (on the writer thread); never raises."""
+        try:
+            try:
+                self.capture.write(exchange)
+            except (FormatError, ValueError) as e:
+                # The client got the body as it was; the log gets the request and why its
+                # answer is not there, in the conversation's session.
+                why = f"upstream answered HTTP {exchange.status}, unreadable as its API's: {e}"
+                failed = dataclasses.replace(
+                    exchange, status=None, response_headers=(), response_body=b"", error=why
+                )
+                self.capture.write(failed)
+        except Exception as e:  # the proxy goes on serving; the warning says what was lost
+            _LOG.warning(
+                "agenttrail proxy: %s %s not recorded: %s", exchange.method, exchange.url, _cause(e)
+            )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert scope["type"] == "http", scope["type"]  # Starlette routes only http here
         assert self._client is not None and self._writer is not None, "not running"
-        start = time.perf_counter()
-        started_at = now_timestamp()
+        start, started = time.perf_counter(), time.time()
         body = bytearray()
         while True:
             message = await receive()
@@ -289,25 +243,31 @@ class Proxy:
         url = self.upstream.copy_with(
             raw_path=self._prefix + raw_path + (b"?" + query if query else b"")
         )
-        headers = _forwarded(scope["headers"], frozenset({b"host", b"content-length"}))
-        exchange = Exchange(
+        exchange = HttpExchange(
             method=scope["method"],
             url=str(url),
             request_headers=_text(scope["headers"]),
             request_body=bytes(body),
-            started_at=started_at,
+            started=started,
         )
-        exchange = await self._forward(exchange, headers, send, receive, start)
-        await self._writer.put(exchange)
+        headers = _forwarded(scope["headers"], frozenset({b"host", b"content-length"}))
+        exchange = await self._forward(exchange, headers, send, receive)
+        exchange = dataclasses.replace(exchange, duration_s=time.perf_counter() - start)
+        if Capture.wants(exchange.url) and not self._writer.put(exchange):
+            _LOG.warning(
+                "agenttrail proxy: queue full (%s); %s %s not recorded",
+                QUEUE_ENV,
+                exchange.method,
+                exchange.url,
+            )
 
     async def _forward(
         self,
-        exchange: Exchange,
+        exchange: HttpExchange,
         headers: list[tuple[bytes, bytes]],
         send: Send,
         receive: Receive,
-        start: float,
-    ) -> Exchange:
+    ) -> HttpExchange:
         """Send the request upstream and its answer back; returns the exchange as it ended."""
         assert self._client is not None
         request = httpx.Request(
@@ -315,12 +275,13 @@ class Proxy:
         )
         try:
             response = await self._client.send(request, stream=True)
-        except httpx.TimeoutException as e:
-            return await self._fail(exchange, send, start, 504, "Gateway Timeout", e)
+        except httpx.TimeoutException:
+            limit = f"{self.timeout_s:g} s ({TIMEOUT_ENV}, --timeout)"
+            detail = f"upstream {self.upstream} did not answer within {limit}"
+            return await self._fail(exchange, send, 504, "Gateway Timeout", detail)
         except httpx.HTTPError as e:
-            return await self._fail(exchange, send, start, 502, "Bad Gateway", e)
-        first_byte_ms = (time.perf_counter() - start) * 1000
-        out_headers = _forwarded(response.headers.raw, frozenset())
+            detail = f"upstream {self.upstream} did not answer: {_cause(e)}"
+            return await self._fail(exchange, send, 502, "Bad Gateway", detail)
         chunks: list[bytes] = []
         error: str | None = None
         state = {"done": False, "gone": False}
@@ -337,13 +298,9 @@ class Proxy:
                         tasks.cancel_scope.cancel()
 
                 tasks.start_soon(watch)
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": response.status_code,
-                        "headers": out_headers,
-                    }
-                )
+                start = {"type": "http.response.start", "status": response.status_code}
+                start["headers"] = _forwarded(response.headers.raw, frozenset())
+                await send(start)
                 try:
                     async for chunk in response.aiter_raw():
                         chunks.append(chunk)
@@ -356,53 +313,37 @@ class Proxy:
                 tasks.cancel_scope.cancel()
         finally:
             await response.aclose()
-        received = sum(map(len, chunks))
         if state["gone"]:
-            error = f"client disconnected after {received:,} bytes of the response"
-        return _ended(
+            received = sum(map(len, chunks))
+            error = f"the client disconnected after {received:,} bytes of the response"
+        return dataclasses.replace(
             exchange,
-            start,
             status=response.status_code,
             response_headers=_text(response.headers.raw),
             response_body=b"".join(chunks),
             error=error,
             complete=error is None,
-            first_byte_ms=first_byte_ms,
         )
 
     async def _fail(
-        self, exchange: Exchange, send: Send, start: float, status: int, title: str, e: Exception
-    ) -> Exchange:
-        from agenttrail.server.problems import problem
+        self, exchange: HttpExchange, send: Send, status: int, title: str, detail: str
+    ) -> HttpExchange:
+        from agenttrail.server.problems import problem  # the server's RFC 9457 shape
 
-        detail = f"upstream {self.upstream} did not answer: {_cause(e)}"
-        if status == 504:
-            limit = f"{self.timeout_s:g} s ({TIMEOUT_ENV}, --timeout)"
-            detail = f"upstream {self.upstream} did not answer within {limit}"
-        response = problem(status, title, detail)
-        await response({"type": "http"}, _no_receive, send)
-        return _ended(exchange, start, error=detail, complete=False)
+        await problem(status, title, detail)({"type": "http"}, _no_receive, send)
+        return dataclasses.replace(exchange, error=detail, complete=False)
 
 
 async def _no_receive() -> Message:
     return {"type": "http.disconnect"}
 
 
-def _ended(exchange: Exchange, start: float, **fields: Any) -> Exchange:
-    elapsed_ms = (time.perf_counter() - start) * 1000
-    return Exchange(**{**exchange.__dict__, **fields, "elapsed_ms": elapsed_ms})
-
-
 def create_proxy(
-    upstream: str,
-    record: Record,
-    *,
-    timeout_s: float | None = None,
-    backlog: int | None = None,
+    upstream: str, capture: Capture, *, timeout_s: float | None = None, queue: int | None = None
 ) -> Starlette:
-    """The proxy's ASGI app: every path and method forwarded to ``upstream`` (:class:`Proxy`
-    gives the arguments and errors)."""
-    proxy = Proxy(upstream, record, timeout_s=timeout_s, backlog=backlog)
+    """The proxy's ASGI app: every path and method forwarded to ``upstream``, each exchange
+    written through ``capture`` (:class:`Proxy` gives the arguments and errors)."""
+    proxy = Proxy(upstream, capture, timeout_s=timeout_s, queue=queue)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -442,7 +383,7 @@ def serve_proxy(
     """Run the proxy until interrupted, recording every exchange in ``store``.
 
     Args:
-        store: the log the exchanges are written to.
+        store: the log the exchanges are written to (one session per conversation).
         upstream: the provider's base URL (``https://api.openai.com``).
         host, port: the address to listen on (loopback by default).
         timeout_s: seconds the upstream may take (:data:`DEFAULT_TIMEOUT_S`).
@@ -450,5 +391,6 @@ def serve_proxy(
     Raises:
         InputError: a bad upstream URL or limit, naming it.
     """
-    app = create_proxy(upstream, record_to(store), timeout_s=timeout_s)
-    proxy_server(app, host=host, port=port).run()
+    with Capture(store) as capture:
+        app = create_proxy(upstream, capture, timeout_s=timeout_s)
+        proxy_server(app, host=host, port=port).run()
