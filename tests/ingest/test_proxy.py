@@ -297,30 +297,40 @@ def test_an_upstream_that_does_not_answer_in_time_is_a_504_naming_the_limit(
         assert limit in error["message"]
 
 
+class _Counted(list[bytes]):
+    """A stream's events that count how many the upstream has taken to send."""
+
+    taken = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for event in super().__iter__():
+            self.taken += 1
+            yield event
+
+
 def test_client_gone_mid_stream_closes_upstream_and_logs_incomplete(
     upstream: Upstream, proxy: Running
 ) -> None:
     [item] = recorded(CHAT_STREAM)
     events = item.reply.events or []
     # A stream far longer than the test: its first events, then the same event 10,000 times.
-    endless = [*events[:3], *[events[3]] * 10_000]
-    upstream.script(
-        Reply(200, b"".join(endless), item.reply.headers, events=endless, event_gap_s=GAP_S)
-    )
+    endless = _Counted([*events[:3], *[events[3]] * 10_000])
+    upstream.script(Reply(200, b"", item.reply.headers, events=endless, event_gap_s=GAP_S))
     body = json.dumps(item.body).encode()
+    head = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
     with socket.create_connection(("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))) as sock:
         sock.settimeout(10)
-        sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-            + f"content-length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
+        sock.sendall(f"{head}content-length: {len(body)}\r\n\r\n".encode() + body)
         received = b""
         while received.count(b"data:") < 3:
             received += sock.recv(65536)
     [error] = proxy.logged("error", "the exchange to be logged")
     assert error["errorType"] == "incomplete_stream"
     assert "the client disconnected after" in error["message"]
+    # The upstream stopped sending: nothing more taken over ten of its event gaps.
+    taken = endless.taken
+    time.sleep(10 * GAP_S)
+    assert endless.taken == taken < 100
     # What arrived is kept: the assistant's message so far, with its first tool call.
     assert _of(proxy.events(), "tool_call")
 
