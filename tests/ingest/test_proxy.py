@@ -398,7 +398,7 @@ def test_the_proxy_command_records_and_stops_cleanly(upstream: Upstream, tmp_pat
         stdout, stderr = proc.communicate(timeout=15)
     assert proc.returncode == 130, stderr  # stopped by Ctrl-C, as a shell reports it
     assert b"Traceback" not in stderr
-    assert f"forwarding http://127.0.0.1:{port} to {upstream.url}" in stdout.decode()
+    assert stdout.decode().startswith(f"forwarding http://127.0.0.1:{port} to {upstream.url}")
     with contextlib.closing(open_store(str(db))) as store:
         [session] = store.sessions()
         calls = _of(list(store.read(session.id)), "tool_call")
@@ -406,6 +406,23 @@ def test_the_proxy_command_records_and_stops_cleanly(upstream: Upstream, tmp_pat
         c["id"] for c in json.loads(item.reply.body)["choices"][0]["message"]["tool_calls"]
     ]
     assert key.encode() not in _database_bytes(db)
+
+
+def test_a_port_in_use_is_exit_2_naming_it(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "proxy", "--upstream", "http://127.0.0.1:9", "--port", str(port),
+            "--db", str(tmp_path / "x.db"),
+        )  # fmt: skip
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        f"error: --port {port}: cannot listen on 127.0.0.1: Address already in use",
+    )
 
 
 def test_a_bad_upstream_or_timeout_is_exit_2_naming_it(tmp_path: Path) -> None:

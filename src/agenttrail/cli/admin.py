@@ -147,13 +147,14 @@ def proxy(
     Example: `agenttrail proxy --upstream https://api.openai.com` then
     `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 python agent.py`
     """
-    from agenttrail.ingest.proxy import serve_proxy, upstream_url  # httpx and Starlette
+    from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
 
-    base = upstream_url(upstream)
     with open_log(db, create=True) as store:
-        out.print(f"recording to {store.url}", markup=False)
-        out.print(f"forwarding http://{host}:{port} to {base}", markup=False)
-        serve_proxy(store, upstream, host=host, port=port, timeout_s=timeout)
+
+        def listening(url: str) -> None:
+            out.print(f"forwarding {url} to {upstream}, recording to {store.url}", markup=False)
+
+        serve_proxy(store, upstream, host=host, port=port, timeout_s=timeout, listening=listening)
 
 
 def token(

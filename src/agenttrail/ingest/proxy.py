@@ -36,8 +36,9 @@ import dataclasses
 import http.cookiejar
 import logging
 import os
+import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -48,6 +49,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agenttrail.errors import FormatError, InputError
 from agenttrail.ingest.capture import DEFAULT_QUEUE, QUEUE_ENV, Capture, HttpExchange
+from agenttrail.ingest.capture._http import redacted_url
 from agenttrail.ingest.capture._writer import Writer
 from agenttrail.limits import count_limit
 from agenttrail.log.store import LogStore
@@ -230,9 +232,8 @@ class Proxy:
                 )
                 self.capture.write(failed)
         except Exception as e:  # the proxy goes on serving; the warning says what was lost
-            _LOG.warning(
-                "agenttrail proxy: %s %s not recorded: %s", exchange.method, exchange.url, _cause(e)
-            )
+            where = f"{exchange.method} {redacted_url(exchange.url)}"
+            _LOG.warning("agenttrail proxy: %s not recorded: %s", where, _cause(e))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert scope["type"] == "http", scope["type"]  # Starlette routes only http here
@@ -262,12 +263,8 @@ class Proxy:
         exchange = await self._forward(exchange, url, headers, send, receive)
         exchange = dataclasses.replace(exchange, duration_s=time.perf_counter() - start)
         if Capture.wants(exchange.url) and not self._writer.put(exchange):
-            _LOG.warning(
-                "agenttrail proxy: queue full (%s); %s %s not recorded",
-                QUEUE_ENV,
-                exchange.method,
-                exchange.url,
-            )
+            where = f"{exchange.method} {redacted_url(exchange.url)}"
+            _LOG.warning("agenttrail proxy: queue full (%s); %s not recorded", QUEUE_ENV, where)
 
     async def _forward(
         self,
@@ -388,6 +385,7 @@ def serve_proxy(
     host: str = "127.0.0.1",
     port: int = 8788,
     timeout_s: float | None = None,
+    listening: Callable[[str], None] | None = None,
 ) -> None:
     """Run the proxy until interrupted, recording every exchange in ``store``.
 
@@ -396,10 +394,36 @@ def serve_proxy(
         upstream: the provider's base URL (``https://api.openai.com``).
         host, port: the address to listen on (loopback by default).
         timeout_s: seconds the upstream may take (:data:`DEFAULT_TIMEOUT_S`).
+        listening: called with the proxy's own base URL once its port is bound.
 
     Raises:
-        InputError: a bad upstream URL or limit, naming it.
+        InputError: a bad upstream URL or limit, or an address it cannot listen on (a port
+            in use), naming it.
     """
     with Capture(store) as capture:
         app = create_proxy(upstream, capture, timeout_s=timeout_s)
-        proxy_server(app, host=host, port=port).run()
+        sock = _bound(host, port)
+        with sock:
+            if listening is not None:
+                listening(f"http://{f'[{host}]' if ':' in host else host}:{port}")
+            proxy_server(app, host=host, port=port).run(sockets=[sock])
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` for uvicorn to listen on.
+
+    Raises:
+        InputError: the address does not resolve or cannot be bound; names it.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as e:
+        raise InputError(f"--host {host}: cannot listen there: {e.strerror or e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        raise InputError(f"--port {port}: cannot listen on {host}: {e.strerror or e}") from None
+    return sock
