@@ -37,6 +37,7 @@ import http.cookiejar
 import logging
 import os
 import socket
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -92,6 +93,10 @@ TIMEOUT_ENV = "AGENTTRAIL_PROXY_TIMEOUT"
 _CONNECT_S = 10.0
 """Seconds to open a connection to the upstream: a reachable host answers in far less, and an
 agent should hear of a dead one quickly."""
+
+_SWITCH_INTERVAL_S = 0.0005
+"""How long the writer thread may hold the GIL while the event loop waits for it, in
+``agenttrail proxy``'s process (``sys.setswitchinterval``; Python's default is 5 ms)."""
 
 _EXIT_WAIT_S = 5.0
 """Seconds a stopping proxy waits for exchanges still queued, as capture does at exit."""
@@ -400,6 +405,11 @@ def serve_proxy(
         InputError: a bad upstream URL or limit, or an address it cannot listen on (a port
             in use), naming it.
     """
+    # The writer thread reads and appends each exchange in Python, holding the GIL; by
+    # default a thread waiting for the GIL (the event loop, with the next request) gets it
+    # back only after 5 ms. A shorter interval bounds what recording adds to a request
+    # (docs/benchmarks.md, Proxy).
+    sys.setswitchinterval(_SWITCH_INTERVAL_S)
     with Capture(store) as capture:
         app = create_proxy(upstream, capture, timeout_s=timeout_s)
         sock = _bound(host, port)
