@@ -1,0 +1,279 @@
+"""What ``agenttrail proxy`` adds to a request on loopback: per request and to the first byte.
+
+    python bench/proxy.py [--requests 2000] [--streams 500] [--think-ms 0]
+
+Three processes: a loopback upstream (this script with ``--serve``, a real uvicorn), a real
+``agenttrail proxy --upstream`` in front of it writing a fresh SQLite log, and this client
+(``httpx.Client``, one kept-alive connection per target). Baseline: the same client straight to
+the same upstream, in the same run, the two taking turns request by request (a shared VM's
+drift falls on both alike). Measured:
+
+- a non-streaming Chat Completions call, recorded (a new conversation, so a new session, each
+  time: the writer's heaviest case): the time from sending to the last byte of the answer;
+- the same request to a path capture does not record (``/v1/embeddings``): the pass-through
+  alone;
+- time to first byte of a stream: from sending to the first byte of the first event.
+
+Each figure is given as p50 and p99 of ``--requests`` (or ``--streams``) samples after a
+warm-up, direct and through the proxy; "added" is the difference at the same percentile.
+``--think-ms`` waits between requests, as an agent does while it runs its tools (the proxy's
+writer thread then records in the gap instead of beside the next request). Results:
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+
+WARMUP = 100
+"""Requests per target before measuring (connections, imports, caches)."""
+
+_REQUEST = {
+    "model": "gpt-4o-mini",
+    "messages": [
+        {"role": "system", "content": "You're a helpful assistant."},
+        {"role": "user", "content": "What's the weather in Seattle and San Francisco today?"},
+    ],
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_current_weather",
+                "description": "Get the current weather in a given location",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"location": {"type": "string"}},
+                    "required": ["location"],
+                },
+            },
+        }
+    ],
+}
+_COMPLETION = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 1731368630,
+    "model": "gpt-4o-mini-2024-07-18",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_bench",
+                        "type": "function",
+                        "function": {
+                            "name": "get_current_weather",
+                            "arguments": '{"location": "Seattle, WA"}',
+                        },
+                    }
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {"prompt_tokens": 120, "completion_tokens": 17, "total_tokens": 137},
+}
+_CHUNKS = [
+    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+    *({"choices": [{"index": 0, "delta": {"content": f"word{i} "}}]} for i in range(20)),
+    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+]
+_STREAM_GAP_S = 0.002
+"""Time between two streamed chunks: a model writing about 500 tokens a second."""
+
+
+def serve(port: int) -> None:
+    """The upstream: a chat completion (JSON, or a stream of chunks), and an embeddings path."""
+    import asyncio
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    completion = json.dumps(_COMPLETION).encode()
+
+    async def chat(request: Request) -> Response:
+        body = json.loads(await request.body())
+        if not body.get("stream"):
+            return Response(completion, media_type="application/json")
+
+        async def events() -> AsyncIterator[bytes]:
+            for chunk in _CHUNKS:
+                yield f"data: {json.dumps({'id': 'chatcmpl-s', **chunk})}\n\n".encode()
+                await asyncio.sleep(_STREAM_GAP_S)
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    routes = [
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/embeddings", chat, methods=["POST"]),
+    ]
+    uvicorn.run(Starlette(routes=routes), host="127.0.0.1", port=port, log_level="warning")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port)).close()
+            return
+        except ConnectionRefusedError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"a server did not start (exit {proc.poll()})") from None
+            time.sleep(0.05)
+
+
+def _whole(client: httpx.Client, path: str, body: bytes) -> float:
+    """Seconds from sending the request to the last byte of its answer."""
+    start = time.perf_counter()
+    response = client.post(path, content=body, headers={"content-type": "application/json"})
+    elapsed = time.perf_counter() - start
+    assert response.status_code == 200, response.text
+    return elapsed
+
+
+def _first_byte(client: httpx.Client, path: str, body: bytes) -> float:
+    """Seconds from sending a streaming request to the first byte of its first event."""
+    headers = {"content-type": "application/json"}
+    start = time.perf_counter()
+    elapsed = 0.0
+    with client.stream("POST", path, content=body, headers=headers) as response:
+        for _ in response.iter_raw():
+            elapsed = elapsed or time.perf_counter() - start
+    return elapsed
+
+
+def _paired(
+    direct: httpx.Client,
+    proxied: httpx.Client,
+    measure: Callable[[httpx.Client, str, bytes], float],
+    path: str,
+    body: bytes,
+    n: int,
+    think_s: float,
+) -> tuple[list[float], list[float]]:
+    """``n`` samples of ``measure`` straight and through the proxy, taking turns (which goes
+    first alternates)."""
+    for _ in range(WARMUP):
+        measure(direct, path, body)
+        measure(proxied, path, body)
+    straight: list[float] = []
+    through: list[float] = []
+    for i in range(n):
+        order = ((direct, straight), (proxied, through))
+        for client, into in order if i % 2 else order[::-1]:
+            into.append(measure(client, path, body))
+            if think_s:
+                time.sleep(think_s)
+    return straight, through
+
+
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used, from ``/proc/PID/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pct(samples: list[float], q: int) -> float:
+    """The ``q``-th percentile in milliseconds (``statistics.quantiles``, inclusive)."""
+    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1] * 1000
+
+
+def _report(
+    what: str, straight: list[float], through: list[float], cpu_us: float, up_us: float
+) -> None:
+    cells = [f"CPU/request: proxy {cpu_us:,.0f} µs, upstream {up_us:,.0f} µs"]
+    for q in (50, 99):
+        d, p = _pct(straight, q), _pct(through, q)
+        cells.append(f"p{q} {d:.3f} → {p:.3f} ms (+{p - d:.3f})")
+    print(f"{what:<42} {'   '.join(cells)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--streams", type=int, default=500)
+    parser.add_argument("--think-ms", type=float, default=0.0)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve)
+        return
+    up_port, proxy_port = _free_port(), _free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "proxy.db"
+        upstream = subprocess.Popen([sys.executable, __file__, "--serve", str(up_port)], env=env)
+        proxy = subprocess.Popen(
+            [sys.executable, "-m", "agenttrail.cli", "proxy", "--upstream",
+             f"http://127.0.0.1:{up_port}", "--port", str(proxy_port), "--db", str(db)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            _wait(up_port, upstream)
+            _wait(proxy_port, proxy)
+            think = args.think_ms / 1000
+            body = json.dumps(_REQUEST).encode()
+            stream = json.dumps({**_REQUEST, "stream": True}).encode()
+            with (
+                httpx.Client(base_url=f"http://127.0.0.1:{up_port}", timeout=30) as direct,
+                httpx.Client(base_url=f"http://127.0.0.1:{proxy_port}", timeout=30) as proxied,
+            ):
+                print(f"{args.requests} requests, {args.streams} streams, think {args.think_ms} ms")
+                chat = "/v1/chat/completions"
+                runs = [
+                    ("non-streaming call, recorded", _whole, chat, body, args.requests),
+                    ("non-streaming call, passed through only", _whole, "/v1/embeddings", body,
+                     args.requests),
+                    ("time to first byte of a stream, recorded", _first_byte, chat, stream,
+                     args.streams),
+                ]  # fmt: skip
+                for what, measure, path, sent, n in runs:
+                    before, up_before = _cpu_s(proxy.pid), _cpu_s(upstream.pid)
+                    samples = _paired(direct, proxied, measure, path, sent, n, think)
+                    # the writer thread finishes the last exchanges: let it, then count it
+                    time.sleep(0.5)
+                    cpu_us = (_cpu_s(proxy.pid) - before) / (n + WARMUP) * 1e6
+                    # the upstream answered each request twice: straight and through the proxy
+                    up_us = (_cpu_s(upstream.pid) - up_before) / (n + WARMUP) / 2 * 1e6
+                    _report(what, *samples, cpu_us, up_us)
+        finally:
+            for proc in (proxy, upstream):
+                proc.terminate()
+                proc.wait(timeout=30)
+        sessions = subprocess.run(
+            [sys.executable, "-m", "agenttrail.cli", "sessions", "--db", str(db), "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.count("\n")
+        print(f"sessions recorded: {sessions}")
+
+
+if __name__ == "__main__":
+    main()
