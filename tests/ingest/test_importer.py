@@ -4,16 +4,19 @@ export matched by its chain hashes."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from agenttrail.errors import FormatError, InputError
+from agenttrail.errors import FormatError, InputError, SessionNotFound
+from agenttrail.formats import ImportedSession
 from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.ingest.importer import import_paths, read_paths, write_sessions
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
+from tests import mortgage_model
 from tests.conftest import REALDATA
 
 # marot/spotter test/fixtures/transcripts/{tool_heavy,short}.jsonl (the real data's SOURCES.md,
@@ -148,3 +151,30 @@ def test_an_export_over_a_session_that_differs_is_refused_naming_the_seq(
             "(they differ at seq 2)"
         )
         assert copy.get_session(SAMPLE_SESSION_ID).head_seq == 2
+
+
+def test_a_session_whose_trace_row_cannot_be_stored_is_not_written_at_all(
+    store: LogStore, tmp_path: Path
+) -> None:
+    # The session's events and its trace rows commit in one transaction: a row refused (its
+    # tool name holds a lone surrogate, which a database text column cannot keep) leaves no
+    # event behind without it.
+    loan = {"principal": 300_000, "annual_rate": 0.065, "years": 30}
+    envelope = json.dumps(mortgage_model.run_model(loan))
+    batch = [
+        NewEvent(events.message("user", "payment?"), DAY_ONE, "u"),
+        NewEvent(events.tool_call("c1", "run\udc80model", loan), DAY_ONE, "c"),
+        NewEvent(events.tool_result("c1", None, output=envelope), DAY_ONE, "r"),
+    ]
+    imported = ImportedSession(NewSession("loan", title="loan"), batch)
+    with pytest.raises(InputError, match="trace row tool"):
+        write_sessions(store, [(tmp_path / "loan.jsonl", imported)])
+    with pytest.raises(SessionNotFound):
+        store.get_session("loan")
+    good = ImportedSession(
+        NewSession("loan2", title="loan"),
+        [*batch[:1], NewEvent(events.tool_call("c1", "run_model", loan), DAY_ONE, "c"), batch[2]],
+    )
+    (report,) = write_sessions(store, [(tmp_path / "loan.jsonl", good)])
+    assert report.written == 3
+    assert [(r.call_seq, r.result_seq, r.turn_seq) for r in store.traces("loan2")] == [(2, 3, 1)]

@@ -3,16 +3,19 @@ example (docs/specs.md)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from agenttrail import Recorder, usage
 from agenttrail.errors import PayloadTooLarge, TurnInFlight
+from agenttrail.evidence.audit import audit
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore
 from agenttrail.model import NewEvent, events, tool_status
 from agenttrail.views.pairing import pair_tool_calls
+from tests import mortgage_model
 
 
 def test_the_sample_session_holds_the_harvey_example(store: LogStore) -> None:
@@ -121,3 +124,43 @@ def test_an_expired_lease_frees_the_lock(store: LogStore) -> None:
     assert store.acquire_turn(sid, turn_id="t2", holder="b", ttl_s=10).turn_id == "t2"
     store.release_turn(sid, "t1")  # not the holder: a no-op
     assert store.current_turn(sid) is not None
+
+
+# -- trace rows commit with their results ------------------------------------------------------
+
+_LOAN = {"principal": 300_000, "annual_rate": 0.065, "years": 30}
+
+
+@pytest.mark.parametrize("retry", ["the call and its result", "the result only"])
+def test_a_retried_tool_result_writes_the_trace_row_the_log_lacks(
+    store: LogStore, retry: str
+) -> None:
+    # A log written before results committed with their rows: a result stored, its row not.
+    rec = Recorder.start(store, agent="advisor")
+    envelope = json.dumps(mortgage_model.run_model(_LOAN))
+    call = events.tool_call("c1", "run_model", _LOAN)
+    store.append(rec.session_id, call, key="tool_call:c1")
+    result = events.tool_result("c1", None, output=envelope)
+    store.append(rec.session_id, result, key="tool_result:c1")
+    assert store.traces(rec.session_id) == []
+    with rec.turn(model="m") as turn:  # the agent, restarted, records them again
+        if retry == "the call and its result":
+            assert turn.tool_call("run_model", _LOAN, id="c1") == "c1"
+        again = turn.tool_result("c1", envelope)
+    assert (again.seq, again.duplicate) == (2, True)
+    (row,) = store.traces(rec.session_id)
+    assert (row.call_seq, row.result_seq, row.tool, row.status) == (1, 2, "run_model", "verified")
+    assert [a.ok for a in audit(store, [rec.session_id])] == [True]
+
+
+def test_a_result_of_a_call_recorded_before_a_restart_gets_its_trace_row(store: LogStore) -> None:
+    first = Recorder.start(store, agent="advisor")
+    with first.turn(model="m") as turn:
+        turn.user("payment?")
+        turn.tool_call("run_model", _LOAN, id="c1")
+    resumed = Recorder(store, first.session_id)
+    with resumed.turn(model="m") as turn:
+        appended = turn.tool_result("c1", json.dumps(mortgage_model.run_model(_LOAN)))
+    (row,) = store.traces(first.session_id)
+    assert (row.call_seq, row.result_seq, row.turn_seq) == (2, appended.seq, 1)
+    assert [a.ok for a in audit(store, [first.session_id])] == [True]

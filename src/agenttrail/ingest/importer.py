@@ -2,13 +2,14 @@
 
 Bad input (a missing file, malformed JSON, an unknown format, a payload over the limit) raises
 before the first write, so the database is exactly as before. Each session is then written in
-one transaction. Importing the same file again writes nothing new: every imported event
-carries an idempotency key, and agenttrail's own export is matched by its chain hashes.
+one transaction, its events with the trace rows they call for. Importing the same file again
+writes nothing new: every imported event carries an idempotency key, and agenttrail's own
+export is matched by its chain hashes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,9 +17,9 @@ from agenttrail.codec import encode_payload
 from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
 from agenttrail.formats import ImportedSession, read_file
 from agenttrail.formats._common import title_from
-from agenttrail.ingest.traces import capture
-from agenttrail.log.store import LogStore
-from agenttrail.model import NewSession
+from agenttrail.ingest import traces
+from agenttrail.log.store import Appended, LogStore
+from agenttrail.model import NewEvent, NewSession
 
 __all__ = ["ImportReport", "import_paths", "read_paths", "write_sessions"]
 
@@ -81,14 +82,9 @@ def read_paths(
 def write_sessions(
     store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
 ) -> list[ImportReport]:
-    """Write sessions read by :func:`read_paths`, one transaction each, then their trace rows
-    (:func:`agenttrail.ingest.traces.capture`)."""
-    reports = []
-    for path, imported in parsed:
-        report = _write(store, path, imported)
-        capture(store, report.session_id)
-        reports.append(report)
-    return reports
+    """Write sessions read by :func:`read_paths`, one transaction each: a session's events
+    and its trace rows (:func:`agenttrail.ingest.traces.rows_for`) commit together."""
+    return [_write(store, path, imported) for path, imported in parsed]
 
 
 def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:
@@ -106,7 +102,7 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
     assert session_id is not None, "read_file gives every session an id"
     if imported.exported_hashes is not None:
         return _write_export(store, path, imported, session_id)
-    results = store.append_batch(session_id, imported.events, create=_filled(imported))
+    results = _append(store, session_id, imported.events, _filled(imported))
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
 
@@ -128,7 +124,11 @@ def _write_export(
                 f"(they differ at seq {seq})"
             )
     fresh = imported.events[head_seq:]
-    results = store.append_batch(session_id, fresh, create=_filled(imported)) if fresh else []
+    if fresh:
+        results = _append(store, session_id, fresh, _filled(imported))
+    else:
+        results = []
+        traces.capture(store, session_id)  # nothing new: only rows the session may lack
     for result in results:
         if result.hash != expected[result.seq - 1]:
             raise StoreError(
@@ -138,6 +138,18 @@ def _write_export(
     return ImportReport(
         path, session_id, len(results), min(head_seq, len(expected)), imported.warnings
     )
+
+
+def _append(
+    store: LogStore, session_id: str, batch: Sequence[NewEvent], create: NewSession
+) -> list[Appended]:
+    """Append a session's events and, in the same transaction, every trace row the session
+    then calls for (rows already stored are skipped)."""
+    done = store.append_traced(
+        session_id, batch, lambda _, session: traces.rows_for(session_id, session()), create=create
+    )
+    traces.log_written(done.traces)
+    return done.appended
 
 
 def _filled(imported: ImportedSession) -> NewSession:

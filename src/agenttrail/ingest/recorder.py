@@ -15,13 +15,14 @@ Example::
     rec.close()
 
 Every method appends one event and returns its :class:`~agenttrail.log.store.Appended` (or, for
-``tool_call``, the call id). Appends commit immediately: a crash loses nothing already written.
+``tool_call``, the call id). Appends commit immediately: a crash loses nothing already written,
+and a tool result commits with its trace row, in one transaction.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -30,8 +31,8 @@ from agenttrail.errors import RemoteError
 from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec
 from agenttrail.evidence.traces import trace_row
 from agenttrail.ingest import traces
-from agenttrail.log.store import Appended, LogStore
-from agenttrail.model import Actor, NewSession, events
+from agenttrail.log.store import Appended, LogStore, TraceBuilder
+from agenttrail.model import Actor, Event, NewEvent, NewSession, NewTrace, events
 
 __all__ = ["TURN_LEASE_S", "Recorder", "Turn"]
 
@@ -268,7 +269,8 @@ class Turn:
         call_id = id if id is not None else f"call_{uuid.uuid4().hex[:24]}"
         payload = events.tool_call(call_id, name, input, actor=str(actor), character=character)
         appended = self.recorder.append(payload, created_at=created_at, key=f"tool_call:{call_id}")
-        self._calls[call_id] = (appended.seq, payload)
+        if not appended.duplicate:  # a call stored before may differ: its row pairs from the log
+            self._calls[call_id] = (appended.seq, payload)
         return call_id
 
     def tool_result(
@@ -286,10 +288,11 @@ class Turn:
         """Record what a tool returned (or the ``error`` it failed with).
 
         When the output is a response envelope (a JSON object with ``model``, ``specVersion``,
-        ``inputs`` and ``outputs``, or the tool's own spec), a trace row is written too and
-        its record hash checked (built by :mod:`agenttrail.evidence.traces`, written by
-        :mod:`agenttrail.ingest.traces`). Pass the envelope as the text the tool returned to
-        keep its exact bytes.
+        ``inputs`` and ``outputs``, or the tool's own spec), a trace row is written with it,
+        in the same transaction, and its record hash checked (built by
+        :mod:`agenttrail.evidence.traces`, logged by :mod:`agenttrail.ingest.traces`). A
+        retry of a result already stored writes the row if the log lacks it. Pass the
+        envelope as the text the tool returned to keep its exact bytes.
         """
         payload = events.tool_result(
             call_id,
@@ -300,25 +303,47 @@ class Turn:
             exit_code=exit_code,
             meta=events.meta(duration_ms=duration_ms) if duration_ms is not None else None,
         )
-        appended = self.recorder.append(
-            payload, created_at=created_at, key=f"tool_result:{call_id}"
+        key = f"tool_result:{call_id}"
+        done = self.recorder.store.append_traced(
+            self.recorder.session_id,
+            [NewEvent(payload, created_at, key)],
+            self._trace_of(call_id, payload, created_at),
         )
+        traces.log_written(done.traces)
+        return done.appended[0]
+
+    def _trace_of(
+        self, call_id: str, payload: dict[str, Any], created_at: str | None
+    ) -> TraceBuilder:
+        """The trace row builder of a tool result (run in the append's transaction)."""
+        recorder = self.recorder
         issued = self._calls.get(call_id)
-        if issued is not None and not appended.duplicate:
+
+        def build(
+            appended: Sequence[Appended], session: Callable[[], list[Event]]
+        ) -> list[NewTrace]:
+            result = appended[0]
+            if issued is None or result.duplicate:
+                # A retry of a stored result (its row may be missing: written before rows
+                # committed with their results) or a call this turn did not record (a
+                # resumed agent): pair it over the log, as stored.
+                return traces.rows_for(
+                    recorder.session_id, session(), specs=recorder.specs, results={result.seq}
+                )
             call_seq, call = issued
             row = trace_row(
-                self.recorder.session_id,
+                recorder.session_id,
                 call_seq=call_seq,
                 call=call,
-                result_seq=appended.seq,
+                result_seq=result.seq,
                 result=payload,
                 turn_seq=self.user_seq,
                 created_at=created_at or now_timestamp(),
-                spec=self.recorder.specs.get(str(call.get("name")), DEFAULT_SPEC),
+                spec=recorder.specs.get(str(call.get("name")), DEFAULT_SPEC),
             )
-            if row is not None:
-                traces.write(self.recorder.store, [row])
-        return appended
+            return [] if row is None else [row]
+
+        return build
 
     def partial(
         self,

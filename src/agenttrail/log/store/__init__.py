@@ -21,14 +21,22 @@ retention, LISTEN): ``sqlite.py`` and ``postgres.py``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from agenttrail.errors import InputError
 from agenttrail.log.chain import ChainReader
-from agenttrail.model import LogReader, NewEvent, NewSession, NewTrace, Session, TraceRow
+from agenttrail.model import (
+    Event,
+    LogReader,
+    NewEvent,
+    NewSession,
+    NewTrace,
+    Session,
+    TraceRow,
+)
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -41,7 +49,9 @@ __all__ = [
     "LogStore",
     "Row",
     "Tombstone",
+    "TraceBuilder",
     "TraceLog",
+    "Traced",
     "TurnLease",
     "TurnLocks",
     "open_store",
@@ -91,6 +101,23 @@ class Appended:
     """The event's chain hash."""
     duplicate: bool = False
     """True when the idempotency key was already used and nothing was written."""
+
+
+@dataclass(frozen=True)
+class Traced:
+    """The outcome of :meth:`TraceLog.append_traced`."""
+
+    appended: list[Appended]
+    """One per event, in order, as :meth:`EventLog.append_batch` returns them."""
+    traces: list[TraceRow]
+    """The trace rows written, with their ids (rows already stored are not among them)."""
+
+
+TraceBuilder = Callable[[Sequence[Appended], Callable[[], list[Event]]], Sequence[NewTrace]]
+"""Builds the trace rows of an append inside its transaction (:meth:`TraceLog.append_traced`):
+called with one :class:`Appended` per event of the append (a duplicate with the seq first
+stored) and a function that reads the whole session as the transaction sees it, new events
+included (for a builder that pairs calls and results over the session); returns the rows."""
 
 
 Row = tuple[int, str, bytes, bytes]
@@ -189,6 +216,19 @@ class TraceLog(LogReader, Protocol):
         Raises:
             InputError: a text field of a row would not be stored as given (nothing written).
         """
+        ...
+
+    def append_traced(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        traces: TraceBuilder,
+        *,
+        create: NewSession | None = ...,
+    ) -> Traced:
+        """Append events and the trace rows ``traces`` builds from the seqs they get, in one
+        transaction: a tool result is never stored without its row, nor a row without its
+        result. Raises what ``append_batch`` and ``add_traces`` raise; nothing is written."""
         ...
 
 

@@ -32,9 +32,9 @@ from agenttrail.errors import (
 )
 from agenttrail.log.chain import GENESIS_HASH
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase, Tx
+from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
 from agenttrail.log.store._rules import Encoded, stored_head, with_id
-from agenttrail.log.store._sql import Dialect, statements
+from agenttrail.log.store._sql import Dialect, Tx, statements
 from agenttrail.model import NewSession
 
 __all__ = ["SQLiteStore", "sqlite_error"]
