@@ -86,7 +86,9 @@ class TurnLease:
     session_id: str
     turn_id: str
     holder: str
-    """Who runs the turn (an agent name, a server replica)."""
+    """Who runs the turn: the holder's identity (an agent name, a server replica). A holder
+    runs one turn of a session at a time, so it may take over a lease of its own
+    (``acquire_turn(take_over=True)``)."""
     expires_at: str
     """``created_at`` form; past it, the lock is free again."""
 
@@ -238,9 +240,16 @@ class TurnLocks(Protocol):
     holds across server replicas."""
 
     def acquire_turn(
-        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+        self,
+        session_id: str,
+        *,
+        turn_id: str,
+        holder: str,
+        ttl_s: float,
+        take_over: bool = ...,
     ) -> TurnLease:
-        """Take (or renew) the session's turn lock for ``ttl_s`` seconds.
+        """Take (or renew) the session's turn lock for ``ttl_s`` seconds; with ``take_over``
+        (default False), also when another turn of the same ``holder`` holds it.
 
         Raises ``TurnInFlight`` when another turn holds a lease that has not expired."""
         ...

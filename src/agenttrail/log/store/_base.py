@@ -444,16 +444,27 @@ class TurnLocksBase(Backend[C]):
     """The turn lock (``TurnLocks``)."""
 
     def acquire_turn(
-        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+        self,
+        session_id: str,
+        *,
+        turn_id: str,
+        holder: str,
+        ttl_s: float,
+        take_over: bool = False,
     ) -> TurnLease:
         """Take or renew the session's turn lock for ``ttl_s`` seconds.
 
         The session row is locked first, as an append locks it, so a lease and a user's
         append (``unless_turn``) are decided one after the other, on any replica.
 
+        With ``take_over``, a lease that another turn of the same ``holder`` still holds is
+        taken over at once: a holder runs one turn of a session at a time, so its other turn
+        is one it abandoned (a crashed agent restarted: docs/server.md, The turn lock).
+
         Raises:
             SessionNotFound: no such session.
-            TurnInFlight: another turn holds a lease that has not expired.
+            TurnInFlight: another turn holds a lease that has not expired (of another holder,
+                or of any holder without ``take_over``).
         """
         check_text("turn id", turn_id)
         check_text("turn holder", holder)
@@ -462,7 +473,11 @@ class TurnLocksBase(Backend[C]):
             if conn.execute(self.sql.lock_head, (session_id,)).fetchone() is None:
                 raise SessionNotFound(session_id)
             held = self._live_lease(conn, session_id)
-            if held is not None and held.turn_id != turn_id:
+            if (
+                held is not None
+                and held.turn_id != turn_id
+                and not (take_over and held.holder == holder)
+            ):
                 raise TurnInFlight(session_id, held.turn_id, held.expires_at)
             expires = normalize_timestamp(datetime.now(UTC) + timedelta(seconds=ttl_s))
             conn.execute(self.sql.take_lease, (session_id, turn_id, holder, expires))
