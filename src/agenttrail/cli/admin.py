@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -112,6 +113,11 @@ def serve(
         out.print(f"admin token (24 h): {token}", markup=False)
         out.print(f"serving {store.url} on http://{host}:{port}  (docs: /docs)", markup=False)
         out.print(f"open the viewer: http://{shown}:{port}/#token={token}", markup=False)
+        # `agenttrail` dies quietly on SIGPIPE so that `export … | head` ends cleanly
+        # (cli/__init__.py); a server must not: a client that vanishes mid-write makes the
+        # socket write fail with EPIPE, which uvicorn and the live feed handle as a gone
+        # client, while the signal would end the whole process and every request in flight.
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         uvicorn.run(app_, host=host, port=port, ws="websockets-sansio", log_level="warning")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 
 import anyio
+import anyio.lowlevel
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from agenttrail.errors import Forbidden, SessionNotFound, Unauthorized
@@ -72,8 +73,13 @@ async def _send_feed(
     try:
         async for message in hub.feed(sub, after_seq):
             await websocket.send_text(message.text)
+            # A send that fits the socket's buffer does not wait, so a page of the backlog
+            # would go out in one stretch: yield after each message, so that the event loop
+            # sees a client that vanished (its connection lost) before the next send, and so
+            # that other clients are served meanwhile.
+            await anyio.lowlevel.checkpoint()
         if sub.overflowed.is_set():
             await websocket.close(code=RESUME_CODE, reason="behind: resume from your last seq")
-    except (WebSocketDisconnect, RuntimeError):  # the client went away mid-send
+    except (WebSocketDisconnect, RuntimeError, OSError):  # the client went away mid-send
         pass
     scope.cancel()
