@@ -16,8 +16,8 @@ import httpx
 from agenttrail.log.store import open_store
 from agenttrail.model import NewEvent, NewSession
 from agenttrail.server import mint_token
+from tests._wire import RawFeed
 from tests.conftest import agenttrail_serve
-from tests.faults._wire import RawFeed
 
 SECRET = "fault-test-secret-0123456789abcdef0123456789abcdef"
 BACKLOG = 2000

@@ -87,6 +87,17 @@ def serve(
     workspace: Annotated[
         Path, typer.Option("--workspace", help="Folder the user's file tools may touch.")
     ] = Path("."),
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-body-bytes",
+            envvar="AGENTTRAIL_MAX_BODY_BYTES",
+            min=1,
+            help="Largest request body the server reads, in bytes; a larger one is 413. "
+            "Default: 32 MiB (agenttrail.server.guard.DEFAULT_MAX_BODY_BYTES).",
+            show_default=False,
+        ),
+    ] = None,
     secret_file: SecretOption = None,
     db: DbOption = None,
 ) -> None:
@@ -99,12 +110,18 @@ def serve(
     import uvicorn  # the server's imports cost half a second; only serve pays them
 
     from agenttrail.server.app import create_app
+    from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES
     from agenttrail.server.tools import ToolRegistry
 
     with open_log(db, create=True) as store:
         secret = _secret(store, secret_file)
         registry = ToolRegistry.with_entry_points(workspace.resolve())
-        app_ = create_app(store, secret=secret, tools=registry)
+        app_ = create_app(
+            store,
+            secret=secret,
+            tools=registry,
+            max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+        )
         token = mint_token(secret, rights=RIGHTS)
         # The viewer keeps the token from the address's #fragment (never sent to the server
         # in a request line) in sessionStorage, then drops it from the address bar.

@@ -18,6 +18,7 @@ from fastapi import FastAPI
 
 from agenttrail.log.store import LogStore
 from agenttrail.server._deps import grant
+from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES, Guard
 from agenttrail.server.live import Hub
 from agenttrail.server.problems import add_problem_handlers
 from agenttrail.server.routes import ROUTERS
@@ -27,13 +28,21 @@ from agenttrail.server.viewer import add_viewer
 __all__ = ["create_app"]
 
 
-def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = None) -> FastAPI:
+def create_app(
+    store: LogStore,
+    *,
+    secret: bytes,
+    tools: ToolRegistry | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> FastAPI:
     """The ASGI app over ``store``.
 
     Args:
         store: the log; shared by all requests (its calls run in worker threads).
         secret: the key tokens are signed with (:func:`agenttrail.server.auth.load_secret`).
         tools: the user's tools (the symmetric half); none when ``None``.
+        max_body_bytes: the largest request body read (bytes); a larger one is 413
+            (:mod:`agenttrail.server.guard`, which also checks the token before the body).
 
     Returns:
         The app: the REST API and the live feed under ``/v1``, the viewer at ``/``.
@@ -65,4 +74,5 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
     for router in ROUTERS:
         app.include_router(router)
     add_viewer(app, store, grant=grant)  # the web viewer: its page at / and its routes
+    app.add_middleware(Guard, secret=secret, max_body_bytes=max_body_bytes)
     return app

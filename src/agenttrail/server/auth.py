@@ -23,6 +23,7 @@ from agenttrail.errors import Forbidden, InputError, Unauthorized
 __all__ = [
     "RIGHTS",
     "Grant",
+    "bearer_token",
     "check_token",
     "load_secret",
     "mint_token",
@@ -92,6 +93,12 @@ def mint_token(
     now = int(time.time())
     claims = {"sid": session, "rights": granted, "iat": now, "exp": now + int(ttl_s)}
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (RFC 6750 §2.1), or ``None``
+    without one."""
+    return authorization.removeprefix("Bearer ").strip() if authorization else None
 
 
 def check_token(secret: bytes, token: str | None) -> Grant:

@@ -16,7 +16,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from agenttrail.errors import Forbidden, SessionNotFound, Unauthorized
 from agenttrail.log.store import LogStore
 from agenttrail.server._deps import run
-from agenttrail.server.auth import check_token
+from agenttrail.server.auth import bearer_token, check_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription
 
 __all__ = ["router"]
@@ -31,10 +31,9 @@ async def live(websocket: WebSocket, session_id: str) -> None:
     store: LogStore = state.store
     hub: Hub = state.hub
     await websocket.accept()
-    token = websocket.query_params.get("token")
-    header = websocket.headers.get("authorization")
-    if not token and header:
-        token = header.removeprefix("Bearer ").strip()
+    token = websocket.query_params.get("token") or bearer_token(
+        websocket.headers.get("authorization")
+    )
     try:
         check_token(state.secret, token).require("read", session_id)
         after_seq = int(websocket.query_params.get("afterSeq", "0"))
