@@ -101,6 +101,18 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            envvar="AGENTTRAIL_ALLOW_ORIGINS",
+            metavar="ORIGIN",
+            help="A browser origin (https://app.example) that may call the API and open the "
+            "live feed besides the server's own; repeat for more, * for any. Default: none "
+            "(same-origin only). The variable takes them separated by spaces.",
+            show_default=False,
+        ),
+    ] = None,
     secret_file: SecretOption = None,
     db: DbOption = None,
 ) -> None:
@@ -124,6 +136,7 @@ def serve(
             secret=secret,
             tools=registry,
             max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+            allowed_origins=allow_origin or (),
         )
         token = mint_token(secret, rights=RIGHTS)
         # The viewer keeps the token from the address's #fragment (never sent to the server
