@@ -169,6 +169,29 @@ def test_trace_envelopes_need_the_audit_right(server: Server) -> None:
         assert json.loads(full["envelope"])["outputs"] == {"x": 2}
 
 
+def test_a_scoped_audit_token_cannot_tell_other_sessions_traces_from_missing_ones(
+    server: Server,
+) -> None:
+    for sid in ("mine", "theirs"):
+        rec = Recorder.start(server.store, session_id=sid)
+        with rec.turn(model="m") as turn:
+            turn.user("payment?")
+            call = turn.tool_call("run_model", {"p": 1})
+            envelope = {"model": "m", "specVersion": "1", "inputs": {"p": 1}, "outputs": {}}
+            turn.tool_result(call, json.dumps(envelope))
+    with server.client("read,audit") as admin:
+        (theirs,) = admin.get("/v1/sessions/theirs/traces").json()
+        (mine,) = admin.get("/v1/sessions/mine/traces").json()
+    missing = max(theirs["id"], mine["id"]) + 1000
+    with server.client("read,audit", session="mine") as scoped:
+        assert scoped.get(f"/v1/traces/{mine['id']}").status_code == 200
+        other = scoped.get(f"/v1/traces/{theirs['id']}")
+        absent = scoped.get(f"/v1/traces/{missing}")
+    assert other.status_code == absent.status_code == 422
+    assert other.json()["detail"] == f"no trace row {theirs['id']}"
+    assert absent.json()["detail"] == f"no trace row {missing}"
+
+
 # -- live delivery ---------------------------------------------------------------------------
 
 

@@ -46,11 +46,15 @@ class Grant:
     """A session id, or ``*`` for every session."""
     rights: frozenset[str]
 
+    def covers(self, session_id: str) -> bool:
+        """Whether the token's scope includes ``session_id``."""
+        return self.session in ("*", session_id)
+
     def require(self, right: str, session_id: str | None = None) -> None:
         """Raise :class:`Forbidden` unless the grant has ``right`` (for ``session_id``)."""
         if right not in self.rights:
             raise Forbidden(f"this token does not grant {right!r}")
-        if session_id is not None and self.session not in ("*", session_id):
+        if session_id is not None and not self.covers(session_id):
             raise Forbidden(f"this token is scoped to session {self.session!r}")
 
 
