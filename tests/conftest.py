@@ -16,21 +16,26 @@ import io
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 import uvicorn
 from psycopg import sql
 
+from agenttrail.codec import now_timestamp
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.log.store.postgres import parse_url
 from tests._environment import (
@@ -45,7 +50,7 @@ from tests._environment import (
     require,
 )
 
-__all__ = ["CHROMIUM", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS"]
+__all__ = ["CHROMIUM", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS", "Served"]
 
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
@@ -129,15 +134,16 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """The PostgreSQL server under test: the one ``--postgres-url`` names (a test fails, with
     what to do, when it cannot be reached), else a throw-away server the suite starts on a
     Unix socket of its own and removes at the end."""
     configured = request.config.getoption("--postgres-url")
     if not configured:
-        with embedded_postgres(tmp_path_factory.mktemp("postgres")) as url:
+        # A folder of its own, not under pytest's base temp: every pytest run on the machine
+        # resets /tmp/pytest-of-USER to mode 0700, which would lock the server's own
+        # unprivileged user out of its data folder halfway through this run.
+        with embedded_postgres(Path(tempfile.mkdtemp(prefix="agenttrail-postgres-"))) as url:
             yield url
         return
     url = str(configured)
@@ -221,6 +227,60 @@ def serving(app: Any) -> Iterator[int]:
         thread.join(timeout=10)
 
 
+@dataclass
+class Served:
+    """A real ``agenttrail serve`` process: the process, its base URL, the admin token it
+    printed, and its stderr so far."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    admin: str
+    _stderr: Any
+
+    def stderr(self) -> str:
+        """What the server wrote to stderr so far."""
+        self._stderr.seek(0)
+        return str(self._stderr.read())
+
+
+@contextmanager
+def agenttrail_serve(db: str, workspace: Path, env: dict[str, str], *args: str) -> Iterator[Served]:
+    """A real ``agenttrail serve`` process on ``db`` (its own interpreter, as in use) with
+    extra ``args``; yields it once it answers, and stops it (SIGTERM) on exit. Its stderr goes
+    to a file, so a chatty server never blocks on a full pipe."""
+    port = free_port()
+    argv = ["serve", "--port", str(port), "--db", db, "--workspace", str(workspace), *args]
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agenttrail.cli", *argv],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        )
+        served = Served(proc, f"http://127.0.0.1:{port}", "", stderr)
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert first.startswith("admin token (24 h): "), served.stderr()
+            served.admin = first.split(": ", 1)[1].strip()
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    httpx.get(f"{served.url}/openapi.json")
+                    break
+                except httpx.ConnectError:
+                    assert proc.poll() is None and time.monotonic() < deadline, served.stderr()
+                    time.sleep(0.1)
+            yield served
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
 def is_postgres(url: str) -> bool:
     """True for a PostgreSQL URL (the ``db_url`` of the postgresql half)."""
     return url.startswith(("postgresql://", "postgres://"))
@@ -234,6 +294,25 @@ def owner_connection(url: str) -> Iterator[psycopg.Connection[tuple[object, ...]
     with psycopg.connect(parsed.conninfo, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(parsed.schema)))
         yield conn
+
+
+def session_made_before_the_id_rule(url: str, session_id: str, **fields: str) -> None:
+    """Write a session row as agenttrail did before the id rule (docs/log-format.md, Session
+    ids): an old log's session whose id no new session may have. ``fields`` are text columns
+    (``title``, ``user``, ``workspace`` …); append to it through the store as usual."""
+    columns = ["id", "metadata", "created_at", *fields]
+    values = [session_id, "{}", now_timestamp(), *fields.values()]
+    names = ", ".join(f'"{c}"' for c in columns)
+    if is_postgres(url):
+        with owner_connection(url) as conn:
+            marks = ", ".join(["%s"] * len(values))
+            conn.execute(f"INSERT INTO sessions ({names}) VALUES ({marks})", values)  # type: ignore[arg-type]
+        return
+    with closing(sqlite3.connect(url)) as conn:
+        conn.execute(
+            f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(values))})", values
+        )
+        conn.commit()
 
 
 def run_cli(

@@ -7,10 +7,12 @@ The hierarchy::
     │   ├── FormatError             a file that no importer can read, or one that is malformed
     │   ├── PayloadError            a payload that is not a mapping or will not round-trip
     │   ├── PayloadTooLarge         a payload above the store's configured limit
+    │   ├── BodyTooLarge            an HTTP request body above the server's limit (HTTP 413)
     │   ├── InvalidTimestamp        a value that is not a timestamp
     │   ├── NotIJSON                material to be hashed that is not I-JSON (RFC 7493)
     │   │   └── NotJSON             text that is not JSON at all
     │   └── ToolError               a user's tool refused its input (a path outside the workspace)
+    │       └── ToolFailed          a user's tool failed, and its call and result are logged
     ├── SessionNotFound             no session with that id (HTTP 404)
     ├── SessionExists               a session id that is already taken (HTTP 409)
     ├── TurnInFlight                an agent turn holds the session's turn lock (HTTP 409)
@@ -31,6 +33,7 @@ from __future__ import annotations
 __all__ = [
     "AgentTrailError",
     "AppendOnlyViolation",
+    "BodyTooLarge",
     "ChainBroken",
     "Forbidden",
     "FormatError",
@@ -46,6 +49,7 @@ __all__ = [
     "SessionNotFound",
     "StoreError",
     "ToolError",
+    "ToolFailed",
     "TurnInFlight",
     "Unauthorized",
 ]
@@ -103,6 +107,20 @@ class PayloadTooLarge(InputError):
         self.limit = limit
 
 
+class BodyTooLarge(InputError):
+    """An HTTP request body above the server's limit (bytes), refused before it is read whole
+    (``agenttrail.server.guard``)."""
+
+    def __init__(self, limit: int, size: int | None = None) -> None:
+        told = f"is {size:,} bytes" if size is not None else "goes on"
+        super().__init__(
+            f"request body {told}, above the limit of {limit:,} bytes "
+            f"(agenttrail serve --max-body-bytes / AGENTTRAIL_MAX_BODY_BYTES)"
+        )
+        self.size = size
+        self.limit = limit
+
+
 class InvalidTimestamp(InputError):
     """A value that is not a timestamp (``agenttrail.codec.normalize_timestamp``)."""
 
@@ -117,6 +135,17 @@ class NotJSON(NotIJSON):
 
 class ToolError(InputError):
     """A user's tool refused its input (a path outside the workspace, a missing file)."""
+
+
+class ToolFailed(ToolError):
+    """A user's tool failed (refused its input, met an OS error, raised, or gave an output the
+    log cannot hold) after its call was logged: ``call_seq`` and ``result_seq`` are the seqs of
+    its ``tool_call`` and of the ``tool_result`` that carries this error (docs/server.md)."""
+
+    def __init__(self, message: str, *, call_seq: int, result_seq: int) -> None:
+        super().__init__(message)
+        self.call_seq = call_seq
+        self.result_seq = result_seq
 
 
 class SessionNotFound(AgentTrailError):

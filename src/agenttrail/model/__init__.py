@@ -32,11 +32,20 @@ from agenttrail.model.reading import (
     output_text,
     text_of,
     tool_status,
+    usage_of,
+    usage_totals,
 )
-from agenttrail.model.sessions import NewSession, Session
+from agenttrail.model.sessions import (
+    SESSION_ID_RULE,
+    NewSession,
+    Session,
+    check_session_id,
+    is_session_id,
+)
 from agenttrail.model.traces import NewTrace, TraceRow
 
 __all__ = [
+    "SESSION_ID_RULE",
     "Actor",
     "Event",
     "LogReader",
@@ -46,10 +55,12 @@ __all__ = [
     "Session",
     "ToolStatus",
     "TraceRow",
+    "check_session_id",
     "content_text",
     "error",
     "event_actor",
     "failed",
+    "is_session_id",
     "message",
     "message_text",
     "meta",
@@ -63,4 +74,6 @@ __all__ = [
     "tool_result",
     "tool_status",
     "usage",
+    "usage_of",
+    "usage_totals",
 ]

@@ -14,7 +14,7 @@ import anyio
 from fastapi import Depends, Header, Request
 
 from agenttrail.log.store import LogStore
-from agenttrail.server.auth import Grant, check_token
+from agenttrail.server.auth import Grant, bearer_token, check_token
 from agenttrail.server.live import Hub
 from agenttrail.server.tools import ToolRegistry
 
@@ -29,8 +29,7 @@ def grant(request: Request, authorization: Annotated[str | None, Header()] = Non
     Raises:
         Unauthorized: no token, or one that is forged or expired (HTTP 401).
     """
-    token = authorization.removeprefix("Bearer ").strip() if authorization else None
-    return check_token(request.app.state.secret, token)
+    return check_token(request.app.state.secret, bearer_token(authorization))
 
 
 def _store(request: Request) -> LogStore:

@@ -43,6 +43,7 @@ from agenttrail.formats._common import ImportedSession
 from agenttrail.formats.fountain._reader import read_session, role_of_cue
 from agenttrail.formats.fountain._text import dialogue_lines, escape_inline, is_plain_cue
 from agenttrail.model import Event, content_text, events, tool_status
+from agenttrail.model.parts import whole_messages
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 
 __all__ = ["NAME", "fountain_from_events", "read", "sniff"]
@@ -205,7 +206,8 @@ def fountain_from_events(session: _SessionLike, items: Sequence[Event]) -> str:
 
     Args:
         session: the session row (title, agent, user, workspace, started, metadata).
-        items: the session's events in seq order.
+        items: the session's events in seq order (read through
+            :func:`agenttrail.model.parts.whole_messages`).
 
     Returns:
         The whole file as text, ending with a newline.
@@ -228,6 +230,7 @@ def fountain_from_events(session: _SessionLike, items: Sequence[Event]) -> str:
         LLAMA3
         There is a compilation error. Line 42 references an undefined variable.
     """
+    items = whole_messages(items)  # an API message stored in growing parts is one speech
     names = _Names.of(session)
     pairing = pair_tool_calls(items)
     scenes, ended = _scenes(items)

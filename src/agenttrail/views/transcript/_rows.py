@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agenttrail.model import Event, content_text, other_blocks, text_of, tool_status
+from agenttrail.model import Event, content_text, other_blocks, text_of, tool_status, usage_of
 from agenttrail.views.pairing import ANOMALY_TEXT, Anomaly
 from agenttrail.views.terminal import safe
 from agenttrail.views.transcript._runs import Run
@@ -122,12 +122,7 @@ def meta_fields(value: Any) -> dict[str, Any] | None:
     """The ⓘ fields of an event's meta; ``None`` when it says nothing."""
     if not isinstance(value, dict):
         return None
-    usage = value.get("usage")
-    counts = (
-        {k: _number(usage.get(k)) for k in ("input", "output", "cache_read", "cache_write")}
-        if isinstance(usage, dict)
-        else None
-    )
+    counts = usage_of(value)  # one meaning for every provider, older OpenAI events included
     duration = value.get("duration_ms", value.get("durationMs"))
     out = {
         "model": _optional_text(value.get("model")),
