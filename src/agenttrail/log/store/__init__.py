@@ -44,6 +44,7 @@ __all__ = [
     "TraceLog",
     "TurnLease",
     "TurnLocks",
+    "byte_limit",
     "open_store",
     "payload_limit",
 ]
@@ -343,13 +344,28 @@ def payload_limit(max_payload_bytes: int | None = None) -> int:
     Raises:
         InputError: the limit is not a positive integer.
     """
-    limit = max_payload_bytes
+    return byte_limit(
+        max_payload_bytes,
+        env="AGENTTRAIL_MAX_PAYLOAD_BYTES",
+        default=DEFAULT_MAX_PAYLOAD_BYTES,
+        name="payload limit",
+    )
+
+
+def byte_limit(value: int | None, *, env: str, default: int, name: str) -> int:
+    """A limit in bytes: ``value`` (a flag), else the environment variable ``env``, else
+    ``default``; ``name`` says which limit in errors (the payload limit, the import limit).
+
+    Raises:
+        InputError: the limit is not a positive integer.
+    """
+    limit = value
     if limit is None:
-        raw = os.environ.get("AGENTTRAIL_MAX_PAYLOAD_BYTES")
+        raw = os.environ.get(env)
         try:
-            limit = DEFAULT_MAX_PAYLOAD_BYTES if raw is None else int(raw)
+            limit = default if raw is None else int(raw)
         except ValueError:
-            raise InputError(f"AGENTTRAIL_MAX_PAYLOAD_BYTES={raw!r} is not an integer") from None
+            raise InputError(f"{env}={raw!r} is not an integer") from None
     if limit <= 0:
-        raise InputError(f"the payload limit must be a positive number of bytes, not {limit}")
+        raise InputError(f"the {name} must be a positive number of bytes, not {limit}")
     return limit
