@@ -155,7 +155,10 @@ class Reader:
         # The key names every line merged in: when a live transcript is imported mid-message
         # and again once the message is whole, the whole message is written (after the part
         # seen first) instead of being skipped as already present.
-        merged = hashlib.sha256("\0".join(p.key for p in group).encode()).hexdigest()[:16]
+        # surrogatepass: a record's id may hold a lone surrogate (JSON allows "\ud800"); the
+        # key is still one per group, and the store refuses such an id with an InputError.
+        joined = "\0".join(p.key for p in group).encode("utf-8", "surrogatepass")
+        merged = hashlib.sha256(joined).hexdigest()[:16]
         suffix = ":message" if len(group) == 1 else f":message:{merged}"
         self._emit(line, suffix, payload, source)
         for part, index, block in tools:
