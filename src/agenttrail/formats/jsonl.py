@@ -31,7 +31,7 @@ from typing import Any
 
 from agenttrail.codec import encode_payload, json_line, normalize_timestamp
 from agenttrail.errors import FormatError, InputError, InvalidTimestamp
-from agenttrail.formats._common import ImportedSession, iter_jsonl
+from agenttrail.formats._common import ImportedSession, first_line_bytes, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
 from agenttrail.model import Event, NewEvent, NewSession, Session
 
@@ -95,7 +95,7 @@ def jsonl_from_events(
 
 def sniff(path: Path, data: bytes) -> bool:
     """True when the first line is an object with this export's fields."""
-    first = data.lstrip().split(b"\n", 1)[0]
+    first = first_line_bytes(data)  # not data.lstrip().split(): two copies of the file
     return first.startswith(b"{") and all(f'"{k}"'.encode() in first for k in _REQUIRED)
 
 

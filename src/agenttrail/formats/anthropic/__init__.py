@@ -56,7 +56,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import ImportedSession, decode_text, load_json
+from agenttrail.formats._common import ImportedSession, decode_text, lead, load_json
 from agenttrail.formats.anthropic._blocks import check_messages
 from agenttrail.formats.anthropic._builder import Builder
 from agenttrail.formats.anthropic._detect import document_kind, sniff
@@ -88,7 +88,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     """
     builder = Builder(path)
     text = decode_text(path, data)
-    if text.lstrip().startswith(("event:", "data:", ":")):
+    if lead(text, 6).startswith(("event:", "data:", ":")):
         kind = "sse"
         for k, item in enumerate(assemble_sse(builder, text), start=1):
             if isinstance(item, Streamed):
@@ -96,7 +96,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             else:
                 builder.error(None, item.data, f"x{k}:error", None)
     else:
-        doc = load_json(path, data)
+        doc = load_json(path, text)
         found = document_kind(doc)
         if found is None:
             raise FormatError(

@@ -157,7 +157,10 @@ class Reader:
         # seen first, which stays: the log is append-only) instead of being skipped as already
         # present. Readers show the two as one (agenttrail.model.parts, docs/log-format.md,
         # Reading a session); the tool calls are keyed by their own line, so written once.
-        merged = hashlib.sha256("\0".join(p.key for p in group).encode()).hexdigest()[:16]
+        # surrogatepass: a record's id may hold a lone surrogate (JSON allows "\ud800"); the
+        # key is still one per group, and the store refuses such an id with an InputError.
+        joined = "\0".join(p.key for p in group).encode("utf-8", "surrogatepass")
+        merged = hashlib.sha256(joined).hexdigest()[:16]
         suffix = ":message" if len(group) == 1 else f":message:{merged}"
         self._emit(line, suffix, payload, source)
         for part, index, block in tools:

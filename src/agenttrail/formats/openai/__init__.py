@@ -75,7 +75,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agenttrail.formats._common import ImportedSession, decode_text, load_json
+from agenttrail.formats._common import ImportedSession, decode_text, lead, load_json
 from agenttrail.formats.http.recording import fail, load_yaml
 from agenttrail.formats.openai._builder import Api, Builder
 from agenttrail.formats.openai._chat import ChatCompletions
@@ -106,8 +106,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             the line or field.
     """
     text = decode_text(path, data)
-    if text.lstrip()[:1] in ("[", "{"):
-        doc = load_json(path, data)
+    if lead(text) in ("[", "{"):
+        doc = load_json(path, text)
     else:
         doc = load_yaml(path, text)
         if not isinstance(doc, dict) or "interactions" not in doc:

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import json_prefix
+from agenttrail.formats._common import json_prefix, lead_bytes
 from agenttrail.formats.http.recording import Exchange, fail, from_cassette, from_record
 from agenttrail.providers import anthropic, openai
 
@@ -68,10 +68,10 @@ def sniff(path: Path, data: bytes) -> bool:
     claimed only when its first bytes carry OpenAI markers and no Anthropic ones, so that
     ``read`` can name where it breaks.
     """
-    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-    first = body.lstrip()[:1]
+    first = lead_bytes(data)  # not data.lstrip(): a copy of the whole file
     if first in (b"[", b"{"):
-        return _sniff_json(path, body)
+        return _sniff_json(path, data)
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     return bool(_CASSETTE_START.match(body)) and bool(_OPENAI_URI.search(body))
 
 
