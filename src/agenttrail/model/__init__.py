@@ -11,6 +11,7 @@ from agenttrail.model.events import (
     Actor,
     Event,
     NewEvent,
+    block_order,
     error,
     event_actor,
     message,
@@ -24,7 +25,9 @@ from agenttrail.model.events import (
 )
 from agenttrail.model.reader import LogReader
 from agenttrail.model.reading import (
+    ContentPart,
     ToolStatus,
+    content_order,
     content_text,
     failed,
     message_text,
@@ -38,6 +41,7 @@ from agenttrail.model.traces import NewTrace, TraceRow
 
 __all__ = [
     "Actor",
+    "ContentPart",
     "Event",
     "LogReader",
     "NewEvent",
@@ -46,6 +50,8 @@ __all__ = [
     "Session",
     "ToolStatus",
     "TraceRow",
+    "block_order",
+    "content_order",
     "content_text",
     "error",
     "event_actor",

@@ -16,7 +16,9 @@ from typing import Any
 from agenttrail.codec import json_line
 
 __all__ = [
+    "ContentPart",
     "ToolStatus",
+    "content_order",
     "content_text",
     "failed",
     "message_text",
@@ -73,6 +75,54 @@ def other_blocks(value: Any) -> list[str]:
     if blocks is None:
         return []
     return [str(b.get("type")) for b in blocks if not isinstance(b.get("text"), str)]
+
+
+@dataclass(frozen=True)
+class ContentPart:
+    """One entry of an assistant message's content in the provider's order."""
+
+    kind: str
+    """``block``, ``toolCall`` or ``toolResult``."""
+    block: dict[str, Any] | None = None
+    """For ``block``: the block (from the payload's ``blocks``)."""
+    id: str | None = None
+    """For ``toolCall`` / ``toolResult``: the id of the ``tool_call`` event (a result's
+    ``toolCallId``) it stands for."""
+
+
+def content_order(payload: Payload) -> list[ContentPart] | None:
+    """An assistant message's blocks and tool events in the provider's order, from its
+    ``order`` field (docs/log-format.md, Block order).
+
+    Returns:
+        The parts in order, every block of ``blocks`` exactly once; ``None`` when the payload
+        has no ``order`` (its order is then all ``blocks``, then its tool events in seq order:
+        every payload stored before the field, and every one whose blocks all come first), or
+        when the field is malformed (an index out of range or twice, an entry of another
+        shape), so that a damaged field is read as no field rather than losing a block.
+    """
+    order = payload.get("order")
+    blocks = _blocks(payload.get("blocks"))
+    if not isinstance(order, list) or blocks is None:
+        return None
+    parts: list[ContentPart] = []
+    used: set[int] = set()
+    for entry in order:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            return None
+        [(kind, value)] = entry.items()
+        if kind == "block":
+            if not isinstance(value, int) or isinstance(value, bool) or value in used:
+                return None
+            if not 0 <= value < len(blocks):
+                return None
+            used.add(value)
+            parts.append(ContentPart("block", block=blocks[value]))
+        elif kind in ("toolCall", "toolResult") and isinstance(value, str) and value:
+            parts.append(ContentPart(kind, id=value))
+        else:
+            return None
+    return parts if len(used) == len(blocks) else None
 
 
 def output_text(result: Payload) -> str:

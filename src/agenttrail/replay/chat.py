@@ -55,6 +55,13 @@ class ChatRenderer(OpenAIRenderer):
         message: Message = {"role": "assistant"}
         payload = turn.message.payload if turn.message is not None else {}
         text = self.text_of(payload) if turn.message is not None else ""
+        if self.order_of(turn) is not None and calls:
+            self.note(
+                turn.message,
+                "order_lost",
+                "text and tool calls interleave in this message: Chat Completions has one "
+                "content and one tool_calls, so the text is sent joined, before every call",
+            )
         if turn.message is not None:
             blocks = self.blocks_of(payload) or []
             others = [self.block_type(b) for b in blocks if self.block_text(b) is None]

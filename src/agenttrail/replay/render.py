@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, content_text, output_text, tool_status
+from agenttrail.model import (
+    ContentPart,
+    Event,
+    content_order,
+    content_text,
+    output_text,
+    tool_status,
+)
 from agenttrail.providers import anthropic, openai
 from agenttrail.replay.plan import AssistantTurn, Call, Note, Plan, SystemItem, UserItem
 
@@ -80,6 +87,13 @@ class Renderer:
         """A block's ``type``, or the Python type's name of something that is not a block."""
         kind = block.get("type") if isinstance(block, dict) else None
         return kind if isinstance(kind, str) else type(block).__name__
+
+    @staticmethod
+    def order_of(turn: AssistantTurn) -> list[ContentPart] | None:
+        """The provider's order of the turn's message, blocks and calls interleaved
+        (:func:`~agenttrail.model.content_order`); ``None`` when it records none (blocks
+        first, then calls)."""
+        return content_order(turn.message.payload) if turn.message is not None else None
 
     def note(self, event: Event | None, kind: str, text: str) -> None:
         """Add a note about ``event`` (``None``: the whole replay)."""

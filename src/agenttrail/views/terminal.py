@@ -16,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, Session, content_text, tool_status
+from agenttrail.model import Event, Session, content_text, text_of, tool_status
+from agenttrail.views.order import TextRun, reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
 
 __all__ = ["render_session", "safe", "transcript_table"]
@@ -104,11 +105,15 @@ def transcript_table(
     table.add_column("actor", no_wrap=True)
     table.add_column("event", no_wrap=True)
     table.add_column("text", ratio=1, overflow="fold")
-    for event in events:
+    for shown in reading_order(events):
+        event = shown.event
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # shown on its call's row
-        writer = _WRITERS.get(event.type or "", _generic)
-        seq, kind, text = writer(event, pairing, full)
+        if shown.run is not None:  # one run of a message whose text and calls interleave
+            seq, kind, text = _message_run(event, shown.run, shown.first)
+        else:
+            writer = _WRITERS.get(event.type or "", _generic)
+            seq, kind, text = writer(event, pairing, full)
         anomaly = pairing.anomalies.get(event.seq)
         if anomaly is not None:
             text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
@@ -129,7 +134,19 @@ Row = tuple[str, Text, Text]
 
 
 def _message(event: Event, pairing: Pairing, full: bool) -> Row:
-    payload = event.payload
+    return _message_row(event, event.payload)
+
+
+def _message_run(event: Event, run: TextRun, first: bool) -> Row:
+    """One run of an ordered message: its blocks' text, the meta on the first run only."""
+    view = {**event.payload, "content": text_of(run.blocks) or "", "blocks": run.blocks}
+    if not first:
+        view.pop("meta", None)
+    seq, kind, text = _message_row(event, view)
+    return seq if first else f"{seq} (cont.)", kind, text
+
+
+def _message_row(event: Event, payload: dict[str, Any]) -> Row:
     role = str(payload.get("role", "?"))
     text = Text(safe(content_text(payload.get("content")).strip()))
     blocks = payload.get("blocks")

@@ -42,7 +42,8 @@ from agenttrail.codec import json_line
 from agenttrail.formats._common import ImportedSession
 from agenttrail.formats.fountain._reader import read_session, role_of_cue
 from agenttrail.formats.fountain._text import dialogue_lines, escape_inline, is_plain_cue
-from agenttrail.model import Event, content_text, events, tool_status
+from agenttrail.model import Event, content_text, events, text_of, tool_status
+from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 
 __all__ = ["NAME", "fountain_from_events", "read", "sniff"]
@@ -324,7 +325,8 @@ def _write_turn(
         script.action(f"{agent} and {user} are in chat mode.{with_model}{where}")
     notes: list[str] = []
     forwarded = False
-    for event in scene.events:
+    for shown in reading_order(scene.events):
+        event = shown.event
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # its status is on its call's note
         note = _note(event, pairing)
@@ -336,9 +338,12 @@ def _write_turn(
             notes = []
         cue, parens = _voice(event.payload, names, model)
         mention = model if location == "remote" and _is_prompt(event) else None
-        script.dialogue(
-            cue, content_text(event.payload.get("content")), parentheticals=parens, mention=mention
-        )
+        said = content_text(event.payload.get("content"))
+        if shown.run is not None:  # one run of a message whose text and calls interleave
+            said = text_of(shown.run.blocks) or ""
+            if not shown.first and not said.strip():
+                continue
+        script.dialogue(cue, said, parentheticals=parens, mention=mention)
         if _is_prompt(event) and not forwarded and model and model != names.agent_cue:
             script.raw_dialogue(names.agent_cue, f"Forwarding to {escape_inline(model)}.")
             forwarded = True

@@ -75,7 +75,20 @@ function oneLine(text, n = 160) {
   return flat.length > n ? `${flat.slice(0, n)}…` : flat;
 }
 
+function runsBody(row) {
+  // A message whose text and tool calls interleave: each run, then the calls that follow it
+  // (their own rows come after this one, in seq order).
+  const parts = [];
+  for (const run of row.runs) {
+    if (run.thinking) parts.push(h("details", { class: "thinking" }, h("summary", null, "Thinking"), textBlock(run.thinking)));
+    if (run.text) parts.push(textBlock(run.text));
+    if (run.calls.length) parts.push(h("span", { class: "muted small" }, `→ tool call ${run.calls.join(", ")}`));
+  }
+  return parts;
+}
+
 function messageBody(row, ctx) {
+  if (row.runs && row.text.length === row.text_chars) return runsBody(row);
   const parts = [];
   if (row.actor === "trigger") parts.push(h("span", { class: "label" }, "Trigger fired"));
   if (row.thinking) {

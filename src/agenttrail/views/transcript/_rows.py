@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agenttrail.model import Event, content_text, other_blocks, text_of, tool_status
+from agenttrail.views.order import text_runs
 from agenttrail.views.pairing import ANOMALY_TEXT, Anomaly
 from agenttrail.views.terminal import safe
 from agenttrail.views.transcript._runs import Run
@@ -159,7 +160,32 @@ def _message(payload: dict[str, Any], full: bool) -> Row:
         "thinking": thinking,
         "thinking_chars": thinking_chars,
         "blocks": [safe(k) for k in kinds],
+        "runs": _runs(payload, full),
     }
+
+
+def _runs(payload: dict[str, Any], full: bool) -> list[Row] | None:
+    """An ordered assistant message's runs (:func:`agenttrail.views.order.text_runs`): each
+    run's text and thinking, and the ids of the calls that follow it (their rows come after
+    the message's, in seq order); ``None`` for a message whose blocks all come first."""
+    runs = text_runs(payload)
+    if runs is None:
+        return None
+    out = []
+    for run in runs:
+        text, chars = _clip(text_of(run.blocks) or "", TEXT_CHARS, full)
+        thinking = "\n\n".join(
+            b["thinking"] for b in run.blocks if isinstance(b.get("thinking"), str)
+        )
+        out.append(
+            {
+                "text": text,
+                "text_chars": chars,
+                "thinking": _clip(thinking, TEXT_CHARS, full)[0],
+                "calls": [safe(c) for c in run.calls],
+            }
+        )
+    return out
 
 
 def _arguments(call: dict[str, Any], full: bool) -> tuple[str, int]:
