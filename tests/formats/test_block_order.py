@@ -48,28 +48,30 @@ SECOND_REQUEST = {
 }
 
 
-def _anthropic_file(tmp_path: Path) -> Path:
-    def response(msg_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
-        usage = {"input_tokens": 1, "output_tokens": 2}
-        return {
-            "type": "message",
-            "id": msg_id,
-            "role": "assistant",
-            "model": "m",
-            "content": content,
-            "stop_reason": "tool_use",
-            "usage": usage,
-        }
+def anthropic_response(msg_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    """A Messages API response body with id ``msg_id`` and ``content``."""
+    usage = {"input_tokens": 1, "output_tokens": 2}
+    return {
+        "type": "message",
+        "id": msg_id,
+        "role": "assistant",
+        "model": "m",
+        "content": content,
+        "stop_reason": "tool_use",
+        "usage": usage,
+    }
 
+
+def _anthropic_file(tmp_path: Path) -> Path:
     first = {"model": "m", "max_tokens": 9, "messages": [QUESTION]}
     pairs = [
-        (first, response("msg_1", ANSWER)),
-        (SECOND_REQUEST, response("msg_2", [{"type": "text", "text": "done"}])),
+        (first, anthropic_response("msg_1", ANSWER)),
+        (SECOND_REQUEST, anthropic_response("msg_2", [{"type": "text", "text": "done"}])),
     ]
-    return _recording(tmp_path / "interleaved.json", "https://api.anthropic.com/v1/messages", pairs)
+    return recording(tmp_path / "interleaved.json", "https://api.anthropic.com/v1/messages", pairs)
 
 
-def _recording(path: Path, url: str, pairs: list[tuple[Any, Any]]) -> Path:
+def recording(path: Path, url: str, pairs: list[tuple[Any, Any]]) -> Path:
     """A file of recorded exchanges (``{request, response}`` each) posted to ``url``."""
     doc = [
         {
@@ -248,7 +250,7 @@ def test_responses_reasoning_between_calls_is_kept_and_replayed_exactly(
             },
         ),
     ]
-    path = _recording(tmp_path / "responses.json", "https://api.openai.com/v1/responses", pairs)
+    path = recording(tmp_path / "responses.json", "https://api.openai.com/v1/responses", pairs)
     logged = import_events(store, path)
     [message] = [
         e for e in logged if e.payload.get("responseId") == "resp_1" and e.type == "message"

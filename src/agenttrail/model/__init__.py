@@ -25,14 +25,19 @@ from agenttrail.model.events import (
 )
 from agenttrail.model.reader import LogReader
 from agenttrail.model.reading import (
+    Attachment,
     ContentPart,
     ToolStatus,
+    attachment_of,
+    attachments,
     content_order,
     content_text,
     failed,
     message_text,
     other_blocks,
     output_text,
+    payload_attachments,
+    prose_text,
     text_of,
     tool_status,
 )
@@ -41,6 +46,7 @@ from agenttrail.model.traces import NewTrace, TraceRow
 
 __all__ = [
     "Actor",
+    "Attachment",
     "ContentPart",
     "Event",
     "LogReader",
@@ -50,6 +56,8 @@ __all__ = [
     "Session",
     "ToolStatus",
     "TraceRow",
+    "attachment_of",
+    "attachments",
     "block_order",
     "content_order",
     "content_text",
@@ -61,6 +69,8 @@ __all__ = [
     "meta",
     "other_blocks",
     "output_text",
+    "payload_attachments",
+    "prose_text",
     "rag",
     "recall",
     "shell",

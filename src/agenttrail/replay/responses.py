@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenttrail.codec import json_line
-from agenttrail.model import ContentPart, Event, output_text
+from agenttrail.model import ContentPart, Event, attachments, output_text
 from agenttrail.providers import openai
 from agenttrail.replay.plan import AssistantTurn, Call, SystemItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, OpenAIRenderer
@@ -63,6 +63,37 @@ class ResponsesRenderer(OpenAIRenderer):
     def text_part(self, block: Any, text: str) -> Message:
         """An ``input_text`` part (the block itself when it is one)."""
         return block if block.get("type") == "input_text" else {"type": "input_text", "text": text}
+
+    def image_part(self, url: str) -> Message:
+        """An ``input_image`` part (Responses reference, input content: ``image_url``, and
+        ``detail``, here ``auto``)."""
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+    def file_part(self, data_url: str, filename: str) -> Message:
+        """An ``input_file`` part with ``file_data`` and ``filename`` (Responses reference,
+        input content)."""
+        return {"type": "input_file", "file_data": data_url, "filename": filename}
+
+    def output_parts(self, event: Event, output: list[Any]) -> list[Message]:
+        """A tool output holding attachments as ``function_call_output`` content: text as
+        ``input_text``, images and PDFs as ``input_image`` / ``input_file`` (the API takes "a
+        string or a list of output content": input text, image and file;
+        ``ResponseFunctionCallOutputItem`` in OpenAI's SDKs), the rest dropped and noted."""
+        parts: list[Message] = []
+        dropped: list[str] = []
+        for block in output:
+            text = self.block_text(block)
+            if text is not None:
+                if text:
+                    parts.append({"type": "input_text", "text": text})
+            elif block.get("type") in ("input_image", "input_file"):
+                parts.append(block)
+            elif (part := self.attachment_part(block)) is not None:
+                parts.append(part)
+            else:
+                dropped.append(self.block_type(block))
+        self.dropped_blocks(event, dropped, f"{self.target} function_call_output")
+        return parts
 
     def turn(self, turn: AssistantTurn, at: int) -> list[Message]:
         """The assistant's output items and call items, then one output per call; records
@@ -198,6 +229,13 @@ class ResponsesRenderer(OpenAIRenderer):
             "custom_tool_call_output",
         ):
             item["output"] = output
+        elif (
+            output_type == "function_call_output"
+            and isinstance(output, list)
+            and all(isinstance(b, dict) for b in output)
+            and attachments(output)
+        ):
+            item["output"] = self.output_parts(answer, output)
         else:
             item["output"] = output_text(result)
         if isinstance(result.get("itemId"), str):

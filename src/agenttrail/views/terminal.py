@@ -16,7 +16,17 @@ from rich.table import Table
 from rich.text import Text
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, Session, content_text, text_of, tool_status
+from agenttrail.model import (
+    Attachment,
+    Event,
+    Session,
+    attachment_of,
+    content_text,
+    payload_attachments,
+    prose_text,
+    text_of,
+    tool_status,
+)
 from agenttrail.views.order import TextRun, reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
 
@@ -148,12 +158,13 @@ def _message_run(event: Event, run: TextRun, first: bool) -> Row:
 
 def _message_row(event: Event, payload: dict[str, Any]) -> Row:
     role = str(payload.get("role", "?"))
-    text = Text(safe(content_text(payload.get("content")).strip()))
+    text = Text(safe(prose_text(payload.get("content")).strip()))
     blocks = payload.get("blocks")
     if isinstance(blocks, list):
-        kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)} - {"text"})
-        if kinds:
-            text.append(safe(f"\n[{', '.join(kinds)} blocks kept]"), style="dim")
+        kinds = {str(b.get("type")) for b in blocks if isinstance(b, dict) and not attachment_of(b)}
+        if kinds - {"text"}:
+            text.append(safe(f"\n[{', '.join(sorted(kinds - {'text'}))} blocks kept]"), style="dim")
+    text.append(_attachment_lines(payload_attachments(payload)), style="cyan")
     text.append(safe(_meta_line(payload.get("meta"))), style="dim")
     name = payload.get("character")
     label = safe(f"{role} {name}" if isinstance(name, str) and name else role)
@@ -176,12 +187,19 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
         seq = f"{event.seq}→{result.seq}"
         status = tool_status(result.payload)
         text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
-        output = content_text(result.payload.get("output"))
+        output = prose_text(result.payload.get("output"))
         if not status.ok and output.strip().removeprefix("error:").strip() == status.detail:
             output = ""  # the status line already says all of it
         if output:
             text.append("\n" + safe(_clip(output, full)), style="dim")
+        text.append(_attachment_lines(payload_attachments(result.payload)), style="cyan")
     return seq, Text("tool", style="yellow"), text
+
+
+def _attachment_lines(found: list[Attachment]) -> str:
+    """One ``[attachment: image/png, 12,345 bytes, sha256 ab12cd34]`` line per attachment
+    (:class:`agenttrail.model.Attachment`): named, never shown as base64."""
+    return "".join(safe(f"\n[attachment: {a.label()}]") for a in found)
 
 
 def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
@@ -190,7 +208,8 @@ def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
     text = Text(
         safe(f"{payload.get('name') or ''} result for {payload.get('toolCallId')!r} — {status}")
     )
-    text.append("\n" + safe(_clip(content_text(payload.get("output")), full)), style="dim")
+    text.append("\n" + safe(_clip(prose_text(payload.get("output")), full)), style="dim")
+    text.append(_attachment_lines(payload_attachments(payload)), style="cyan")
     return str(event.seq), Text("tool result", style="yellow"), text
 
 
