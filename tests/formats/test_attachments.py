@@ -17,7 +17,7 @@ from typing import Any
 
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.log.store import LogStore
-from agenttrail.model import Event
+from agenttrail.model import Event, NewEvent, NewSession, events
 from agenttrail.replay import to_anthropic, to_openai_chat, to_openai_responses, validate
 from agenttrail.views.transcript import IndexCache
 from tests.formats._recordings import import_events
@@ -226,6 +226,39 @@ def test_openai_image_and_file_parts_are_kept_and_carried_across(
     ]
     responses = to_openai_responses(logged).messages[0]["content"]
     assert [p["type"] for p in responses] == ["input_text", "input_image", "input_file"]
+    anthropic = to_anthropic(logged)
+    assert anthropic.messages[0]["content"] == [
+        {"type": "text", "text": "and this?"},
+        IMAGE,
+        {"type": "document", "source": DOCUMENT["source"]},
+    ]
+    assert validate(anthropic.messages, "anthropic") == []
+
+
+def test_a_responses_tool_image_goes_to_anthropic_as_an_image_block(store: LogStore) -> None:
+    store.create_session(NewSession("r", "t", "a", "u"))
+    output = [
+        {"type": "input_text", "text": "here"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{PNG_B64}", "detail": "auto"},
+        {"type": "input_file", "file_id": "file-abc"},
+    ]
+    store.append_batch(
+        "r",
+        [
+            NewEvent(events.message("user", "shoot")),
+            NewEvent(events.tool_call("call_1", "screenshot", {})),
+            NewEvent(events.tool_result("call_1", output=output)),
+        ],
+    )
+    logged = list(store.read("r"))
+    got = to_anthropic(logged)
+    assert got.messages[2]["content"][0]["content"] == [{"type": "text", "text": "here"}, IMAGE]
+    assert [str(n) for n in got.notes] == [
+        "seq 3: 1 content block(s) (input_file) not sent: no Anthropic tool_result equivalent"
+    ]
+    assert validate(got.messages, "anthropic") == []
+    responses = to_openai_responses(logged)
+    assert responses.messages[2]["output"] == output  # the recorded parts, as they were
 
 
 def test_a_claude_code_tool_image_is_named_not_dumped(store: LogStore, tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenttrail.model import ContentPart, Event, failed, output_text
+from agenttrail.model import ContentPart, Event, attachment_of, failed, output_text
 from agenttrail.providers import anthropic
 from agenttrail.replay.plan import AssistantTurn, Call, SystemItem, UserItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, Renderer
@@ -113,6 +113,8 @@ class AnthropicRenderer(Renderer):
                     out.append(({"type": "text", "text": text}, None))
             elif self.block_type(block) in anthropic.USER_BLOCKS:
                 out.append((block, None))
+            elif (converted := self.attachment_block(block)) is not None:
+                out.append((converted, None))
             else:
                 dropped.append(self.block_type(block))
         self.dropped_blocks(item.event, dropped, "Anthropic")
@@ -247,6 +249,45 @@ class AnthropicRenderer(Renderer):
             block["cache_control"] = result["cache_control"]
         return block
 
+    def attachment_block(self, block: Any) -> Message | None:
+        """An OpenAI image or PDF part as an Anthropic ``image`` / ``document`` block with a
+        ``base64`` or ``url`` source (Messages API reference, user content; vision and PDF
+        support), or ``None`` when it has none (another provider's file id, not a PDF)."""
+        attachment = attachment_of(block)
+        if attachment is None:
+            return None
+        if attachment.data is not None and attachment.media_type is not None:
+            source = {
+                "type": "base64",
+                "media_type": attachment.media_type,
+                "data": attachment.data,
+            }
+            if attachment.kind == "image":
+                return {"type": "image", "source": source}
+            if attachment.media_type == "application/pdf":
+                return {"type": "document", "source": source}
+        reference = attachment.reference or ""
+        if attachment.kind == "image" and reference.startswith(("https://", "http://")):
+            return {"type": "image", "source": {"type": "url", "url": reference}}
+        return None
+
+    def result_blocks(self, event: Event, output: list[Any]) -> list[Message]:
+        """A tool output of another provider's parts as ``tool_result`` content: text and
+        its images and PDFs as Anthropic blocks, the rest dropped and noted."""
+        out: list[Message] = []
+        dropped: list[str] = []
+        for part in output:
+            text = self.block_text(part)
+            converted = self.attachment_block(part) if text is None else None
+            if text:
+                out.append({"type": anthropic.TEXT_BLOCK, "text": text})
+            elif converted is not None:
+                out.append(converted)
+            elif text is None:
+                dropped.append(self.block_type(part))
+        self.dropped_blocks(event, dropped, "Anthropic tool_result")
+        return out
+
     def result(self, call: Call) -> Message:
         """The ``tool_result`` block that answers a client call (a placeholder without one)."""
         block: Message = {"type": anthropic.TOOL_RESULT_BLOCK, "tool_use_id": call.id}
@@ -255,7 +296,12 @@ class AnthropicRenderer(Renderer):
             return {**block, "content": PLACEHOLDER}
         result = answer.payload
         output = result.get("output")
-        if isinstance(output, str) or (
+        if isinstance(output, list) and any(
+            isinstance(b, dict) and b.get("type") not in ("image", "document") and attachment_of(b)
+            for b in output
+        ):  # another provider's images or files: as Anthropic's blocks
+            block["content"] = self.result_blocks(answer, output)
+        elif isinstance(output, str) or (
             isinstance(output, list) and all(isinstance(b, dict) for b in output)
         ):
             block["content"] = output
