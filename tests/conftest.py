@@ -16,13 +16,15 @@ import io
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ import pytest
 import uvicorn
 from psycopg import sql
 
+from agenttrail.codec import now_timestamp
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.log.store.postgres import parse_url
 from tests._environment import (
@@ -129,15 +132,16 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def postgres_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """The PostgreSQL server under test: the one ``--postgres-url`` names (a test fails, with
     what to do, when it cannot be reached), else a throw-away server the suite starts on a
     Unix socket of its own and removes at the end."""
     configured = request.config.getoption("--postgres-url")
     if not configured:
-        with embedded_postgres(tmp_path_factory.mktemp("postgres")) as url:
+        # A folder of its own, not under pytest's base temp: every pytest run on the machine
+        # resets /tmp/pytest-of-USER to mode 0700, which would lock the server's own
+        # unprivileged user out of its data folder halfway through this run.
+        with embedded_postgres(Path(tempfile.mkdtemp(prefix="agenttrail-postgres-"))) as url:
             yield url
         return
     url = str(configured)
@@ -234,6 +238,25 @@ def owner_connection(url: str) -> Iterator[psycopg.Connection[tuple[object, ...]
     with psycopg.connect(parsed.conninfo, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(parsed.schema)))
         yield conn
+
+
+def session_made_before_the_id_rule(url: str, session_id: str, **fields: str) -> None:
+    """Write a session row as agenttrail did before the id rule (docs/log-format.md, Session
+    ids): an old log's session whose id no new session may have. ``fields`` are text columns
+    (``title``, ``user``, ``workspace`` …); append to it through the store as usual."""
+    columns = ["id", "metadata", "created_at", *fields]
+    values = [session_id, "{}", now_timestamp(), *fields.values()]
+    names = ", ".join(f'"{c}"' for c in columns)
+    if is_postgres(url):
+        with owner_connection(url) as conn:
+            marks = ", ".join(["%s"] * len(values))
+            conn.execute(f"INSERT INTO sessions ({names}) VALUES ({marks})", values)  # type: ignore[arg-type]
+        return
+    with closing(sqlite3.connect(url)) as conn:
+        conn.execute(
+            f"INSERT INTO sessions ({names}) VALUES ({', '.join('?' * len(values))})", values
+        )
+        conn.commit()
 
 
 def run_cli(

@@ -11,6 +11,7 @@ The hierarchy::
     │   ├── NotIJSON                material to be hashed that is not I-JSON (RFC 7493)
     │   │   └── NotJSON             text that is not JSON at all
     │   └── ToolError               a user's tool refused its input (a path outside the workspace)
+    │       └── ToolFailed          a user's tool failed, and its call and result are logged
     ├── SessionNotFound             no session with that id (HTTP 404)
     ├── SessionExists               a session id that is already taken (HTTP 409)
     ├── TurnInFlight                an agent turn holds the session's turn lock (HTTP 409)
@@ -46,6 +47,7 @@ __all__ = [
     "SessionNotFound",
     "StoreError",
     "ToolError",
+    "ToolFailed",
     "TurnInFlight",
     "Unauthorized",
 ]
@@ -117,6 +119,17 @@ class NotJSON(NotIJSON):
 
 class ToolError(InputError):
     """A user's tool refused its input (a path outside the workspace, a missing file)."""
+
+
+class ToolFailed(ToolError):
+    """A user's tool failed (refused its input, met an OS error, raised, or gave an output the
+    log cannot hold) after its call was logged: ``call_seq`` and ``result_seq`` are the seqs of
+    its ``tool_call`` and of the ``tool_result`` that carries this error (docs/server.md)."""
+
+    def __init__(self, message: str, *, call_seq: int, result_seq: int) -> None:
+        super().__init__(message)
+        self.call_seq = call_seq
+        self.result_seq = result_seq
 
 
 class SessionNotFound(AgentTrailError):

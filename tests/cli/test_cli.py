@@ -303,3 +303,41 @@ def test_replay_prints_the_body_and_notes_on_stderr(tmp_path: Path) -> None:
     assert json.loads(early.stdout) == {"messages": [{"role": "user", "content": "find TODOs"}]}
     bad = run_cli("replay", "todo", "--format", "gemini", "--db", str(db))
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown replay format")
+
+
+def test_a_session_without_a_date_shows_no_start_time(tmp_path: Path) -> None:
+    # A message list carries no date: nothing may stand in for the start (before, `sessions`
+    # printed the time of the import as "started").
+    db = tmp_path / "log.db"
+    dateless = tmp_path / "dateless.json"
+    dateless.write_text(json.dumps([{"role": "user", "content": "no date here"}]))
+    dated = tmp_path / "dated.json"
+    response = {
+        "object": "chat.completion",
+        "created": 1700000000,  # 2023-11-14T22:13:20Z
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+    }
+    request = {"model": "gpt-4o", "messages": [{"role": "user", "content": "dated"}]}
+    dated.write_text(json.dumps({"request": request, "response": response}))
+    assert run_cli("import", str(dateless), str(dated), "--db", str(db)).returncode == 0
+    with open_store(db) as store:
+        by_title = {s.title: s for s in store.sessions()}
+    undated = by_title["no date here"]
+    assert undated.started is None
+    assert by_title["dated"].started == "2023-11-14T22:13:20.000000Z"
+
+    records = [
+        json.loads(line)
+        for line in run_cli("sessions", "--json", "--db", str(db)).stdout.splitlines()
+    ]
+    assert [(r["title"], r["started"]) for r in records] == [
+        ("dated", "2023-11-14T22:13:20.000000Z"),
+        ("no date here", None),  # no start time: after the dated ones, its field null
+    ]
+    table = run_cli("sessions", "--db", str(db)).stdout
+    [row] = [line for line in table.splitlines() if undated.id in line]
+    assert undated.created_at[:10] not in row
+    assert "2023-11-14 22:13" in table
+    shown = run_cli("show", undated.id, "--db", str(db)).stdout
+    assert "started" not in shown

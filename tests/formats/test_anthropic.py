@@ -9,6 +9,7 @@ small inputs of our own are built inline in ``tmp_path``. The ``store`` fixture
 from __future__ import annotations
 
 import json
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -244,7 +245,9 @@ def _exchange(messages: list[Any], content: list[Any], **extra: Any) -> dict[str
             "status_code": 200,
             "headers": {"Date": "Wed, 25 Feb 2026 20:02:36 GMT"},
             "body": {
-                "id": "msg_1",
+                # one id per response, as the API gives (one id twice is one response
+                # recorded twice: tests/formats/test_recorded_twice.py)
+                "id": f"msg_{zlib.crc32(json.dumps(messages).encode()):08x}",
                 "type": "message",
                 "role": "assistant",
                 "model": "claude-x-1",

@@ -228,7 +228,10 @@ def test_real_usage_is_taken_once_from_the_largest_output(tmp_path: Path) -> Non
         and e.payload.get("messageId") == "msg_019BN3FRqb7NU4DgBN5jdsym"
     ]
     assert message["content"] == ""  # only tool_use blocks
-    assert message["meta"] == {
+    meta = dict(message["meta"])
+    line_37 = json.loads(path.read_text().splitlines()[36])
+    assert meta.pop("usage_raw") == line_37["message"]["usage"]  # kept verbatim
+    assert meta == {
         "model": "claude-opus-4-6",
         "provider": "anthropic",
         "usage": {"input": 47, "output": 173, "cache_read": 26504, "cache_write": 1115},
@@ -481,7 +484,8 @@ def test_no_session_id_gets_a_content_id(tmp_path: Path) -> None:
 def test_appended_lines_import_as_new_events_only(store: LogStore, tmp_path: Path) -> None:
     # A live transcript imported mid-message (short.jsonl cut after line 5, inside the API
     # message msg_01MKH1… that spans lines 5-10), then again once it is whole: the events
-    # already written are skipped, and the whole message is written, not lost as "present".
+    # already written are skipped, and the whole message is written, not lost as "present"
+    # (readers show the two as one: tests/formats/test_claude_code_growth.py).
     lines = (SPOTTER / "short.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     path = tmp_path / "55604662-cf2a-4331-851a-ec234028f8ca.jsonl"
     path.write_text("".join(lines[:5]), encoding="utf-8")

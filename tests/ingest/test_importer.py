@@ -4,6 +4,8 @@ export matched by its chain hashes."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from agenttrail.ingest.importer import import_paths, read_paths, write_sessions
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
-from tests.conftest import REALDATA
+from tests.conftest import REALDATA, session_made_before_the_id_rule
 
 # marot/spotter test/fixtures/transcripts/{tool_heavy,short}.jsonl (the real data's SOURCES.md,
 # tests/conftest.py REALDATA)
@@ -148,3 +150,77 @@ def test_an_export_over_a_session_that_differs_is_refused_naming_the_seq(
             "(they differ at seq 2)"
         )
         assert copy.get_session(SAMPLE_SESSION_ID).head_seq == 2
+
+
+# -- the id rule (docs/log-format.md, Session ids) ---------------------------------------------
+
+_FITS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
+"""The rule as docs/log-format.md words it, written out here rather than taken from the code."""
+
+
+def _with_session_id(path: Path, session_id: str) -> Path:
+    """A copy of the SHORT transcript whose every ``sessionId`` is ``session_id``."""
+    lines = []
+    for line in SHORT.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if "sessionId" in record:
+            record["sessionId"] = session_id
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_every_real_file_imports_under_an_id_the_rule_admits(store: LogStore) -> None:
+    readable = [p for p in sorted(REALDATA.rglob("*")) if p.is_file() and p.name != "SOURCES.md"]
+    reports = []
+    for path in readable:
+        try:
+            reports += import_paths(store, [path])
+        except FormatError:
+            continue  # not one of our formats (Inspect, Langfuse, ToolBench): refused as before
+    assert len(reports) >= 20
+    assert all(_FITS.fullmatch(r.session_id) for r in reports)
+    assert sorted(s.id for s in store.sessions()) == sorted({r.session_id for r in reports})
+
+
+def test_a_source_id_outside_the_rule_is_imported_under_one_derived_from_it(
+    store: LogStore, tmp_path: Path
+) -> None:
+    slash = _with_session_id(tmp_path / "a.jsonl", "team/run 1")
+    dots = _with_session_id(tmp_path / "b.jsonl", "..")
+    (first,) = import_paths(store, [slash])
+    assert _FITS.fullmatch(first.session_id) and first.written > 0
+    session = store.get_session(first.session_id)
+    assert session.metadata["sourceSessionId"] == "team/run 1"
+    (again,) = import_paths(store, [slash])  # the same id again: nothing new is written
+    assert (again.session_id, again.written) == (first.session_id, 0)
+    (other,) = import_paths(store, [dots])
+    assert _FITS.fullmatch(other.session_id) and other.session_id != first.session_id
+
+
+def test_a_session_imported_before_the_rule_is_still_found_by_its_own_id(
+    store: LogStore, db_url: str, tmp_path: Path
+) -> None:
+    session_made_before_the_id_rule(db_url, "team/run 1")
+    (report,) = import_paths(store, [_with_session_id(tmp_path / "a.jsonl", "team/run 1")])
+    assert report.session_id == "team/run 1" and report.written > 0
+    assert [s.id for s in store.sessions()] == ["team/run 1"]
+
+
+def test_an_export_whose_id_is_outside_the_rule_is_refused_before_anything_is_written(
+    store: LogStore, db_url: str, tmp_path: Path
+) -> None:
+    session_made_before_the_id_rule(db_url, "old id")
+    store.append("old id", events.message("user", "hi"))
+    export = _export(store, "old id", tmp_path / "old.jsonl")
+    assert import_paths(store, [export])[0].written == 0  # back into its own log: found
+    fresh = open_store(tmp_path / "fresh.db")
+    try:
+        with pytest.raises(FormatError) as refused:
+            import_paths(fresh, [SHORT, export])
+        message = str(refused.value)
+        assert message.startswith(f"{export}: field 'session_id': session id 'old id' ")
+        assert "does not follow the id rule" in message and "\n" not in message
+        assert fresh.sessions() == []  # SHORT, read first, was not written either
+    finally:
+        fresh.close()

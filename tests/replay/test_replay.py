@@ -766,3 +766,38 @@ def test_bad_arguments_raise_input_errors(store: LogStore, find_todos: list[Even
         to_anthropic([*find_todos, *other])
     with pytest.raises(InputError, match="names no response"):
         to_openai_responses(find_todos, previous_response_id="resp_nope")
+
+
+# --- a user message retried by the client ----------------------------------------------------
+
+
+def test_a_user_message_retried_after_failures_is_one_turn(store: LogStore) -> None:
+    # The client sent "deploy it", the API failed twice (logged as errors), the client sent the
+    # same words again and got an answer: the log keeps three attempts, replay sends one.
+    failure = events.error("overloaded", code=529)
+    attempt = user("deploy it")
+    found = log(
+        store,
+        [user("hi"), assistant("hello"), attempt, failure, failure, attempt, assistant("done")],
+    )
+    assert [e.type for e in found].count("message") == 5  # every attempt stays in the log
+    for got in all_replays(found):
+        sent = json.dumps(got.messages)
+        assert sent.count("deploy it") == 1, got.provider
+        assert [n for n in notes(got) if "sent again" in n] == [
+            "seq 6: the user message of seq 3 sent again after the failures at seqs 4, 5: "
+            "one turn, sent once"
+        ]
+    chat = to_openai_chat(found).messages
+    assert [m["role"] for m in chat] == ["user", "assistant", "user", "assistant"]
+    assert_valid(found)
+
+
+def test_the_same_words_twice_without_a_failure_are_two_messages(store: LogStore) -> None:
+    found = log(store, [user("again"), assistant("ok"), user("again"), assistant("ok")])
+    got = to_openai_chat(found)
+    assert json.dumps(got.messages).count("again") == 2
+    assert not [n for n in got.notes if n.kind == "retried_user"]
+    # nor a failure between a user message and different words
+    failed = log(store, [user("one"), events.error("boom"), user("two"), assistant("ok")])
+    assert json.dumps(to_openai_chat(failed).messages).count('"user"') == 2

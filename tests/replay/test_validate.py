@@ -83,6 +83,22 @@ BROKEN: list[tuple[str, list[Any], list[tuple[str, int, int | None, str]]]] = [
         [USER, asks({"id": "c1", "type": "function", "function": {"name": "f"}}), tool()],
         [("tool_call_shape", 1, 0, "messages[1].tool_calls[0]")],
     ),
+    (
+        # three calls' arguments run together, as a mis-assembled stream once stored them
+        "openai",
+        [
+            USER,
+            asks(
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": '{"a": 1}{"b": 2}{"c": 3}'},
+                }
+            ),
+            tool(),
+        ],
+        [("arguments_not_json", 1, 0, "messages[1].tool_calls[0]")],
+    ),
     # Anthropic Messages
     ("anthropic", [], [("empty_request", -1, None, "messages")]),
     (
@@ -195,6 +211,11 @@ BROKEN: list[tuple[str, list[Any], list[tuple[str, int, int | None, str]]]] = [
         "responses",
         [USER, {"type": "function_call", "call_id": "c1", "name": "f"}, fout()],
         [("call_shape", 1, None, "input[1]")],
+    ),
+    (
+        "responses",
+        [USER, fcall() | {"arguments": '{"location": "P'}, fout()],
+        [("arguments_not_json", 1, None, "input[1]")],
     ),
 ]
 

@@ -65,10 +65,14 @@ def _print_report(report: ImportReport) -> None:
 def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     """List sessions: id, started, agent, events, title.
 
+    Oldest start first; a session whose source gave no date has no start time (blank, or
+    null in JSON) and comes after the others, in the order they were created.
+
     Example: `agenttrail sessions --json | jq -r .id`
     """
     with open_log(db) as store:
-        rows = sorted(store.sessions(), key=lambda s: s.started or s.created_at)
+        # the row's created_at is when it was written, not when the session started
+        rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
     if json:
         for s in rows:
             out.print(json_line(s.record()), markup=False)
@@ -81,7 +85,7 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     table.add_column("title", overflow="fold", ratio=3)
     for s in rows:
         title = (s.title or "").splitlines()[0] if s.title else ""
-        started = (s.started or s.created_at)[:16].replace("T", " ")
+        started = (s.started or "")[:16].replace("T", " ")
         table.add_row(
             *(escape(safe(v)) for v in (s.id, started, s.agent or "")),
             str(s.head_seq),
@@ -126,7 +130,8 @@ def export(
 ) -> None:
     """Export a session, one JSON object per event.
 
-    Each line holds session_id, seq, created_at, actor, payload and hash.
+    Each line holds session_id, seq, created_at, actor, payload and hash, then the event's
+    idempotency key (key) and, on the first line, the session's fields (session).
 
     Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
@@ -134,7 +139,8 @@ def export(
         raise InputError(f"unknown export format {format!r} (use jsonl)")
     with open_log(db) as store:
         found = find_session(store, session)
-        lines = jsonl_from_events(store.read(found.id))
+        keys = {seq: key for key, seq in store.event_keys(found.id)}
+        lines = jsonl_from_events(store.read(found.id), session=found, keys=keys)
         if output is None:
             for line in lines:
                 sys.stdout.write(line + "\n")

@@ -21,9 +21,13 @@ __all__ = [
     "JSONValueError",
     "content_session_id",
     "decode_text",
+    "import_warning",
+    "is_json",
     "iter_jsonl",
+    "json_prefix",
     "load_json",
     "loads",
+    "recorded_again",
     "timestamp_or_none",
     "title_from",
 ]
@@ -137,6 +141,17 @@ def loads(text: str) -> Any:
         raise JSONValueError("nested too deeply to read") from None
 
 
+def is_json(text: str) -> bool:
+    """True for JSON text, even with a number :func:`loads` refuses."""
+    try:
+        loads(text)
+    except json.JSONDecodeError:
+        return False
+    except JSONValueError:
+        return True
+    return True
+
+
 def _locate(text: str) -> str:
     """The field path of the first refused number in ``text`` (which parses otherwise)."""
 
@@ -243,3 +258,109 @@ def timestamp_or_none(value: Any) -> str | None:
         return normalize_timestamp(value)
     except InvalidTimestamp:
         return None
+
+
+_DECODER = json.JSONDecoder()
+
+
+def json_prefix(data: bytes, limit: int) -> Any:
+    """What the first ``limit`` bytes of a JSON document say: the document with every array
+    and object cut where the prefix ends (complete members only), for recognising a file too
+    large to parse whole. ``None`` when the prefix holds no complete value at all or is not
+    JSON as far as it goes.
+
+    Args:
+        data: the file's bytes (a leading UTF-8 byte order mark is skipped).
+        limit: how many bytes to look at.
+    """
+    head = data[3 : limit + 3] if data.startswith(b"\xef\xbb\xbf") else data[:limit]
+    text = head.decode("utf-8", errors="ignore")  # a character cut at the end is dropped
+    try:
+        value, _ = _partial(text, _skip(text, 0), 0)
+    except _Cut as cut:
+        return cut.value
+    except (ValueError, RecursionError):
+        return None
+    return value
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+class _Cut(Exception):
+    """The prefix ends here; the value so far is ``value``."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _partial(text: str, at: int, depth: int) -> tuple[Any, int]:
+    """Parse one value at ``at``; an array or object cut by the end of ``text`` is returned
+    with its complete members (as :class:`_Cut` from nested calls)."""
+    if depth > 64:
+        raise ValueError("nested too deeply")
+    if at >= len(text):
+        raise _Cut(None)
+    opener = text[at]
+    if opener not in "[{":
+        try:
+            return _DECODER.raw_decode(text, at)
+        except json.JSONDecodeError:
+            raise _Cut(None) from None
+    is_list = opener == "["
+    items: Any = [] if is_list else {}
+    at = _skip(text, at + 1)
+    closer = "]" if is_list else "}"
+    if at < len(text) and text[at] == closer:
+        return items, at + 1
+    while True:
+        if is_list:
+            try:
+                value, at = _partial(text, at, depth + 1)
+            except _Cut as cut:
+                # an element cut short is kept only when it is all there is to look at
+                if cut.value is not None and not items:
+                    items.append(cut.value)
+                raise _Cut(items) from None
+            items.append(value)
+        else:
+            try:
+                key, at = _DECODER.raw_decode(text, at)
+            except json.JSONDecodeError:
+                raise _Cut(items) from None
+            at = _skip(text, at)
+            if at >= len(text):
+                raise _Cut(items)
+            if text[at] != ":":
+                raise ValueError("expected ':'")
+            try:
+                value, at = _partial(text, _skip(text, at + 1), depth + 1)
+            except _Cut as cut:
+                if cut.value is not None:
+                    items[key] = cut.value
+                raise _Cut(items) from None
+            items[key] = value
+        at = _skip(text, at)
+        if at >= len(text):
+            raise _Cut(items)
+        if text[at] == closer:
+            return items, at + 1
+        if text[at] != ",":
+            raise ValueError(f"expected ',' or '{closer}'")
+        at = _skip(text, at + 1)
+
+
+def import_warning(text: str) -> dict[str, Any]:
+    """The ``annotation`` payload an importer leaves in the log where it warned: kind
+    ``import_warning``, actor ``system``, the warning's ``text`` (docs/log-format.md, Payload
+    types). The same text goes in :attr:`ImportedSession.warnings`, printed on stderr."""
+    return {"type": "annotation", "kind": "import_warning", "text": text, "actor": "system"}
+
+
+def recorded_again(response_id: str) -> str:
+    """The warning for a response recorded twice (a retried recording, or two records of one
+    response): it is imported once; names the provider's response id."""
+    return f"response {response_id!r} was already recorded: imported once, this copy skipped"

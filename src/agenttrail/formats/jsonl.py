@@ -6,32 +6,51 @@ Each line is one JSON object (``docs/log-format.md``, Export)::
      "hash": "<64 hex digits>"}
 
 ``actor`` is the stored actor or the derived one (it is not read back: the payload holds the
-stored actor, if any). Export → import → export gives identical bytes: the session id, seq,
-``created_at`` and payload survive, so every chain hash is reproduced, and import refuses a
-line whose hash does not match, so an altered export cannot be imported as genuine.
+stored actor, if any). Two optional fields follow ``hash``: ``key``, the event's idempotency
+key when it has one, and, on the session's first line, ``session``: ``{title, agent, user,
+workspace, started, metadata}``. Export → import → export gives identical bytes: the session
+id, seq, ``created_at``, payload, keys and session fields survive, so every chain hash is
+reproduced, and import refuses a line whose hash does not match, so an altered export cannot
+be imported as genuine (the chain covers neither ``key`` nor ``session``). An export without
+them (older agenttrail) imports as before.
+
+A session whose lines lack ``hash``, or whose ``created_at`` is RFC 3339 in another form than
+the stored one (an offset, no or more fraction digits, lowercase ``t``/``z``), cannot be
+reproduced: it is imported as a new, freshly chained session, times normalised, with
+``metadata.rechained`` saying why and a warning. Any ``hash`` it does carry is still checked
+against the lines as written.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agenttrail.codec import encode_payload, json_line
-from agenttrail.errors import FormatError, InputError
+from agenttrail.codec import encode_payload, json_line, normalize_timestamp
+from agenttrail.errors import FormatError, InputError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
-from agenttrail.model import Event, NewEvent, NewSession
+from agenttrail.model import Event, NewEvent, NewSession, Session
 
 __all__ = ["NAME", "event_record", "jsonl_from_events", "read", "sniff"]
 
 NAME = "jsonl"
 
-_REQUIRED = ("session_id", "seq", "created_at", "payload", "hash")
+_REQUIRED = ("session_id", "seq", "created_at", "payload")
+"""Fields every line has; ``hash`` is checked when present (module docstring)."""
 
 _CREATED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
 """The one ``created_at`` form the store writes (ASCII digits only: it is hashed as ASCII)."""
+
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+"""RFC 3339 ``date-time`` (section 5.6, with the space its note allows): other forms a
+re-chained session may carry."""
 
 
 def event_record(event: Event) -> dict[str, Any]:
@@ -47,10 +66,31 @@ def event_record(event: Event) -> dict[str, Any]:
     }
 
 
-def jsonl_from_events(events: Iterable[Event]) -> Iterator[str]:
-    """One export line (no newline) per event, in the order given."""
+_SESSION_FIELDS = ("title", "agent", "user", "workspace", "started", "metadata")
+"""The session's fields an export carries on its first line (``session``)."""
+
+
+def jsonl_from_events(
+    events: Iterable[Event],
+    *,
+    session: Session | None = None,
+    keys: Mapping[int, str] | None = None,
+) -> Iterator[str]:
+    """One export line (no newline) per event, in the order given.
+
+    Args:
+        events: one session's events (or several sessions', without ``session``).
+        session: the session row; its fields go on the line of seq 1 as ``session``.
+        keys: seq → idempotency key (``LogStore.event_keys``); each goes on its line as ``key``.
+    """
     for event in events:
-        yield json_line(event_record(event))
+        record = event_record(event)
+        key = (keys or {}).get(event.seq)
+        if key is not None:
+            record["key"] = key
+        if session is not None and event.seq == 1 and event.session_id == session.id:
+            record["session"] = {name: getattr(session, name) for name in _SESSION_FIELDS}
+        yield json_line(record)
 
 
 def sniff(path: Path, data: bytes) -> bool:
@@ -67,6 +107,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             does not match the line's contents; names the line.
     """
     sessions: dict[str, tuple[list[NewEvent], list[bytes]]] = {}
+    headers: dict[str, NewSession] = {}
+    rechained: dict[str, set[str]] = {}
     hashers: dict[str, ChainHasher] = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
@@ -89,20 +131,71 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         hash_row = hashers.get(session_id) or hashers.setdefault(
             session_id, chain_hasher(session_id)
         )
+        created_at = _created_at(record["created_at"], where, number)
+        if created_at != record["created_at"]:
+            rechained.setdefault(session_id, set()).add("created_at in another RFC 3339 form")
+        if "hash" not in record:
+            rechained.setdefault(session_id, set()).add("lines without hash")
         digest = hash_row(prev, seq, record["created_at"], stored)
-        if digest.hex() != record["hash"]:
+        if "hash" in record and digest.hex() != record["hash"]:
             raise FormatError(
                 "hash does not match the line's contents: the export was altered",
                 path=where,
                 line=number,
                 field="hash",
             )
-        events.append(NewEvent(record["payload"], record["created_at"]))
+        events.append(NewEvent(record["payload"], created_at, record.get("key")))
         hashes.append(digest)
-    return [
-        ImportedSession(NewSession(id=sid), events, exported_hashes=hashes)
-        for sid, (events, hashes) in sessions.items()
-    ]
+        if "session" in record:
+            headers[session_id] = _session(record["session"], session_id, where, number)
+    out = []
+    for sid, (events, hashes) in sessions.items():
+        header = headers.get(sid, NewSession(id=sid))
+        if sid not in rechained:
+            out.append(ImportedSession(header, events, exported_hashes=hashes))
+            continue
+        why = "; ".join(sorted(rechained[sid]))
+        metadata = {**header.metadata, "rechained": why}
+        keyed = [  # keys make a second import of the same file write nothing
+            NewEvent(e.payload, e.created_at, e.key or f"jsonl:seq{n}")
+            for n, e in enumerate(events, start=1)
+        ]
+        warning = f"{path}: session {sid}: {why}: imported as a new chain (metadata.rechained)"
+        out.append(ImportedSession(replace(header, metadata=metadata), keyed, [warning]))
+    return out
+
+
+def _created_at(value: str, where: str, number: int) -> str:
+    """``value`` in the stored form: as it is, or an RFC 3339 time normalised."""
+    if _CREATED_AT.fullmatch(value):
+        return value
+    if not _RFC3339.fullmatch(value):
+        raise FormatError(
+            "not an RFC 3339 date-time (e.g. 2026-06-24T10:00:05.000000Z)",
+            path=where,
+            line=number,
+            field="created_at",
+        )
+    try:
+        return normalize_timestamp(value.upper())
+    except InvalidTimestamp as e:
+        raise FormatError(str(e), path=where, line=number, field="created_at") from None
+
+
+def _session(value: Any, session_id: str, where: str, number: int) -> NewSession:
+    """The ``session`` field of an export line: the session's fields as exported."""
+    if not isinstance(value, dict):
+        raise FormatError("expected an object", path=where, line=number, field="session")
+    for name in _SESSION_FIELDS[:-1]:
+        if value.get(name) is not None and not isinstance(value[name], str):
+            raise FormatError(
+                "expected a string or null", path=where, line=number, field=f"session.{name}"
+            )
+    metadata = value.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise FormatError("expected an object", path=where, line=number, field="session.metadata")
+    fields = {name: value.get(name) for name in _SESSION_FIELDS[:-1]}
+    return NewSession(id=session_id, metadata=metadata, **fields)
 
 
 def _record(line: Any, where: str, number: int) -> dict[str, Any]:
@@ -111,14 +204,14 @@ def _record(line: Any, where: str, number: int) -> dict[str, Any]:
     for name in _REQUIRED:
         if name not in line:
             raise FormatError("missing", path=where, line=number, field=name)
+    if "key" in line and not isinstance(line["key"], str):
+        raise FormatError("expected str", path=where, line=number, field="key")
     kinds = {"session_id": str, "seq": int, "created_at": str, "payload": dict, "hash": str}
     for name, kind in kinds.items():
+        if name not in line:  # only hash may be missing (_REQUIRED)
+            continue
         if not isinstance(line[name], kind) or isinstance(line[name], bool):
             raise FormatError(f"expected {kind.__name__}", path=where, line=number, field=name)
-    if not _CREATED_AT.fullmatch(line["created_at"]):
-        raise FormatError(
-            "not YYYY-MM-DDTHH:MM:SS.ffffffZ", path=where, line=number, field="created_at"
-        )
     try:
         line["session_id"].encode("utf-8")  # hashed as UTF-8 (agenttrail.log.chain)
     except UnicodeEncodeError:

@@ -15,12 +15,12 @@ from pathlib import Path
 from agenttrail.codec import encode_payload
 from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
 from agenttrail.formats import ImportedSession, read_file
-from agenttrail.formats._common import title_from
+from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.ingest.traces import capture
 from agenttrail.log.store import LogStore
-from agenttrail.model import NewSession
+from agenttrail.model import SESSION_ID_RULE, NewSession, is_session_id
 
-__all__ = ["ImportReport", "import_paths", "read_paths", "write_sessions"]
+__all__ = ["ImportReport", "fitting_id", "import_paths", "read_paths", "write_sessions"]
 
 
 @dataclass(frozen=True)
@@ -82,13 +82,51 @@ def write_sessions(
     store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
 ) -> list[ImportReport]:
     """Write sessions read by :func:`read_paths`, one transaction each, then their trace rows
-    (:func:`agenttrail.ingest.traces.capture`)."""
+    (:func:`agenttrail.ingest.traces.capture`).
+
+    A session whose source id does not follow the id rule (``agenttrail.model.SESSION_ID_RULE``)
+    is written under an id derived from it (:func:`fitting_id`), the same on every import;
+    the source's id is kept in its metadata as ``sourceSessionId``.
+
+    Raises:
+        FormatError: an export's session id does not follow the id rule and the session is
+            not in the log yet (its chain hashes cover the id, so it cannot be changed);
+            raised before anything is written.
+    """
+    sessions = list(parsed)
+    placed = [(path, _placed(store, path, imported)) for path, imported in sessions]
     reports = []
-    for path, imported in parsed:
+    for path, imported in placed:
         report = _write(store, path, imported)
         capture(store, report.session_id)
         reports.append(report)
     return reports
+
+
+def fitting_id(source_id: str) -> str:
+    """The id a session whose source id does not follow the id rule is imported under: a
+    UUID derived from the source id alone, so that importing the file again finds it."""
+    return content_session_id("session-id", source_id.encode("utf-8", "surrogatepass"))
+
+
+def _placed(store: LogStore, path: Path, imported: ImportedSession) -> ImportedSession:
+    """``imported`` under the id it is written to: its own when it follows the id rule or is
+    in the log already (imported before the rule), else :func:`fitting_id`'s."""
+    source_id = imported.session.id
+    assert source_id is not None, "read_file gives every session an id"
+    if is_session_id(source_id) or store.head(source_id) is not None:
+        return imported
+    if imported.exported_hashes is not None:
+        raise FormatError(
+            f"session id {source_id!r} does not follow the id rule: {SESSION_ID_RULE} (an "
+            "export's chain hashes cover its session id, so it cannot be imported under another)",
+            path=str(path),
+            field="session_id",
+        )
+    metadata = {**imported.session.metadata, "sourceSessionId": source_id}
+    return replace(
+        imported, session=replace(imported.session, id=fitting_id(source_id), metadata=metadata)
+    )
 
 
 def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:
@@ -106,9 +144,25 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
     assert session_id is not None, "read_file gives every session an id"
     if imported.exported_hashes is not None:
         return _write_export(store, path, imported, session_id)
+    if "rechained" in imported.session.metadata:
+        _check_rechained(store, path, session_id)
     results = store.append_batch(session_id, imported.events, create=_filled(imported))
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
+
+
+def _check_rechained(store: LogStore, path: Path, session_id: str) -> None:
+    """A re-chained export (docs/log-format.md, Export) is a new session: it may only add to
+    a session that was itself imported re-chained, never to one with a chain of its own."""
+    try:
+        existing = store.get_session(session_id)
+    except SessionNotFound:
+        return
+    if "rechained" not in existing.metadata:
+        raise InputError(
+            f"{path}: session {session_id} already exists; an export without its chain "
+            "hashes cannot be imported into it"
+        )
 
 
 def _write_export(

@@ -24,7 +24,7 @@ from agenttrail.errors import ChainBroken, InputError
 from agenttrail.evidence.traces import verify_traces
 from agenttrail.log.chain import ChainReader, verify
 from agenttrail.log.store import Archive, EventLog, LogStore
-from agenttrail.model import Session
+from agenttrail.model import SESSION_ID_RULE, Session, is_session_id
 
 __all__ = ["MigratedSession", "MigrationReport", "MigrationSource", "migrate"]
 
@@ -84,8 +84,10 @@ def migrate(source: MigrationSource, target: LogStore) -> MigrationReport:
         tombstones written.
 
     Raises:
-        InputError: source and target are the same log, or a session on the target is not a
-            prefix of the source's (another log's session under the same id).
+        InputError: source and target are the same log, a session on the target is not a
+            prefix of the source's (another log's session under the same id), or a session
+            to create on the target has an id that does not follow the id rule
+            (``agenttrail.model.SESSION_ID_RULE``; refused before anything is copied).
         ChainBroken: a source session does not verify (``agenttrail verify`` on the source
             says the same); the sessions before it are copied.
         SessionExists: a session id was removed from the target by retention.
@@ -93,7 +95,16 @@ def migrate(source: MigrationSource, target: LogStore) -> MigrationReport:
     """
     if source.url == target.url:
         raise InputError(f"--from and --to are the same database ({source.url})")
-    copied = [_copy_session(source, target, session) for session in source.sessions()]
+    sessions = source.sessions()
+    for session in sessions:
+        # A session made before the id rule cannot be created on the target: its chain
+        # hashes cover its id. Refused before anything is copied, not halfway through.
+        if not is_session_id(session.id) and target.head(session.id) is None:
+            raise InputError(
+                f"session id {session.id!r} does not follow the id rule: {SESSION_ID_RULE} "
+                f"(it stays readable in {source.url}; nothing was copied)"
+            )
+    copied = [_copy_session(source, target, session) for session in sessions]
     tombstones = sum(target.copy_tombstone(stone) for stone in source.tombstones())
     verdicts = {v.session_id: v for v in verify(target, [m.session_id for m in copied])}
     checked: list[MigratedSession] = []

@@ -40,11 +40,20 @@ from agenttrail.model.reading import (
     prose_text,
     text_of,
     tool_status,
+    usage_of,
+    usage_totals,
 )
-from agenttrail.model.sessions import NewSession, Session
+from agenttrail.model.sessions import (
+    SESSION_ID_RULE,
+    NewSession,
+    Session,
+    check_session_id,
+    is_session_id,
+)
 from agenttrail.model.traces import NewTrace, TraceRow
 
 __all__ = [
+    "SESSION_ID_RULE",
     "Actor",
     "Attachment",
     "ContentPart",
@@ -59,11 +68,13 @@ __all__ = [
     "attachment_of",
     "attachments",
     "block_order",
+    "check_session_id",
     "content_order",
     "content_text",
     "error",
     "event_actor",
     "failed",
+    "is_session_id",
     "message",
     "message_text",
     "meta",
@@ -79,4 +90,6 @@ __all__ = [
     "tool_result",
     "tool_status",
     "usage",
+    "usage_of",
+    "usage_totals",
 ]

@@ -28,8 +28,9 @@ how every message without interleaving (and every message stored before the fiel
 read (:func:`block_order`; :func:`agenttrail.model.reading.content_order` reads it back).
 
 Any other mapping is kept verbatim and rendered generically. ``meta`` is
-``{model, provider, usage: {input, output, cache_read, cache_write}, duration_ms, location?}``;
-usage counts are tokens and an unknown count is ``None``, never 0.
+``{model, provider, usage: {input, output, cache_read, cache_write}, usage_raw?, duration_ms,
+location?}``; usage counts are tokens, each token in exactly one kind (:func:`usage`), and an
+unknown count is ``None``, never 0. ``usage_raw`` is the provider's own usage object, verbatim.
 """
 
 from __future__ import annotations
@@ -139,7 +140,22 @@ def usage(
     cache_read: int | None = None,
     cache_write: int | None = None,
 ) -> dict[str, int | None]:
-    """Token usage of one model call, per kind; ``None`` where the provider did not say."""
+    """Token usage of one model call, per kind; ``None`` where the provider did not say.
+
+    The kinds are disjoint, so their sum is every token the call processed and a sum over
+    calls counts no token twice (docs/log-format.md, Usage):
+
+    - ``input``: prompt tokens neither read from nor written to a prompt cache;
+    - ``output``: tokens generated (reasoning tokens included);
+    - ``cache_read``: prompt tokens read from the cache;
+    - ``cache_write``: prompt tokens written to the cache.
+
+    Anthropic reports them this way (``input_tokens`` excludes ``cache_read_input_tokens`` and
+    ``cache_creation_input_tokens``, https://docs.anthropic.com/en/docs/build-with-claude/
+    prompt-caching); OpenAI's ``prompt_tokens`` / ``input_tokens`` include the cached tokens
+    (``prompt_tokens_details.cached_tokens`` / ``input_tokens_details.cached_tokens``,
+    https://platform.openai.com/docs/guides/prompt-caching), so its importer subtracts them.
+    """
     return {"input": input, "output": output, "cache_read": cache_read, "cache_write": cache_write}
 
 
@@ -150,6 +166,7 @@ def meta(
     usage: dict[str, int | None] | None = None,
     duration_ms: float | None = None,
     location: str | None = None,
+    usage_raw: dict[str, Any] | None = None,
 ) -> Payload:
     """The ``meta`` mapping of an event: which model answered, where, at what cost.
 
@@ -158,6 +175,9 @@ def meta(
         provider: who served it (``anthropic``, ``openai``, ``ollama``).
         usage: token counts from :func:`usage`; ``None`` when unknown altogether.
         duration_ms: wall time of the call in milliseconds.
+        usage_raw: the provider's usage object as it reported it, kept beside ``usage``
+            (written as ``usage_raw`` only when given). Its presence also says that ``usage``
+            follows the disjoint kinds of :func:`usage` (``model.reading.usage_of``).
         location: ``local`` or ``remote``, where the computation ran (Fountain INT./EXT.).
 
     Raises:
@@ -169,6 +189,8 @@ def meta(
         "usage": usage,
         "duration_ms": duration_ms,
     }
+    if usage_raw is not None:
+        out["usage_raw"] = usage_raw
     if location is not None:
         if location not in ("local", "remote"):
             raise InputError(f"location must be 'local' or 'remote', not {location!r}")

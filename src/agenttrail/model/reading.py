@@ -13,12 +13,14 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from agenttrail.codec import json_line
 
 __all__ = [
+    "USAGE_KINDS",
     "Attachment",
     "ContentPart",
     "ToolStatus",
@@ -34,6 +36,8 @@ __all__ = [
     "prose_text",
     "text_of",
     "tool_status",
+    "usage_of",
+    "usage_totals",
 ]
 
 Payload = dict[str, Any]
@@ -394,3 +398,54 @@ def prose_text(value: Any) -> str:
     if rest == [] or (isinstance(rest, dict) and rest.get("content") == [] and len(rest) == 1):
         return ""
     return content_text(rest)
+
+
+USAGE_KINDS = ("input", "output", "cache_read", "cache_write")
+"""The token kinds of ``meta.usage``, disjoint (:func:`agenttrail.model.events.usage`)."""
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_of(meta: Any) -> dict[str, int | None] | None:
+    """The token usage of an event's ``meta``, each token in one kind; ``None`` when the meta
+    reports none.
+
+    Rule (docs/log-format.md, Usage): the kinds are disjoint. Events that OpenAI's importer
+    wrote before ``meta.usage_raw`` existed counted the cache reads inside ``input`` too;
+    they are recognised by provider ``openai`` and no ``usage_raw`` key, and read with the
+    cache reads taken out of ``input`` (the stored bytes are never rewritten). A count that
+    is not an integer reads as ``None``.
+
+    Returns:
+        ``{input, output, cache_read, cache_write}`` in tokens, ``None`` where unknown.
+    """
+    if not isinstance(meta, dict) or not isinstance(meta.get("usage"), dict):
+        return None
+    usage = meta["usage"]
+    counts = {kind: _count(usage.get(kind)) for kind in USAGE_KINDS}
+    prompt, cached = counts["input"], counts["cache_read"]
+    old_openai = meta.get("provider") == "openai" and "usage_raw" not in meta
+    if old_openai and prompt is not None and cached is not None and cached <= prompt:
+        counts["input"] = prompt - cached
+    return counts
+
+
+def usage_totals(payloads: Iterable[Payload]) -> dict[str, int | None]:
+    """Token totals of payloads (a session's events), per kind, no token counted twice.
+
+    Each payload's ``meta`` is read with :func:`usage_of`; payloads without usage add
+    nothing.
+
+    Returns:
+        ``{input, output, cache_read, cache_write}``: the sum of each kind over the payloads
+        that report it, ``None`` for a kind none reports (never a made-up 0).
+    """
+    totals: dict[str, int | None] = dict.fromkeys(USAGE_KINDS)
+    for payload in payloads:
+        counts = usage_of(payload.get("meta")) if isinstance(payload, dict) else None
+        for kind, count in (counts or {}).items():
+            if count is not None:
+                totals[kind] = (totals[kind] or 0) + count
+    return totals

@@ -1,14 +1,64 @@
-"""Sessions: who and what a log is about (a session row), and what to create one from.
+"""Sessions: who and what a log is about (a session row), what to create one from, and the
+rule a new session's id follows.
 
 User identity lives here and nowhere else (docs/architecture.md, Vocabulary).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NewSession", "Session"]
+from agenttrail.errors import InputError
+
+__all__ = [
+    "SESSION_ID_MAX_CHARS",
+    "SESSION_ID_RULE",
+    "NewSession",
+    "Session",
+    "check_session_id",
+    "is_session_id",
+]
+
+SESSION_ID_MAX_CHARS = 200
+"""Longest session id (characters): the length the store always allowed, and room for a
+Claude Code subagent's ``<uuid>:agent-<id>``."""
+
+SESSION_ID_RULE = (
+    f"1 to {SESSION_ID_MAX_CHARS} characters of A-Z a-z 0-9 . _ : -, "
+    "starting with a letter or a digit"
+)
+"""The id rule in words, as error messages and docs/log-format.md (Session ids) give it."""
+
+_SESSION_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{SESSION_ID_MAX_CHARS - 1}}}")
+"""Why these characters: an id is one URL path segment (``/v1/sessions/{id}``, the viewer)
+and one command-line argument. ``/`` would split the segment, ``.`` and ``..`` are removed
+by URL normalisation, ``%``, ``?``, ``#`` and spaces need escaping that links forget, and a
+leading ``-`` reads as an option. UUIDs, the ids imports derive from files, and Claude
+Code's ``<uuid>:agent-<id>`` all fit."""
+
+
+def is_session_id(value: object) -> bool:
+    """True when ``value`` is a session id a new session may have (:data:`SESSION_ID_RULE`)."""
+    return isinstance(value, str) and _SESSION_ID.fullmatch(value) is not None
+
+
+def check_session_id(value: object) -> str:
+    """``value``, when a new session may have it as its id.
+
+    Sessions created before the rule existed keep their ids; they are read, verified and
+    appended to as before. The rule applies where a session is created: the store's
+    ``create_session`` and ``append_batch(create=…)``, and so the recorder, the REST API,
+    import and migrate (docs/log-format.md, Session ids).
+
+    Raises:
+        InputError: ``session id '…' does not follow the id rule: …``.
+    """
+    if not is_session_id(value):
+        raise InputError(f"session id {value!r} does not follow the id rule: {SESSION_ID_RULE}")
+    assert isinstance(value, str)
+    return value
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from agenttrail.errors import InputError
 from agenttrail.model import Actor, Event
+from agenttrail.model.parts import whole_messages
 
 __all__ = ["AssistantTurn", "Call", "Note", "Plan", "SystemItem", "UserItem", "plan"]
 
@@ -127,7 +128,8 @@ def _result_id(event: Event) -> str | None:
 
 
 def select(events: Iterable[Event], upto_seq: int | None) -> list[Event]:
-    """The events with ``seq <= upto_seq`` (all when ``None``), in seq order.
+    """The events with ``seq <= upto_seq`` (all when ``None``), in seq order, an API message
+    stored in growing parts read once, whole (:func:`agenttrail.model.parts.whole_messages`).
 
     Raises:
         InputError: ``upto_seq`` is negative, or the events belong to several sessions.
@@ -140,7 +142,7 @@ def select(events: Iterable[Event], upto_seq: int | None) -> list[Event]:
     sessions = sorted({e.session_id for e in chosen})
     if len(sessions) > 1:
         raise InputError(f"replay takes one session's events, got {len(sessions)} sessions")
-    return chosen
+    return whole_messages(chosen)
 
 
 def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
@@ -223,7 +225,11 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
     items: list[PlanItem] = []
     skipped: Counter[str] = Counter()
     open_turn: AssistantTurn | None = None
+    failures: list[int] = []  # seqs of the errors logged since the last item was planned
+    planned = 0
     for event in chosen:
+        if len(items) != planned:
+            planned, failures = len(items), []
         kind = event.type
         payload = event.payload
         role = payload.get("role") if kind == "message" else None
@@ -260,15 +266,48 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
                 if actor == Actor.TRIGGER.value
                 else "user"
             )
-            items.append(UserItem(user_kind, event))
+            retried = _retried(items, user_kind, event) if failures else None
+            if retried is not None:
+                notes.append(_retry_note(event, retried, failures))
+            else:
+                items.append(UserItem(user_kind, event))
             open_turn = None
         elif kind == "message":
             notes.append(Note(event.seq, "unknown_role", f"message with role {role!r}: not sent"))
         else:
             skipped[str(kind)] += 1
+            if kind == "error":
+                failures.append(event.seq)
     if skipped:
         listed = ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))
         notes.append(
             Note(None, "not_sent", f"events that are not model messages, not sent: {listed}")
         )
     return Plan(items, tuple(tools), notes)
+
+
+def _retried(items: list[PlanItem], kind: UserKind, event: Event) -> Event | None:
+    """The user message ``event`` repeats, when the client sent it again after failures.
+
+    That is: ``event`` is the user's own message, the item planned last is the user's own
+    message with the same text and blocks, and only failures (``error`` events, which are
+    not sent) were logged between the two. The log keeps every attempt; replay sends one.
+    """
+    last = items[-1] if items else None
+    if kind != "user" or not isinstance(last, UserItem) or last.kind != "user":
+        return None
+    before, now = last.event.payload, event.payload
+    if (before.get("content"), before.get("blocks")) != (now.get("content"), now.get("blocks")):
+        return None
+    return last.event
+
+
+def _retry_note(event: Event, first: Event, failures: list[int]) -> Note:
+    seqs = ", ".join(str(seq) for seq in failures)
+    failed = "the failure at seq" if len(failures) == 1 else "the failures at seqs"
+    return Note(
+        event.seq,
+        "retried_user",
+        f"the user message of seq {first.seq} sent again after {failed} {seqs}: one turn, "
+        "sent once",
+    )

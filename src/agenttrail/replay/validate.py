@@ -10,6 +10,7 @@ them all.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,10 @@ def validate(
           assistant message with 'tool_calls' must be followed by tool messages responding to
           each 'tool_call_id'", API error), once [duplicate_tool_result];
         - tool calls have a non-empty unique ``id``, a ``function`` with string ``name`` and
-          ``arguments`` [tool_call_shape, duplicate_tool_call_id];
+          ``arguments`` [tool_call_shape, duplicate_tool_call_id], and the arguments are JSON
+          text [arguments_not_json] ("The arguments to call the function with, as generated
+          by the model in JSON format", ``function.arguments``; the replay of a call whose
+          recorded arguments never were JSON, e.g. a stream cut short, breaks it);
         - user, system, developer and tool messages have ``content`` ("Required") and, by the
           replay rule, not an empty one [empty_content]; an assistant message has content or
           tool calls (docs/replay.md: never an empty assistant message) [empty_assistant];
@@ -102,7 +106,9 @@ def validate(
           for function call output with call_id …", API error), unless the input continues a
           stored response (``previous_response_id``), whose calls are not in the list;
         - call ids are non-empty and unique, function calls have string ``name`` and
-          ``arguments`` [call_shape, duplicate_call_id]; message items have a known role
+          ``arguments`` [call_shape, duplicate_call_id] that are JSON text
+          [arguments_not_json] ("A JSON string of the arguments to pass to the function",
+          ``function_call`` item); message items have a known role
           [unknown_role] and non-empty content [empty_content, empty_assistant].
 
     All providers: the list is not empty [empty_request] (OpenAI and Anthropic require at
@@ -133,6 +139,18 @@ def validate(
 
 def _empty(content: Any) -> bool:
     return content is None or content == "" or content == []
+
+
+_NOT_JSON = "function arguments must be a JSON string (the arguments to call the function with)"
+
+
+def _json(text: str) -> bool:
+    """``text`` parses as JSON, as the API's JSON-string arguments must."""
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 class _Chat:
@@ -238,6 +256,8 @@ class _Chat:
                     "tool_call_shape",
                     "a function call needs function.name and function.arguments strings",
                 )
+            elif kind == "function" and isinstance(spec, dict) and not _json(spec["arguments"]):
+                self.add(i, j, "arguments_not_json", _NOT_JSON)
         return bool(self.expected)
 
 
@@ -448,6 +468,8 @@ class _Responses:
                     isinstance(item.get("name"), str) and isinstance(item.get("arguments"), str)
                 ):
                     self.add(i, "call_shape", "a function_call needs name and arguments strings")
+                elif kind == "function_call" and not _json(item["arguments"]):
+                    self.add(i, "arguments_not_json", _NOT_JSON)
         for call_id, i in calls.items():
             if call_id not in answered:
                 self.add(

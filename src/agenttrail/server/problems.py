@@ -3,8 +3,9 @@
 Each :class:`~agenttrail.errors.AgentTrailError` becomes one status, the first class in
 :data:`STATUS` that it is an instance of (so a subclass is listed before its parent), with
 the error's message as ``detail`` and, for some, a field that says more: the turn that holds
-the lock, the payload limit. A request that does not fit a route's shape is 422 naming the
-field. The table of statuses is in docs/server.md.
+the lock, the payload limit, the seqs of a failed tool's logged call and result. A request
+that does not fit a route's shape is 422 naming the field. The table of statuses is in
+docs/server.md.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from agenttrail.errors import (
     PayloadTooLarge,
     SessionExists,
     SessionNotFound,
+    ToolFailed,
     TurnInFlight,
     Unauthorized,
 )
@@ -61,6 +63,14 @@ def problem_of(exc: AgentTrailError) -> JSONResponse:
         extra = {"turn_id": exc.turn_id, "expires_at": exc.expires_at}
     elif isinstance(exc, PayloadTooLarge):
         extra = {"limit": exc.limit}
+    elif isinstance(exc, ToolFailed):
+        # The members of a tool call's answer, so that a client finds the logged events.
+        extra = {
+            "call_seq": exc.call_seq,
+            "result_seq": exc.result_seq,
+            "output": None,
+            "error": str(exc),
+        }
     for kind, status, title in STATUS:
         if isinstance(exc, kind):
             return problem(status, title, str(exc), **extra)

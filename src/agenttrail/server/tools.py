@@ -19,14 +19,24 @@ from typing import Any
 import jsonschema
 
 from agenttrail.errors import InputError, ToolError
+from agenttrail.limits import byte_limit
+from agenttrail.server.workspace import Workspace
 
-__all__ = ["ENTRY_POINT_GROUP", "Tool", "ToolRegistry", "workspace_tools"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "MAX_READ_BYTES",
+    "Tool",
+    "ToolRegistry",
+    "read_limit",
+    "workspace_tools",
+]
 
 ENTRY_POINT_GROUP = "agenttrail.tools"
 """Entry point group of extra tools: each entry point is a callable ``(workspace) -> Tool``."""
 
 MAX_READ_BYTES = 1024 * 1024
-"""Largest file ``read_file`` returns (bytes): a user's palette is not a bulk transfer."""
+"""Largest file ``read_file`` returns by default (bytes): a user's palette is not a bulk
+transfer. ``AGENTTRAIL_MAX_READ_BYTES`` sets another (:func:`read_limit`)."""
 
 
 @dataclass(frozen=True)
@@ -88,48 +98,49 @@ class ToolRegistry:
         return registry
 
 
-def _inside(root: Path, relative: str) -> Path:
-    """The path ``relative`` names inside ``root``, refusing any way out of it.
+def read_limit(max_read_bytes: int | None = None) -> int:
+    """The largest file ``read_file`` returns (bytes): the argument, else
+    ``AGENTTRAIL_MAX_READ_BYTES``, else :data:`MAX_READ_BYTES`.
 
-    Absolute paths, ``..`` that climbs out, and symbolic links that lead out are refused.
+    Raises:
+        InputError: the limit is not a positive integer.
     """
-    if Path(relative).is_absolute():
-        raise ToolError(
-            f"path {relative!r}: absolute paths are refused; name a path in the workspace"
-        )
-    base = root.resolve()
-    target = (base / relative).resolve()
-    if not target.is_relative_to(base):
-        raise ToolError(f"path {relative!r} leads outside the workspace")
-    return target
+    return byte_limit(max_read_bytes, "AGENTTRAIL_MAX_READ_BYTES", MAX_READ_BYTES, "read limit")
 
 
-def workspace_tools(root: Path) -> list[Tool]:
-    """``read_file``, ``write_file`` and ``list_dir``, confined to ``root``."""
+def workspace_tools(root: Path, *, max_read_bytes: int | None = None) -> list[Tool]:
+    """``read_file``, ``write_file`` and ``list_dir``, confined to ``root``
+    (:class:`~agenttrail.server.workspace.Workspace` says how).
+
+    Args:
+        root: the workspace folder.
+        max_read_bytes: the largest file ``read_file`` returns (:func:`read_limit`).
+
+    Raises:
+        InputError: the read limit is not a positive integer.
+    """
+    workspace = Workspace(root)
+    limit = read_limit(max_read_bytes)
     path_schema = {"type": "string", "minLength": 1, "description": "Path inside the workspace."}
 
     def read_file(value: dict[str, Any]) -> dict[str, Any]:
-        path = _inside(root, value["path"])
-        if not path.is_file():
-            raise ToolError(f"no file {value['path']!r} in the workspace")
-        data = path.read_bytes()
-        if len(data) > MAX_READ_BYTES:
-            raise ToolError(f"{value['path']!r} is {len(data):,} bytes, above {MAX_READ_BYTES:,}")
+        data = workspace.read_bytes(value["path"], limit=limit)
         return {"path": value["path"], "content": data.decode("utf-8", "replace")}
 
     def write_file(value: dict[str, Any]) -> dict[str, Any]:
-        path = _inside(root, value["path"])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = value["content"].encode("utf-8")
-        path.write_bytes(data)
+        try:
+            data = value["content"].encode("utf-8")
+        except UnicodeEncodeError as e:  # JSON text may hold a lone surrogate ("\ud800")
+            raise ToolError(
+                f"content: character {e.start} is a lone surrogate, which a file cannot hold "
+                "as UTF-8"
+            ) from None
+        workspace.write_bytes(value["path"], data)
         return {"path": value["path"], "bytes": len(data)}
 
     def list_dir(value: dict[str, Any]) -> dict[str, Any]:
-        path = _inside(root, value.get("path") or ".")
-        if not path.is_dir():
-            raise ToolError(f"no folder {value.get('path')!r} in the workspace")
-        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
-        return {"path": value.get("path") or ".", "entries": entries}
+        path = value.get("path") or "."
+        return {"path": path, "entries": workspace.entries(path)}
 
     return [
         Tool(

@@ -26,7 +26,9 @@ from agenttrail.model import (
     prose_text,
     text_of,
     tool_status,
+    usage_of,
 )
+from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import TextRun, reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
 
@@ -79,7 +81,8 @@ def render_session(
     Args:
         console: where to print.
         session: the session row (title, agent, user, workspace, started).
-        events: the session's events in seq order.
+        events: the session's events in seq order (an API message stored in growing parts
+            is shown once, :func:`agenttrail.model.parts.whole_messages`).
         full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
         broken_at: the first seq whose chain does not verify, marked on its row.
     """
@@ -95,7 +98,7 @@ def render_session(
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
     console.print(header)
-    console.print(transcript_table(list(events), full=full, broken_at=broken_at))
+    console.print(transcript_table(whole_messages(events), full=full, broken_at=broken_at))
 
 
 def transcript_table(
@@ -292,8 +295,8 @@ def _meta_line(meta: Any) -> str:
     if not isinstance(meta, dict):
         return ""
     parts = [str(meta[k]) for k in ("model", "provider", "location") if meta.get(k)]
-    usage = meta.get("usage")
-    if isinstance(usage, dict):
+    usage = usage_of(meta)  # one meaning for every provider, older OpenAI events included
+    if usage is not None:
         counts = [
             f"{label} {usage[key]}"
             for key, label in (

@@ -39,6 +39,10 @@ ids. A request that does not extend that conversation is appended from where it 
 a warning naming the exchange. Pairing of calls and results is left to
 :func:`agenttrail.views.pairing.pair_tool_calls` (by id over the whole session).
 
+A response with the ``id`` of a response already read (a retried recording, two records of
+one response) is imported once: its exchange adds nothing but a warning and an
+``annotation`` of kind ``import_warning`` naming the message id.
+
 Truncated SSE streams (no ``message_stop``) are assembled from what arrived, with a warning; a
 last event whose JSON was cut off is dropped with a warning. Malformed JSON anywhere else, and
 a content block without a ``type``, raise :class:`~agenttrail.errors.FormatError`.

@@ -170,7 +170,12 @@ def result_payload(builder: Reporter, block: dict[str, Any], at: str) -> dict[st
 
 
 def usage_counts(builder: Reporter, value: Any, at: str) -> dict[str, int | None] | None:
-    """Token counts; a count the response does not report is ``None``, a reported 0 stays 0."""
+    """Token counts; a count the response does not report is ``None``, a reported 0 stays 0.
+
+    The Messages API's kinds are already disjoint (``input_tokens`` excludes the cache reads
+    and writes, https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching), so each
+    maps to its kind of :func:`agenttrail.model.events.usage` as it is.
+    """
     if value is None:
         return None
     if not isinstance(value, dict):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import title_from
+from agenttrail.formats._common import import_warning, recorded_again, title_from
 from agenttrail.formats.anthropic._blocks import (
     block_text,
     call_payload,
@@ -52,6 +52,9 @@ class Builder:
     """The session's metadata from the requests (client, URL, model, tools)."""
     exchanges: int = 0
     """How many recorded exchanges were read."""
+    response_ids: dict[str, Any] = field(default_factory=dict)
+    """The id of each response read so far, with its fingerprint: a response recorded again
+    is imported once."""
 
     @property
     def where(self) -> str:
@@ -217,11 +220,17 @@ class Builder:
         if not isinstance(content, list):
             raise self.fail("expected a list of content blocks", f"{at}.content")
         message_id = optional(self, body, "id", str, at)
+        if message_id is not None and message_id in self.response_ids:
+            self.again(message_id, key or f"x{k}:response", created)
+            return
+        if message_id is not None:
+            self.response_ids[message_id] = fingerprint(body)
         model = optional(self, body, "model", str, at)
         meta = events.meta(
             model=model,
             provider=PROVIDER,
             usage=usage_counts(self, body.get("usage"), f"{at}.usage"),
+            usage_raw=body["usage"] if isinstance(body.get("usage"), dict) else None,
             location="remote",
         )
         extra = {
@@ -242,6 +251,16 @@ class Builder:
             arguments=arguments,
         )
         self.conversation = [*self.conversation, fingerprint(body)]
+
+    def again(self, response_id: str, key: str, created: str | None) -> None:
+        """A response already read (same id), recorded again: not appended a second time; a
+        warning, and an ``import_warning`` annotation in its place."""
+        text = recorded_again(response_id)
+        self.warn(text)
+        self.add(import_warning(f"{self.path.name}: {text}"), f"{key}:again", created)
+        known = self.response_ids[response_id]
+        if not self.conversation or self.conversation[-1] != known:
+            self.conversation = [*self.conversation, known]
 
     def error(
         self,

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agenttrail.formats._common import json_prefix
 from agenttrail.formats.http.recording import header
 from agenttrail.providers import anthropic, openai
 
@@ -35,8 +36,9 @@ def sniff(path: Path, data: bytes) -> bool:
 
     Not claimed: OpenAI Chat Completions messages (``tool_calls``, ``tool`` / ``system``
     roles, string content only), JSON Lines files (Claude Code transcripts, agenttrail's own
-    export). Files up to 8 MiB are parsed for the answer; malformed ones are judged by their
-    first bytes so that :func:`read` can name the fault.
+    export). Files up to 8 MiB are parsed for the answer; a larger one by the JSON shape of its
+    first :data:`_SNIFF_PREFIX` bytes, and malformed ones by their first bytes so that
+    :func:`read` can name the fault.
     """
     head = data[:_SNIFF_PREFIX].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith((b"event:", b"data:", b":")):
@@ -50,6 +52,9 @@ def sniff(path: Path, data: bytes) -> bool:
             pass
         else:
             return document_kind(doc) is not None
+    doc = json_prefix(data, _SNIFF_PREFIX)  # too large to parse: the shape its prefix gives
+    if doc is not None and document_kind(doc) is not None:
+        return True
     return _looks_anthropic(head.decode("utf-8", errors="replace"))
 
 

@@ -52,13 +52,19 @@ def read_exchange(builder: Builder, item: dict[str, Any], at: str, k: int) -> No
     body = recorded_body(builder, request.get("body"), f"{at}.request.body")
     if not isinstance(body, dict):
         raise builder.fail("expected a JSON object", f"{at}.request.body")
-    builder.request(body, f"{at}.request.body", k, created)
     status = response.get("status_code")
     if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
         raise builder.fail("expected an integer HTTP status", f"{at}.response.status_code")
     reply = recorded_body(builder, response.get("body"), f"{at}.response.body")
+    streamed = None
     if isinstance(reply, str) and reply.lstrip().startswith(("event:", "data:")):
         streamed = assemble_sse(builder, reply, f"{at}.response.body")
+    again = _recorded_again(builder, reply, streamed)
+    if again is not None:  # a retried recording: its request and response are already in
+        builder.again(again, f"x{k}:response", created)
+        return
+    builder.request(body, f"{at}.request.body", k, created)
+    if streamed is not None:
         for n, part in enumerate(streamed):
             key = f"x{k}:s{n}"
             if isinstance(part, Streamed):
@@ -78,6 +84,21 @@ def read_exchange(builder: Builder, item: dict[str, Any], at: str, k: int) -> No
     else:
         reply = mapping(builder, reply, f"{at}.response.body")
         builder.response(reply, f"{at}.response.body", k, created, request_id)
+
+
+def _recorded_again(builder: Builder, reply: Any, streamed: list[Any] | None) -> str | None:
+    """The id of a response already read, when this exchange's response is that one again."""
+    if streamed is not None:
+        bodies = [part.body for part in streamed if isinstance(part, Streamed)]
+        reply = bodies[0] if len(bodies) == 1 and len(streamed) == 1 else None
+    if not isinstance(reply, dict) or is_error_body(reply):
+        return None
+    response_id = reply.get("id")
+    return (
+        response_id
+        if isinstance(response_id, str) and response_id in builder.response_ids
+        else None
+    )
 
 
 def _session_meta(builder: Builder, request: dict[str, Any]) -> None:

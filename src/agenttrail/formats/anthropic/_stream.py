@@ -37,7 +37,11 @@ class Streamed:
     line: int
     """Line of its ``message_start`` event."""
     arguments: dict[int, str] = field(default_factory=dict)
-    """Content index → the tool input JSON text as streamed (``input_json_delta``)."""
+    """Content position → the tool input JSON text as streamed (``input_json_delta``)."""
+    slots: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+    """Stream block ``index`` → (position in ``content`` of the block its deltas go to, line
+    of its ``content_block_start``); a position differs from its index only after an index
+    started twice."""
 
 
 @dataclass
@@ -110,7 +114,6 @@ def assemble_sse(
                     f"the message started here has tool input that is not JSON (block "
                     f"{index}); kept as text",
                 )
-        current.body["content"] = [b for b in content if b is not None]
         out.append(current)
         current = None
 
@@ -150,6 +153,7 @@ def assemble_sse(
             body["content"] = list(content or [])
             body["usage"] = dict(usage or {})
             current, buffers, stopped = Streamed(body, line), {}, False
+            current.slots = {i: (i, line) for i in range(len(body["content"]))}
         elif kind in ("ping", None):
             continue
         elif kind == "error":
@@ -180,6 +184,27 @@ def assemble_sse(
     return out
 
 
+def _restarted(
+    where: _Where, current: Streamed, index: int, block: dict[str, Any], line: int
+) -> None:
+    """Warn about a ``content_block_start`` at an index that already started: the stream
+    contradicts itself, so both blocks are named and kept."""
+    position, first = current.slots[index]
+    earlier = current.body["content"][position]
+
+    def named(b: dict[str, Any]) -> str:
+        return (
+            f"{b.get('type')} {b['id']!r}" if isinstance(b.get("id"), str) else str(b.get("type"))
+        )
+
+    where.warn(
+        line,
+        f"block {index} ({named(block)}) starts again while block {index} ({named(earlier)}, "
+        f"started at line {first}) is in use; the stream contradicts itself, and both are "
+        f"kept as separate blocks, later deltas of index {index} going to the new one",
+    )
+
+
 def _block_event(
     where: _Where,
     current: Streamed,
@@ -197,19 +222,24 @@ def _block_event(
         block = data.get("content_block")
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise where.fail("expected a content block with a type", line, "content_block.type")
-        if index > len(content):  # blocks start in order (the SDK's accumulator appends them)
-            raise where.fail(f"block {index} starts before block {len(content)}", line, "index")
-        if index == len(content):
-            content.append(None)
-        content[index] = dict(block)
+        started = len(current.slots)
+        if index > started:  # blocks start in order (the SDK's accumulator appends them)
+            raise where.fail(f"block {index} starts before block {started}", line, "index")
+        if index < started:
+            _restarted(where, current, index, block, line)
+        # a block that starts again is a new block after the others, as the SDK's accumulator
+        # appends every content_block_start; later deltas of the index go to it
+        current.slots[index] = (len(content), line)
+        content.append(dict(block))
         if block["type"] in anthropic.TOOL_CALL_BLOCKS:
-            buffers[index] = ""
+            buffers[len(content) - 1] = ""
         return
-    if index >= len(content) or content[index] is None:
+    if index not in current.slots:
         raise where.fail(f"{kind} for block {index}, which never started", line)
     if kind == "content_block_stop":
         return
-    block = content[index]
+    position = current.slots[index][0]
+    block = content[position]
     delta = data.get("delta")
     if not isinstance(delta, dict):
         raise where.fail("expected an object", line, "delta")
@@ -220,7 +250,7 @@ def _block_event(
         if not isinstance(piece, str):
             raise where.fail("expected a string", line, f"delta.{name}")
         if dtype == "input_json_delta":
-            buffers[index] = buffers.get(index, "") + piece
+            buffers[position] = buffers.get(position, "") + piece
             return
         so_far = block.get(name, "")
         if not isinstance(so_far, str):

@@ -27,9 +27,13 @@ Mapping (the importer conventions of docs/architecture.md):
   ``message.model``, provider ``anthropic``, location
   ``remote``, and usage counted once, from the line with the largest ``output_tokens`` (the
   last streamed state): input = ``input_tokens``, output = ``output_tokens``, cache_read =
-  ``cache_read_input_tokens``, cache_write = ``cache_creation_input_tokens``. A line with
+  ``cache_read_input_tokens``, cache_write = ``cache_creation_input_tokens`` (disjoint,
+  docs/log-format.md, Usage), that line's usage object kept as ``meta.usage_raw``. A line with
   ``isApiErrorMessage`` (Claude Code writing an API failure in the model's place, model
-  ``<synthetic>``) is an ``error`` event with ``code`` = ``apiErrorStatus``.
+  ``<synthetic>``) is an ``error`` event with ``code`` = ``apiErrorStatus``. A file imported
+  again after it grew in the middle of a message appends the whole message after the part
+  written first; :func:`agenttrail.model.parts.whole_messages` reads the two as one
+  (docs/log-format.md, Reading a session).
 - **User lines.** ``tool_result`` blocks become ``tool_result`` events (``toolCallId`` =
   ``tool_use_id`` verbatim, ``output`` = ``content`` verbatim, ``is_error`` kept, and the
   line's ``toolUseResult`` side object kept verbatim as ``toolUseResult``). Every run of other

@@ -165,7 +165,9 @@ class Reader:
         )
         # The key names every line merged in: when a live transcript is imported mid-message
         # and again once the message is whole, the whole message is written (after the part
-        # seen first) instead of being skipped as already present.
+        # seen first, which stays: the log is append-only) instead of being skipped as already
+        # present. Readers show the two as one (agenttrail.model.parts, docs/log-format.md,
+        # Reading a session); the tool calls are keyed by their own line, so written once.
         merged = hashlib.sha256("\0".join(p.key for p in group).encode()).hexdigest()[:16]
         suffix = ":message" if len(group) == 1 else f":message:{merged}"
         self._emit(line, suffix, payload, source)
@@ -190,7 +192,7 @@ class Reader:
             output = -1 if output is None else output
             if best is None or output > best_output:
                 best, best_output = (part, usage), output
-        counts = None
+        counts, raw = None, None
         if best is not None:
             part, usage = best
             counts = events.usage(
@@ -199,10 +201,12 @@ class Reader:
                 cache_read=self._count(part, usage, "cache_read_input_tokens"),
                 cache_write=self._count(part, usage, "cache_creation_input_tokens"),
             )
+            raw = usage
         return events.meta(
             model=model,
             provider="anthropic",
             usage=counts,
+            usage_raw=raw,
             location="remote",
         )
 

@@ -50,6 +50,7 @@ from agenttrail.model import (
     text_of,
     tool_status,
 )
+from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 
@@ -213,7 +214,8 @@ def fountain_from_events(session: _SessionLike, items: Sequence[Event]) -> str:
 
     Args:
         session: the session row (title, agent, user, workspace, started, metadata).
-        items: the session's events in seq order.
+        items: the session's events in seq order (read through
+            :func:`agenttrail.model.parts.whole_messages`).
 
     Returns:
         The whole file as text, ending with a newline.
@@ -236,6 +238,7 @@ def fountain_from_events(session: _SessionLike, items: Sequence[Event]) -> str:
         LLAMA3
         There is a compilation error. Line 42 references an undefined variable.
     """
+    items = whole_messages(items)  # an API message stored in growing parts is one speech
     names = _Names.of(session)
     pairing = pair_tool_calls(items)
     scenes, ended = _scenes(items)

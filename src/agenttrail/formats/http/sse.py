@@ -1,10 +1,17 @@
-"""Server-sent events (WHATWG HTML §9.2.6), as recorded LLM streams carry them."""
+"""Server-sent events, as recorded LLM streams carry them, parsed as the WHATWG HTML standard
+says (§9.2.5 "Parsing an event stream" and §9.2.6 "Interpreting an event stream",
+https://html.spec.whatwg.org/multipage/server-sent-events.html#parsing-an-event-stream).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["SSEEvent", "sse_events"]
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+"""The three ways a line may end: CRLF, LF alone, CR alone (§9.2.5, ``end-of-line``)."""
 
 
 @dataclass(frozen=True)
@@ -12,7 +19,8 @@ class SSEEvent:
     """One dispatched event."""
 
     line: int
-    """1-based line of the event's first ``data:`` line in the text."""
+    """1-based line of the event's first ``data:`` line in the text (lines counted as the
+    stream ends them: CRLF, LF or CR)."""
     name: str | None
     """Its ``event:`` field, if any."""
     data: str
@@ -22,15 +30,30 @@ class SSEEvent:
 
 
 def sse_events(text: str) -> list[SSEEvent]:
-    """The events of an SSE stream: each dispatched at a blank line; ``id:``, ``retry:`` and
-    comment lines (``:``) are skipped; a data-less event is not dispatched (WHATWG HTML
-    §9.2.6, "dispatch the event")."""
+    """The events of an SSE stream, in order.
+
+    Rules (WHATWG HTML §9.2.5, "Parsing an event stream", and §9.2.6, "Interpreting an event
+    stream"): one leading U+FEFF byte order mark is ignored; a line ends in CRLF, LF alone or
+    CR alone; a field is ``name: value`` with one space after the colon dropped (a line
+    without a colon is a field with an empty value); an event is dispatched at a blank line;
+    ``id:``, ``retry:``, unknown fields and comment lines (``:``) are skipped; a data-less
+    event is not dispatched. Unlike a browser, a last event the text ends inside is returned,
+    marked incomplete, so that the reader can warn about a cut-off stream.
+
+    Args:
+        text: the stream as text (a recorded response body or a file).
+
+    Returns:
+        The events, each with the line of its first ``data:`` line.
+    """
     found: list[SSEEvent] = []
     name: str | None = None
     data: list[str] = []
     start = 0
-    for number, raw in enumerate(text.split("\n"), start=1):
-        line = raw.removesuffix("\r")
+    lines = _LINE_END.split(text.removeprefix("\ufeff"))
+    if lines and lines[-1] == "":
+        lines.pop()  # the text's last line end, not an empty line
+    for number, line in enumerate(lines, start=1):
         if not line:
             if data:
                 found.append(SSEEvent(start, name, "\n".join(data), True))

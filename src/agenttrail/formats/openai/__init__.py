@@ -47,11 +47,16 @@ Mapping (the importer conventions of docs/architecture.md):
   calls) stay on the message as ``blocks``, verbatim; when they and the calls interleave
   (reasoning between two calls) the message records the ``order`` (docs/log-format.md,
   Block order). A legacy ``function_call`` has id ``""``.
-- Usage: Chat Completions ``prompt_tokens`` / ``completion_tokens`` /
-  ``prompt_tokens_details.cached_tokens``; Responses ``input_tokens`` / ``output_tokens`` /
-  ``input_tokens_details.cached_tokens``; cache writes are not reported (``None``); a response
-  without ``usage`` has ``usage: None``, never zeros.
+- Usage (docs/log-format.md, Usage): Chat Completions ``prompt_tokens`` /
+  ``completion_tokens`` / ``prompt_tokens_details.cached_tokens``; Responses ``input_tokens``
+  / ``output_tokens`` / ``input_tokens_details.cached_tokens``; the cached tokens are taken
+  out of ``input`` (OpenAI counts them inside the prompt) and are ``cache_read``; cache writes
+  are not reported (``None``); the usage object is kept verbatim as ``meta.usage_raw``; a
+  response without ``usage`` has ``usage: None``, never zeros.
 - HTTP status >= 400 → ``error`` with the provider's message and ``code`` = the status.
+- An exchange whose response has the ``id`` of a response already read (a retried recording,
+  two records of one response) is imported once: the copy adds nothing but a warning and an
+  ``annotation`` of kind ``import_warning`` naming the response id.
 - ``created_at``: the response's ``created`` / ``created_at`` (Unix seconds), else its ``Date``
   header; a request's messages take their response's time.
 

@@ -15,7 +15,14 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import JSONValueError, loads, timestamp_or_none, title_from
+from agenttrail.formats._common import (
+    import_warning,
+    is_json,
+    loads,
+    recorded_again,
+    timestamp_or_none,
+    title_from,
+)
 from agenttrail.formats.http.recording import Exchange, fail, join, parse_json_body, type_name
 from agenttrail.formats.openai._detect import endpoint, str_in
 from agenttrail.formats.openai._stream import assemble
@@ -59,6 +66,8 @@ class Builder:
         accepts any of them)."""
         self.previous: int | None = None
         """Number of the last exchange read."""
+        self.response_ids: set[str] = set()
+        """The ids of the responses read so far: a response recorded again is imported once."""
 
     # -- plumbing
 
@@ -94,13 +103,27 @@ class Builder:
         time = exchange.date
         if isinstance(body, dict):
             time = timestamp_or_none(body.get(part.created_field)) or time
-        part.request(exchange, time)
         error = body.get("error") if isinstance(body, dict) else None
         answered = isinstance(body, dict) and bool(body.get("choices") or body.get("output"))
-        if (exchange.status is not None and exchange.status >= 400) or (error and not answered):
+        failed = (exchange.status is not None and exchange.status >= 400) or (
+            error and not answered
+        )
+        response_id = body.get("id") if isinstance(body, dict) and not failed else None
+        if isinstance(response_id, str) and response_id in self.response_ids:
+            # a retried recording: its request and response are already in the session
+            text = recorded_again(response_id)
+            self.warn(exchange, text)
+            note = import_warning(f"{self.path.name}: exchange {exchange.number}: {text}")
+            self.append(note, f"x{exchange.number}:again", time)
+            self.previous = exchange.number
+            return
+        part.request(exchange, time)
+        if failed:
             self.error(exchange, error, time)
         elif isinstance(body, dict):
             part.response(exchange, body, time)
+            if isinstance(response_id, str):
+                self.response_ids.add(response_id)
         self.previous = exchange.number
 
     def api(self, exchange: Exchange) -> str | None:
@@ -151,7 +174,7 @@ class Builder:
         try:
             value = parse_json_body(raw, self.path, where)
         except FormatError:
-            if failed and not _is_json(raw):  # an HTML or plain-text error page: its text
+            if failed and not is_json(raw):  # an HTML or plain-text error page: its text
                 return {"error": {"message": raw.strip()}}
             raise
         if not isinstance(value, dict):
@@ -248,22 +271,47 @@ class Builder:
             raise self.fail(f"expected a list, not {type_name(value)}", join(where, name))
         return value
 
+    def usage(
+        self, usage: Any, where: str, prompt: str, details: str, output: str
+    ) -> tuple[dict[str, int | None] | None, dict[str, Any] | None]:
+        """``(counts, raw)``: the token usage of a response in the log's disjoint kinds, and
+        the provider's usage object as reported (``None``, ``None`` when not reported).
+
+        OpenAI counts the cached prompt tokens (``<details>.cached_tokens``) inside
+        ``<prompt>`` (https://platform.openai.com/docs/guides/prompt-caching;
+        https://platform.openai.com/docs/api-reference/chat/object, ``usage``;
+        https://platform.openai.com/docs/api-reference/responses/object, ``usage``), so
+        ``input`` is ``<prompt>`` less them and ``cache_read`` is them. Cache writes are not
+        reported (``None``). A ``cached_tokens`` above ``<prompt>`` leaves ``input`` unknown.
+
+        Raises:
+            FormatError: ``usage`` is not an object, or a count is not an integer.
+        """
+        if usage is None:
+            return None, None
+        if not isinstance(usage, dict):
+            raise self.fail(f"expected an object, not {type_name(usage)}", where)
+        detail = usage.get(details)
+        total = self.count(usage.get(prompt), f"{where}.{prompt}")
+        cached = self.count(
+            detail.get("cached_tokens") if isinstance(detail, dict) else None,
+            f"{where}.{details}.cached_tokens",
+        )
+        uncached = total
+        if total is not None and cached is not None:
+            uncached = total - cached if cached <= total else None
+        counts = events.usage(
+            input=uncached,
+            output=self.count(usage.get(output), f"{where}.{output}"),
+            cache_read=cached,
+        )
+        return counts, usage
+
     def count(self, value: Any, where: str) -> int | None:
         """A token count as reported (``None`` when not reported)."""
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         raise self.fail(f"expected a token count, not {type_name(value)}", where)
-
-
-def _is_json(text: str) -> bool:
-    """True for JSON text, even with a number :func:`loads` refuses."""
-    try:
-        loads(text)
-    except json.JSONDecodeError:
-        return False
-    except JSONValueError:
-        return True
-    return True
 
 
 def _plain_part(part: dict[str, Any]) -> bool:

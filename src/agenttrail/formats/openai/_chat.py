@@ -174,7 +174,13 @@ class ChatCompletions:
         choices = self.builder.list_field(body, "choices", where)
         if not choices:
             self.builder.warn(exchange, "the response has no choices")
-        usage = self.usage(body.get("usage"), join(where, "usage"))
+        usage, raw = self.builder.usage(
+            body.get("usage"),
+            join(where, "usage"),
+            "prompt_tokens",
+            "prompt_tokens_details",
+            "completion_tokens",
+        )
         model = body.get("model") if isinstance(body.get("model"), str) else None
         keys = set()
         for c, choice in enumerate(choices):
@@ -185,7 +191,11 @@ class ChatCompletions:
             keys.add(self.key(message, f"{at}.message"))
             index = choice.get("index", c)
             meta = events.meta(
-                model=model, provider=PROVIDER, usage=usage if c == 0 else None, location="remote"
+                model=model,
+                provider=PROVIDER,
+                usage=usage if c == 0 else None,
+                usage_raw=raw if c == 0 else None,
+                location="remote",
             )
             self.assistant(
                 message,
@@ -199,19 +209,3 @@ class ChatCompletions:
             )
         if keys:
             self.builder.conversation.append(frozenset(keys))
-
-    def usage(self, usage: Any, where: str) -> dict[str, int | None] | None:
-        """Token usage of a Chat Completions response (``None`` when not reported)."""
-        if usage is None:
-            return None
-        if not isinstance(usage, dict):
-            raise self.builder.fail(f"expected an object, not {type_name(usage)}", where)
-        details = usage.get("prompt_tokens_details")
-        return events.usage(
-            input=self.builder.count(usage.get("prompt_tokens"), f"{where}.prompt_tokens"),
-            output=self.builder.count(usage.get("completion_tokens"), f"{where}.completion_tokens"),
-            cache_read=self.builder.count(
-                details.get("cached_tokens") if isinstance(details, dict) else None,
-                f"{where}.prompt_tokens_details.cached_tokens",
-            ),
-        )

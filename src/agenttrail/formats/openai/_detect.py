@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
+from agenttrail.formats._common import json_prefix
 from agenttrail.formats.http.recording import Exchange, fail, from_cassette, from_record
 from agenttrail.providers import anthropic, openai
 
@@ -21,7 +22,12 @@ __all__ = ["endpoint", "exchanges", "sniff", "str_in"]
 
 _SNIFF_PARSE_LIMIT = 16 * 1024 * 1024
 """Largest JSON file (bytes) that :func:`sniff` parses whole to look at its shape. Recordings
-are kilobytes to a few megabytes; a larger file is left to ``--format openai``."""
+are kilobytes to a few megabytes; a larger file is judged by the shape of its first
+:data:`_SNIFF_PREFIX` bytes (:func:`~agenttrail.formats._common.json_prefix`)."""
+
+_SNIFF_PREFIX = 1024 * 1024
+"""Bytes of a file over :data:`_SNIFF_PARSE_LIMIT` whose JSON shape :func:`sniff` reads: enough
+for the first messages or items of any recording, bounded so that detection stays cheap."""
 
 _SNIFF_HEAD = 64 * 1024
 """How many leading bytes of a file that is not valid JSON are searched for OpenAI markers."""
@@ -55,9 +61,10 @@ def sniff(path: Path, data: bytes) -> bool:
     """True when ``data`` is an OpenAI recording this module reads.
 
     A VCR cassette is recognised by its ``interactions:`` head and an OpenAI endpoint in a
-    ``uri:`` line. A JSON file (up to :data:`_SNIFF_PARSE_LIMIT` bytes) is parsed and its shape
-    checked; Anthropic content blocks or endpoints, JSON Lines (Claude Code transcripts,
-    agenttrail's own export) and other shapes are refused. A file that is not valid JSON is
+    ``uri:`` line. A JSON file (up to :data:`_SNIFF_PARSE_LIMIT` bytes; a larger one by its
+    first :data:`_SNIFF_PREFIX` bytes) is parsed and its shape checked; Anthropic content
+    blocks or endpoints, JSON Lines (Claude Code transcripts, agenttrail's own export) and
+    other shapes are refused. A file that is not valid JSON is
     claimed only when its first bytes carry OpenAI markers and no Anthropic ones, so that
     ``read`` can name where it breaks.
     """
@@ -70,7 +77,9 @@ def sniff(path: Path, data: bytes) -> bool:
 
 def _sniff_json(path: Path, data: bytes) -> bool:
     if len(data) > _SNIFF_PARSE_LIMIT:
-        return False
+        # too large to parse for a look: judge the shape its first bytes give
+        doc = json_prefix(data, _SNIFF_PREFIX)
+        return doc is not None and _is_openai_document(doc, path)
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError):

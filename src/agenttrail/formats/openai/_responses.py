@@ -245,28 +245,17 @@ class Responses:
         output = self.builder.list_field(body, "output", where)
         at = [join(where, f"output[{i}]") for i in range(len(output))]
         keys = [self.item_key(item, at[i]) for i, item in enumerate(output)]
-        usage = body.get("usage")
-        if usage is not None and not isinstance(usage, dict):
-            raise self.builder.fail(
-                f"expected an object, not {type_name(usage)}", join(where, "usage")
-            )
-        counts = None
-        if isinstance(usage, dict):
-            details = usage.get("input_tokens_details")
-            counts = events.usage(
-                input=self.builder.count(
-                    usage.get("input_tokens"), join(where, "usage.input_tokens")
-                ),
-                output=self.builder.count(
-                    usage.get("output_tokens"), join(where, "usage.output_tokens")
-                ),
-                cache_read=self.builder.count(
-                    details.get("cached_tokens") if isinstance(details, dict) else None,
-                    join(where, "usage.input_tokens_details.cached_tokens"),
-                ),
-            )
+        counts, raw = self.builder.usage(
+            body.get("usage"),
+            join(where, "usage"),
+            "input_tokens",
+            "input_tokens_details",
+            "output_tokens",
+        )
         model = body.get("model") if isinstance(body.get("model"), str) else None
-        meta = events.meta(model=model, provider=PROVIDER, usage=counts, location="remote")
+        meta = events.meta(
+            model=model, provider=PROVIDER, usage=counts, usage_raw=raw, location="remote"
+        )
         status = body.get("status")
         self.assistant_items(
             list(enumerate(output)),

@@ -8,6 +8,10 @@ stored).
   concatenated, tool calls arrive in fragments keyed by ``index`` (id, type and name once,
   ``arguments`` in pieces), ``finish_reason`` comes last, and usage comes in a final chunk with
   empty ``choices`` only when ``stream_options.include_usage`` was set (otherwise ``None``).
+  A fragment that names a new call ``id`` at an ``index`` already in use starts a new call
+  there (some OpenAI-compatible servers stream every call at index 0); when the call it
+  follows has arguments that are not yet JSON, the stream contradicts itself and both calls
+  are warned about, each kept with the fragments that arrived for it.
 - Responses API (https://platform.openai.com/docs/api-reference/responses-streaming): the
   ``response.completed`` (or ``.incomplete`` / ``.failed``) event carries the whole response;
   a stream cut before it keeps the ``response.output_item.done`` items and says so.
@@ -16,9 +20,11 @@ stored).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agenttrail.formats._common import is_json
 from agenttrail.formats.http.recording import fail, parse_json_body
 from agenttrail.formats.http.sse import sse_events
 
@@ -65,7 +71,8 @@ def assemble(text: str, path: Path, where: str) -> tuple[dict[str, Any] | None, 
 def _chat_completion(chunks: Chunks, path: Path, where: str) -> tuple[dict[str, Any], list[str]]:
     body: dict[str, Any] = {"object": "chat.completion", "usage": None}
     choices: dict[int, dict[str, Any]] = {}
-    calls: dict[int, dict[int, dict[str, Any]]] = {}
+    calls: dict[int, _Calls] = {}
+    warnings: list[str] = []
     for line, chunk in chunks:
         at = f"{where} (server-sent event at body line {line})"
         if chunk.get("error"):
@@ -92,27 +99,64 @@ def _chat_completion(chunks: Chunks, path: Path, where: str) -> tuple[dict[str, 
             for name in ("content", "refusal"):
                 if isinstance(delta.get(name), str):
                     message[name] = (message.get(name) or "") + delta[name]
-            _call_fragments(delta, calls.setdefault(index, {}), message, path, at)
+            _call_fragments(delta, calls.setdefault(index, _Calls()), message, path, at, line)
             if part.get("finish_reason") is not None:
                 choice["finish_reason"] = part["finish_reason"]
-    warnings = []
     for index, choice in choices.items():
-        if calls.get(index):
-            choice["message"]["tool_calls"] = [calls[index][k] for k in sorted(calls[index])]
+        if index in calls and calls[index].calls:
+            choice["message"]["tool_calls"] = calls[index].in_order()
+            warnings.extend(f"choice {index}: {text}" for text in calls[index].warnings)
         if choice["finish_reason"] is None:
             warnings.append(f"the stream of choice {index} ends without a finish_reason")
     body["choices"] = [choices[k] for k in sorted(choices)]
     return body, warnings
 
 
+@dataclass
+class _Calls:
+    """The tool calls of one choice as they are assembled."""
+
+    calls: list[tuple[int, int, dict[str, Any]]] = field(default_factory=list)
+    """``(index, body line of its first fragment, call)`` in the order the calls started."""
+    current: dict[int, int] = field(default_factory=dict)
+    """``index`` → position in :attr:`calls` of the call its fragments now go to."""
+    warnings: list[str] = field(default_factory=list)
+    """Contradictions found (a new call while the one before had no whole arguments)."""
+
+    def at(self, index: int, call_id: Any, line: int) -> dict[str, Any]:
+        """The call a fragment at ``index`` carrying ``call_id`` (``None`` if none) joins."""
+        position = self.current.get(index)
+        if position is not None:
+            _, started, call = self.calls[position]
+            if not (isinstance(call_id, str) and call_id and call["id"] and call_id != call["id"]):
+                return call
+            if not is_json(call["function"]["arguments"]):
+                self.warnings.append(
+                    f"tool call {call_id!r} starts at index {index} (server-sent event at body "
+                    f"line {line}) while call {call['id']!r} there (line {started}) has "
+                    "arguments that are not JSON; the stream contradicts itself, and both "
+                    "calls are kept as their fragments arrived"
+                )
+        new = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+        self.current[index] = len(self.calls)
+        self.calls.append((index, line, new))
+        return new
+
+    def in_order(self) -> list[dict[str, Any]]:
+        """The calls by index, and in the order they started within an index."""
+        return [call for _, _, call in sorted(self.calls, key=lambda c: c[0])]
+
+
 def _call_fragments(
     delta: dict[str, Any],
-    calls: dict[int, dict[str, Any]],
+    calls: _Calls,
     message: dict[str, Any],
     path: Path,
     at: str,
+    line: int,
 ) -> None:
-    """Join tool call fragments: id, type and name come once, arguments in pieces."""
+    """Join tool call fragments: id, type and name come once, arguments in pieces; a new id
+    at an index in use starts a new call (:meth:`_Calls.at`)."""
     fragments = delta.get("tool_calls") or []
     if not isinstance(fragments, list):
         raise fail(path, "expected a list of tool call fragments", at)
@@ -122,10 +166,7 @@ def _call_fragments(
         function = fragment.get("function") or {}
         if not isinstance(function, dict):
             raise fail(path, "expected a function object in a tool call fragment", at)
-        call = calls.setdefault(
-            fragment["index"],
-            {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-        )
+        call = calls.at(fragment["index"], fragment.get("id"), line)
         for name in ("id", "type"):
             if isinstance(fragment.get(name), str) and fragment[name]:
                 call[name] = fragment[name]

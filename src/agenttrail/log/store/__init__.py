@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 from agenttrail.errors import InputError
+from agenttrail.limits import byte_limit
 from agenttrail.log.chain import ChainReader
 from agenttrail.model import LogReader, NewEvent, NewSession, NewTrace, Session, TraceRow
 
@@ -137,7 +138,8 @@ class EventLog(LogReader, Protocol):
     """Largest payload an append accepts (bytes of canonical CBOR)."""
 
     def create_session(self, new: NewSession) -> Session:
-        """Create a session. Raises ``SessionExists`` if the id is taken."""
+        """Create a session. Raises ``SessionExists`` if the id is taken, ``InputError`` if it
+        does not follow the id rule (``agenttrail.model.SESSION_ID_RULE``)."""
         ...
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
@@ -247,6 +249,8 @@ class Archive(LogReader, Protocol):
             ChainBroken: a row does not continue the chain (a gap, or a hash that is not the
                 recomputed one): nothing is written.
             SessionExists: the id was removed here by retention.
+            InputError: the session is not here and its id does not follow the id rule
+                (``agenttrail.model.SESSION_ID_RULE``): nothing is written.
         """
         ...
 
@@ -343,13 +347,5 @@ def payload_limit(max_payload_bytes: int | None = None) -> int:
     Raises:
         InputError: the limit is not a positive integer.
     """
-    limit = max_payload_bytes
-    if limit is None:
-        raw = os.environ.get("AGENTTRAIL_MAX_PAYLOAD_BYTES")
-        try:
-            limit = DEFAULT_MAX_PAYLOAD_BYTES if raw is None else int(raw)
-        except ValueError:
-            raise InputError(f"AGENTTRAIL_MAX_PAYLOAD_BYTES={raw!r} is not an integer") from None
-    if limit <= 0:
-        raise InputError(f"the payload limit must be a positive number of bytes, not {limit}")
-    return limit
+    variable = "AGENTTRAIL_MAX_PAYLOAD_BYTES"
+    return byte_limit(max_payload_bytes, variable, DEFAULT_MAX_PAYLOAD_BYTES, "payload limit")

@@ -52,6 +52,7 @@ from agenttrail.log.store._rules import (
     check_created_at,
     check_new_session,
     check_session,
+    check_session_fields,
     check_text,
     check_trace,
     encode_events,
@@ -242,7 +243,12 @@ class EventLogBase(Backend[C]):
     """Sessions and their events (``EventLog``)."""
 
     def create_session(self, new: NewSession) -> Session:
-        """Create a session row. Raises ``SessionExists`` when the id is taken."""
+        """Create a session row.
+
+        Raises:
+            InputError: the id does not follow the id rule (``model.SESSION_ID_RULE``).
+            SessionExists: the id is taken, or was removed by retention.
+        """
         session_id = check_new_session(new)  # drawn once, not once per retry
         self._write("create_session", lambda tx: self._insert_session(tx, with_id(new, session_id)))
         return self.get_session(session_id)
@@ -299,15 +305,18 @@ class EventLogBase(Backend[C]):
             PayloadError: a payload would not round-trip (nothing written).
             PayloadTooLarge: a payload is above ``max_payload_bytes`` (nothing written).
             InputError: a ``created_at``, a key or a field of ``create`` would not be stored
-                as given (nothing written).
+                as given, or the session is to be created and its id does not follow the id
+                rule (``agenttrail.model.SESSION_ID_RULE``); nothing written.
             SessionNotFound: the session does not exist and ``create`` is None.
             TurnInFlight: ``unless_turn`` and an agent turn is in flight (nothing written).
             StoreError: the database failed (PostgreSQL: after bounded retries of conflicts).
         """
         # Everything that can be refused is refused before the lock: it is held only for SQL.
+        # Except the id rule, which applies only if the session is created (_insert_session):
+        # sessions made before the rule are appended to as before.
         encoded = encode_events(events, self.max_payload_bytes)
         if create is not None:
-            check_new_session(with_id(create, session_id))
+            check_session_fields(create)
         keys = sorted({key for _, _, key in encoded if key is not None})
 
         def tx(conn: C) -> list[Appended]:

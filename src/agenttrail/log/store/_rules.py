@@ -20,7 +20,14 @@ from agenttrail.codec import encode_payload
 from agenttrail.errors import InputError, PayloadTooLarge, StoreError
 from agenttrail.log.chain import chain_hasher
 from agenttrail.log.store import Appended, Row
-from agenttrail.model import NewEvent, NewSession, NewTrace, Session, TraceRow
+from agenttrail.model import (
+    NewEvent,
+    NewSession,
+    NewTrace,
+    Session,
+    TraceRow,
+    check_session_id,
+)
 
 __all__ = [
     "SESSION_TEXT_FIELDS",
@@ -33,7 +40,7 @@ __all__ = [
     "check_created_at",
     "check_new_session",
     "check_session",
-    "check_session_id",
+    "check_session_fields",
     "check_text",
     "check_trace",
     "encode_events",
@@ -217,38 +224,33 @@ def with_id(new: NewSession, session_id: str) -> NewSession:
     return dataclasses.replace(new, id=session_id)
 
 
-def check_session_id(session_id: str) -> None:
-    """Raise ``InputError`` unless ``session_id`` is 1–200 printable characters of text."""
-    if not isinstance(session_id, str) or not session_id or len(session_id) > 200:
-        raise InputError(f"session id must be 1 to 200 characters, not {session_id!r}")
-    if not session_id.isprintable() or session_id != session_id.strip():
-        raise InputError(f"session id {session_id!r} has control or surrounding space characters")
-    if not _is_text(session_id):
-        raise InputError(f"session id {session_id!r} is not valid Unicode text")
+def check_session_fields(new: NewSession) -> None:
+    """Raise ``InputError`` when a text field of a session to create would not be stored as
+    given (its id is checked where the row is inserted: :func:`check_new_session`)."""
+    for name in SESSION_TEXT_FIELDS:
+        value = getattr(new, name)
+        if value is not None:
+            check_text(f"session {name}", value)
 
 
 def check_new_session(new: NewSession) -> str:
     """Check a session to create; returns its id (a new UUID when ``new.id`` is ``None``).
 
     Raises:
-        InputError: the id or a text field would not be stored as given.
+        InputError: the id does not follow the id rule (:data:`agenttrail.model.SESSION_ID_RULE`,
+            docs/log-format.md), or a text field would not be stored as given.
     """
-    session_id = new.id if new.id is not None else str(uuid.uuid4())
-    check_session_id(session_id)
-    for name in SESSION_TEXT_FIELDS:
-        value = getattr(new, name)
-        if value is not None:
-            check_text(f"session {name}", value)
+    session_id = check_session_id(new.id if new.id is not None else str(uuid.uuid4()))
+    check_session_fields(new)
     return session_id
 
 
 def check_session(session: Session) -> None:
-    """Check a session row copied from another log (:meth:`LogStore.copy_session`)."""
-    check_session_id(session.id)
-    for name in SESSION_TEXT_FIELDS:
-        value = getattr(session, name)
-        if value is not None:
-            check_text(f"session {name}", value)
+    """Check a session row copied from another log (:meth:`LogStore.copy_session`). Its id
+    was given by that log, perhaps before the id rule: the rule is applied only if the copy
+    creates the session here (:func:`check_new_session`)."""
+    check_text("session id", session.id)
+    check_session_fields(as_new_session(session))
     check_created_at(session.created_at)
 
 

@@ -328,10 +328,17 @@ class PostgresStore(StoreBase[Conn]):
         )
 
     def _insert_session_row(self, tx: Conn, values: Sequence[Any]) -> None:
+        # A race with another creator of the id ends in one of two refusals, depending on
+        # when the other transaction commits: the primary key's (it committed while this
+        # insert waited on the index entry) or the sessions_guard trigger's (it committed
+        # before the trigger looked: schema/postgres-0001.sql). Both mean "taken", like a
+        # tombstone; the caller decides whether that is an error (create_session) or a row
+        # to re-read (append_batch with create). ON CONFLICT DO NOTHING alone would not do:
+        # the BEFORE INSERT trigger fires, and refuses, before the conflict is looked for.
         try:
             with tx.transaction():  # a savepoint: a lost race leaves the rest intact
                 tx.execute(self.sql.insert_session, values)
-        except pgerrors.UniqueViolation:
+        except (pgerrors.UniqueViolation, pgerrors.RestrictViolation):
             raise SessionExists(values[0]) from None
 
     # -- retention --------------------------------------------------------------------------
@@ -467,10 +474,20 @@ def _set_up(conn: Conn, url: PostgresURL, *, create: bool) -> None:
 
 
 def _version(conn: Conn, schema: str) -> int | None:
+    """The log's schema version; ``None`` when the schema holds no agenttrail log.
+
+    The table is looked up with a query of ``pg_class``, which sees what other transactions
+    have committed, and not with ``to_regclass``, which answers from this backend's catalog
+    cache: after waiting for the migration lock, that cache can still say "no such table"
+    about the tables the other opener just committed, and the schema would then look like
+    one that "holds tables but no agenttrail log".
+    """
     table = conn.execute(
-        "SELECT to_regclass(format('%%I.agenttrail_schema', %s::text))", (schema,)
+        "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relname = 'agenttrail_schema'",
+        (schema,),
     ).fetchone()
-    if table is None or table[0] is None:
+    if table is None:
         return None
     row = conn.execute(
         sql.SQL("SELECT max(version) FROM {}.agenttrail_schema").format(sql.Identifier(schema))

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from agenttrail.errors import InputError, TurnInFlight
+from agenttrail.errors import InputError, ToolFailed
 from agenttrail.model import NewEvent, events
 from agenttrail.server._deps import Auth, HubDep, Store, Tools, run
 
@@ -41,27 +41,53 @@ async def invoke(
     registry: Tools,
 ) -> dict[str, Any]:
     """Run one of the user's tools through the same dispatcher the agent's calls use and
-    log the call and its result as actor ``user`` events. 409 while an agent turn is in
-    flight: nothing is run and nothing is appended."""
+    log the call and its result as actor ``user`` events (docs/server.md).
+
+    The call is logged before the tool runs, in a transaction that refuses it while an agent
+    turn is in flight (409) or when it is above the log's payload limit (413): then nothing
+    runs and nothing is logged. Once the call is logged, its result is logged whatever the
+    tool does, and a failure (an error the tool gave or raised, an output the log cannot
+    hold) is answered with 422 carrying ``call_seq``, ``result_seq`` and ``error``.
+
+    Raises:
+        InputError: the input does not fit the tool's schema (422, nothing logged).
+        TurnInFlight: an agent turn holds the turn lock (409, nothing run or logged).
+        PayloadTooLarge: the call is above the log's payload limit (413, nothing run or logged).
+        ToolFailed: the tool failed; its call and its result with the error are logged (422).
+    """
     auth.require("invoke", session_id)
     await run(store.get_session, session_id)
     tool = registry.get(name)
     tool.validate(body)
-    lease = await run(store.current_turn, session_id)
-    if lease is not None:
-        raise TurnInFlight(session_id, lease.turn_id, lease.expires_at)
     call_id = f"user_{uuid.uuid4().hex[:16]}"
+    call = NewEvent(events.tool_call(call_id, name, body, actor="user"))
+    (called,) = await run(store.append_batch, session_id, [call], unless_turn=True)
+    await hub.sync(session_id)
+    # From here the call is on the log: whatever happens, its result goes there too.
     try:
         output: Any = await run(tool.dispatch, dict(body))
         result = events.tool_result(call_id, name, output=output, actor="user")
+        error = None
     except InputError as e:
-        result = events.tool_result(call_id, name, error=str(e), actor="user")
-    batch = [NewEvent(events.tool_call(call_id, name, body, actor="user")), NewEvent(result)]
-    appended = await run(store.append_batch, session_id, batch, unless_turn=True)
+        result, error = _failed(call_id, name, str(e))
+    except Exception as e:  # a tool from an entry point may raise anything
+        result, error = _failed(call_id, name, f"tool {name!r} failed: {type(e).__name__}: {e}")
+    try:
+        (resulted,) = await run(store.append_batch, session_id, [NewEvent(result)])
+    except InputError as e:  # the output is above the payload limit, or will not round-trip
+        result, error = _failed(call_id, name, f"the output of {name!r} cannot be logged: {e}")
+        (resulted,) = await run(store.append_batch, session_id, [NewEvent(result)])
     await hub.sync(session_id)
+    if error is not None:
+        raise ToolFailed(error, call_seq=called.seq, result_seq=resulted.seq)
     return {
-        "call_seq": appended[0].seq,
-        "result_seq": appended[1].seq,
+        "call_seq": called.seq,
+        "result_seq": resulted.seq,
         "output": result.get("output"),
-        "error": result.get("error"),
+        "error": None,
     }
+
+
+def _failed(call_id: str, name: str, error: str) -> tuple[dict[str, Any], str]:
+    """The ``tool_result`` payload of a failed call, and its error."""
+    return events.tool_result(call_id, name, error=error, actor="user"), error

@@ -23,6 +23,7 @@ from agenttrail.model import (
     prose_text,
     text_of,
     tool_status,
+    usage_of,
 )
 from agenttrail.views.order import text_runs
 from agenttrail.views.pairing import ANOMALY_TEXT, Anomaly
@@ -137,12 +138,7 @@ def meta_fields(value: Any) -> dict[str, Any] | None:
     """The ⓘ fields of an event's meta; ``None`` when it says nothing."""
     if not isinstance(value, dict):
         return None
-    usage = value.get("usage")
-    counts = (
-        {k: _number(usage.get(k)) for k in ("input", "output", "cache_read", "cache_write")}
-        if isinstance(usage, dict)
-        else None
-    )
+    counts = usage_of(value)  # one meaning for every provider, older OpenAI events included
     duration = value.get("duration_ms", value.get("durationMs"))
     out = {
         "model": _optional_text(value.get("model")),

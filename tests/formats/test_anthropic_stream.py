@@ -1,0 +1,88 @@
+"""Assembling Anthropic Messages streams (``agenttrail.formats.anthropic._stream``): a
+``content_block_start`` at an index already in use.
+
+The real stream is the Anthropic SDK's ``tool_use_response.txt`` (``tests/formats/_recordings.py``
+cites its SOURCES.md row), read in place; the edited copies are written to ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agenttrail.formats import anthropic
+from tests.formats._recordings import SSE
+
+FIRST_ID = "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+
+
+def _block_one(text: str) -> str:
+    """The events of block 1 (the tool_use) in the real stream, blank lines included."""
+    start = text.index('event: content_block_start\ndata: {"type":"content_block_start","index":1')
+    end = text.index("event: message_delta")
+    return text[start:end]
+
+
+def test_a_block_that_starts_again_is_a_second_block_and_an_anomaly_on_both(
+    tmp_path: Path,
+) -> None:
+    # The real tool_use block streamed again at the same index with another id: before, the
+    # second replaced the first and the first call was lost without a word.
+    text = SSE.read_text()
+    block = _block_one(text)
+    again = block.replace(FIRST_ID, "toolu_second").replace('"ar"', '"ar!"')
+    path = tmp_path / "restarted.txt"
+    path.write_text(text.replace(block, block + again))
+    [imported] = anthropic.read(path, path.read_bytes())
+    calls = [e.payload for e in imported.events if e.payload["type"] == "tool_call"]
+    assert [(c["id"], c["input"]) for c in calls] == [
+        (FIRST_ID, {"location": "Paris"}),
+        ("toolu_second", {"location": "Par!is"}),
+    ]
+    [warning] = imported.warnings
+    assert "block 1 (tool_use 'toolu_second') starts again" in warning
+    assert f"tool_use '{FIRST_ID}', started at line 20" in warning
+
+
+def test_deltas_after_a_restart_go_to_the_new_block(tmp_path: Path) -> None:
+    # The second start arrives while the first block's input is half streamed: the first keeps
+    # what arrived (not JSON, kept as text), the rest goes to the second.
+    stream = "".join(
+        f"event: {kind}\ndata: {data}\n\n"
+        for kind, data in [
+            (
+                "message_start",
+                '{"type":"message_start","message":{"id":"msg_1","type":"message",'
+                '"role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":3}}}',
+            ),
+            (
+                "content_block_start",
+                '{"type":"content_block_start","index":0,"content_block":'
+                '{"type":"tool_use","id":"toolu_a","name":"f","input":{}}}',
+            ),
+            (
+                "content_block_delta",
+                '{"type":"content_block_delta","index":0,"delta":'
+                '{"type":"input_json_delta","partial_json":"{\\"x\\": "}}',
+            ),
+            (
+                "content_block_start",
+                '{"type":"content_block_start","index":0,"content_block":'
+                '{"type":"tool_use","id":"toolu_b","name":"f","input":{}}}',
+            ),
+            (
+                "content_block_delta",
+                '{"type":"content_block_delta","index":0,"delta":'
+                '{"type":"input_json_delta","partial_json":"{\\"y\\": 2}"}}',
+            ),
+            ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+            ("message_stop", '{"type":"message_stop"}'),
+        ]
+    )
+    path = tmp_path / "restarted.txt"
+    path.write_text(stream)
+    [imported] = anthropic.read(path, path.read_bytes())
+    calls = [e.payload for e in imported.events if e.payload["type"] == "tool_call"]
+    assert [(c["id"], c["input"]) for c in calls] == [("toolu_a", '{"x": '), ("toolu_b", {"y": 2})]
+    assert len(imported.warnings) == 2
+    assert "starts again" in imported.warnings[0]
+    assert "not JSON" in imported.warnings[1]

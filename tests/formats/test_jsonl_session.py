@@ -1,0 +1,157 @@
+"""The JSON Lines export carries the session and the idempotency keys (docs/log-format.md,
+Export), and our own JSONL without hashes or with other RFC 3339 times imports re-chained.
+
+Sessions come from real Claude Code transcripts read in place from ``../shared/realdata``
+(SOURCES.md rows cited in ``tests/formats/test_claude_code.py``), imported and exported with
+the real CLI into real SQLite logs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agenttrail.formats.jsonl import jsonl_from_events
+from agenttrail.ingest.importer import import_paths
+from agenttrail.log.store import open_store
+from tests.conftest import REALDATA, run_cli
+
+TRANSCRIPTS = [
+    REALDATA / "claude-code-spotter" / "tool_heavy.jsonl",
+    REALDATA / "claude-code-simonw" / "sample_session.jsonl",
+]
+
+
+def _export(db: Path, session_id: str, out: Path) -> bytes:
+    done = run_cli("export", session_id, "--db", str(db), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return out.read_bytes()
+
+
+def _session_json(db: Path, session_id: str) -> dict[str, object]:
+    done = run_cli("sessions", "--json", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    [found] = [s for s in rows if s["id"] == session_id]
+    return dict(found)
+
+
+@pytest.mark.parametrize("source", TRANSCRIPTS, ids=lambda p: p.name)
+def test_export_import_keeps_the_session_and_its_keys(source: Path, tmp_path: Path) -> None:
+    first, second = tmp_path / "first.db", tmp_path / "second.db"
+    with open_store(str(first)) as store:
+        [report] = import_paths(store, [source])
+    sid = report.session_id
+    exported = _export(first, sid, tmp_path / "one.jsonl")
+    done = run_cli("import", str(tmp_path / "one.jsonl"), "--db", str(second))
+    assert done.returncode == 0, done.stderr
+    # the session row is the same: title, agent, user, workspace, started, metadata
+    assert _session_json(second, sid) == _session_json(first, sid)
+    assert _export(second, sid, tmp_path / "two.jsonl") == exported
+    # the idempotency keys came along: importing the original source writes nothing
+    with open_store(str(second)) as store:
+        [again] = import_paths(store, [source])
+        assert (again.written, again.skipped) == (0, report.written)
+        keys = store.event_keys(sid)
+    with open_store(str(first)) as store:
+        assert keys == store.event_keys(sid)
+
+
+def test_an_export_without_session_or_keys_still_imports(tmp_path: Path) -> None:
+    # the lines older agenttrail wrote: no `key`, no `session`
+    with open_store(str(tmp_path / "first.db")) as store:
+        [report] = import_paths(store, [TRANSCRIPTS[1]])
+        old = "".join(line + "\n" for line in jsonl_from_events(store.read(report.session_id)))
+    assert '"key"' not in old and '"session"' not in old
+    path = tmp_path / "old.jsonl"
+    path.write_text(old, encoding="utf-8")
+    with open_store(str(tmp_path / "second.db")) as store:
+        [imported] = import_paths(store, [path])
+        assert imported.written == report.written
+        rows = "".join(line + "\n" for line in jsonl_from_events(store.read(report.session_id)))
+    assert rows == old
+
+
+def _export_lines(tmp_path: Path) -> tuple[list[dict[str, object]], str]:
+    with open_store(str(tmp_path / "source.db")) as store:
+        [report] = import_paths(store, [TRANSCRIPTS[1]])
+        lines = [json.loads(line) for line in jsonl_from_events(store.read(report.session_id))]
+    return lines, report.session_id
+
+
+def _write_lines(path: Path, lines: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+NORMALISED = {
+    "2026-06-24T10:00:05Z": "2026-06-24T10:00:05.000000Z",
+    "2026-06-24T12:00:05.5+02:00": "2026-06-24T10:00:05.500000Z",
+    "2026-06-24t10:00:05.000000z": "2026-06-24T10:00:05.000000Z",
+    "2026-06-24 10:00:05.123456789Z": "2026-06-24T10:00:05.123456Z",
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "no hash",
+        "2026-06-24T10:00:05Z",
+        "2026-06-24T12:00:05.5+02:00",
+        "2026-06-24t10:00:05.000000z",
+        "2026-06-24 10:00:05.123456789Z",
+    ],
+)
+def test_our_jsonl_without_hash_or_with_other_times_is_rechained(
+    change: str, tmp_path: Path
+) -> None:
+    lines, sid = _export_lines(tmp_path)
+    for line in lines:
+        if change == "no hash":
+            del line["hash"]
+        else:
+            line["created_at"] = change
+            del line["hash"]  # a producer that is not agenttrail: no chain of ours
+    path = _write_lines(tmp_path / "third-party.jsonl", lines)
+    db = tmp_path / "log.db"
+    done = run_cli("import", str(path), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert "new chain" in done.stderr and sid in done.stderr
+    with open_store(str(db)) as store:
+        session = store.get_session(sid)
+        assert "rechained" in session.metadata
+        events = list(store.read(sid))
+        assert [e.payload for e in events] == [line["payload"] for line in lines]
+        if change != "no hash":  # normalised: UTC, microseconds, Z (docs/log-format.md)
+            assert {e.created_at for e in events} == {NORMALISED[change]}
+    assert run_cli("verify", "--db", str(db)).returncode == 0
+    # a second import of the same file writes nothing
+    again = run_cli("import", str(path), "--db", str(db))
+    assert again.returncode == 0 and sid in again.stdout
+    with open_store(str(db)) as store:
+        assert store.get_session(sid).head_seq == len(lines)
+
+
+def test_a_hash_is_checked_even_when_the_session_is_rechained(tmp_path: Path) -> None:
+    lines, _ = _export_lines(tmp_path)
+    del lines[0]["hash"]  # re-chained ...
+    lines[-1]["payload"] = {"type": "message", "role": "user", "content": "altered"}
+    path = _write_lines(tmp_path / "altered.jsonl", lines)
+    done = run_cli("import", str(path), "--db", str(tmp_path / "log.db"))
+    assert done.returncode == 2
+    assert f"altered.jsonl:{len(lines)}: field 'hash'" in done.stderr
+
+
+def test_a_rechained_session_does_not_extend_a_chained_one(tmp_path: Path) -> None:
+    lines, sid = _export_lines(tmp_path)
+    db = tmp_path / "log.db"
+    with open_store(str(db)) as store:
+        import_paths(store, [TRANSCRIPTS[1]])
+    for line in lines:
+        del line["hash"]
+    path = _write_lines(tmp_path / "bare.jsonl", lines)
+    done = run_cli("import", str(path), "--db", str(db))
+    assert done.returncode == 2
+    assert f"session {sid} already exists" in done.stderr
