@@ -26,6 +26,8 @@ Mapping (the importer conventions of docs/architecture.md):
   kept verbatim, ``server=True`` for server tools) and one ``tool_result`` per server tool
   result block (``*_tool_result``; ``is_error`` true when its content is a
   ``*_tool_result_error``, https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/code-execution-tool).
+  When blocks and tool blocks interleave, the message records the content's ``order`` and
+  keeps every block (docs/log-format.md, Block order).
 - A response with HTTP status ≥ 400, or an ``error`` body / SSE ``error`` event → an ``error``
   event (``code`` = status, ``errorType`` = ``error.type``;
   https://docs.anthropic.com/en/api/errors).

@@ -44,7 +44,9 @@ Mapping (the importer conventions of docs/architecture.md):
   call, in order, its arguments parsed into ``input`` and kept raw as ``arguments``. Responses
   items with a ``call_id`` (``function_call``, ``custom_tool_call``, ...) are the calls: id =
   ``call_id``, the item id kept as ``itemId``; ``reasoning`` and other items (server-side tool
-  calls) stay on the message as ``blocks``, verbatim. A legacy ``function_call`` has id ``""``.
+  calls) stay on the message as ``blocks``, verbatim; when they and the calls interleave
+  (reasoning between two calls) the message records the ``order`` (docs/log-format.md,
+  Block order). A legacy ``function_call`` has id ``""``.
 - Usage (docs/log-format.md, Usage): Chat Completions ``prompt_tokens`` /
   ``completion_tokens`` / ``prompt_tokens_details.cached_tokens``; Responses ``input_tokens``
   / ``output_tokens`` / ``input_tokens_details.cached_tokens``; the cached tokens are taken
