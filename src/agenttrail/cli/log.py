@@ -17,7 +17,7 @@ from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
-from agenttrail.formats.jsonl import jsonl_from_events
+from agenttrail.formats.jsonl import jsonl_from_log
 from agenttrail.ingest.importer import ImportReport, read_paths, write_sessions
 from agenttrail.ingest.sample import record_sample
 from agenttrail.log.chain import verify as verify_chain
@@ -126,7 +126,8 @@ def export(
 ) -> None:
     """Export a session, one JSON object per event.
 
-    Each line holds session_id, seq, created_at, actor, payload and hash.
+    Each line holds session_id, seq, created_at, actor, payload, hash and anomalies (why a
+    tool call or result is not paired; derived, not hashed).
 
     Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
@@ -134,7 +135,7 @@ def export(
         raise InputError(f"unknown export format {format!r} (use jsonl)")
     with open_log(db) as store:
         found = find_session(store, session)
-        lines = jsonl_from_events(store.read(found.id))
+        lines = jsonl_from_log(store, found.id)
         if output is None:
             for line in lines:
                 sys.stdout.write(line + "\n")

@@ -3,18 +3,21 @@
 Each line is one JSON object (``docs/log-format.md``, Export)::
 
     {"session_id": str, "seq": int, "created_at": str, "actor": str, "payload": {...},
-     "hash": "<64 hex digits>"}
+     "hash": "<64 hex digits>", "anomalies": [str, ...]}
 
 ``actor`` is the stored actor or the derived one (it is not read back: the payload holds the
-stored actor, if any). Export → import → export gives identical bytes: the session id, seq,
-``created_at`` and payload survive, so every chain hash is reproduced, and import refuses a
-line whose hash does not match, so an altered export cannot be imported as genuine.
+stored actor, if any). ``anomalies`` names why a tool call or result is not paired
+(:class:`agenttrail.views.pairing.AnomalyKind`, ``[]`` for none), derived from the whole
+session at export time; it is not read back either, nor hashed. Export → import → export
+gives identical bytes: the session id, seq, ``created_at`` and payload survive, so every chain
+hash and every anomaly is reproduced, and import refuses a line whose hash does not match, so
+an altered export cannot be imported as genuine.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +25,10 @@ from agenttrail.codec import encode_payload, json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.formats._common import ImportedSession, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
-from agenttrail.model import Event, NewEvent, NewSession
+from agenttrail.model import Event, LogReader, NewEvent, NewSession
+from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_ref
 
-__all__ = ["NAME", "event_record", "jsonl_from_events", "read", "sniff"]
+__all__ = ["NAME", "event_record", "jsonl_from_events", "jsonl_from_log", "read", "sniff"]
 
 NAME = "jsonl"
 
@@ -34,10 +38,12 @@ _CREATED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}
 """The one ``created_at`` form the store writes (ASCII digits only: it is hashed as ASCII)."""
 
 
-def event_record(event: Event) -> dict[str, Any]:
+def event_record(event: Event, anomalies: Sequence[str] | None = None) -> dict[str, Any]:
     """An event as the export writes it: ``session_id``, ``seq``, ``created_at``, ``actor``
-    (stored or derived), ``payload`` and ``hash`` (hex). The live feed sends the same."""
-    return {
+    (stored or derived), ``payload``, ``hash`` (hex) and, when given, ``anomalies`` (names
+    from :func:`agenttrail.views.pairing.anomaly_names`). The REST event JSON is the same;
+    the live feed sends it without ``anomalies``, which an append alone cannot know."""
+    record = {
         "session_id": event.session_id,
         "seq": event.seq,
         "created_at": event.created_at,
@@ -45,12 +51,45 @@ def event_record(event: Event) -> dict[str, Any]:
         "payload": event.payload,
         "hash": event.hash.hex(),
     }
+    if anomalies is not None:
+        record["anomalies"] = list(anomalies)
+    return record
 
 
-def jsonl_from_events(events: Iterable[Event]) -> Iterator[str]:
-    """One export line (no newline) per event, in the order given."""
+def jsonl_from_events(
+    events: Iterable[Event], *, pairing: SeqPairing | None = None
+) -> Iterator[str]:
+    """One export line (no newline) per event, in the order given.
+
+    Args:
+        events: one session's events.
+        pairing: the session's pairing, for ``anomalies``; by default ``events`` are paired
+            (and held in memory to be written after).
+    """
+    if pairing is None:
+        events = list(events)
+        pairing = pair_refs(ref for e in events if (ref := tool_ref(e)) is not None)
     for event in events:
-        yield json_line(event_record(event))
+        yield json_line(event_record(event, anomaly_names(pairing.anomalies, event.seq)))
+
+
+def jsonl_from_log(reader: LogReader, session_id: str) -> Iterator[str]:
+    """The export of a session read from ``reader``, without holding its events in memory.
+
+    The session is read twice: once for its tool calls and results (pairing reads ids
+    only), then again for the lines, up to the last seq the first read saw. The log is
+    append-only, so seqs 1..N are the same events both times; an append in between is left
+    for the next export. An empty or unknown session gives no lines.
+    """
+    refs = []
+    last = 0
+    for event in reader.read(session_id):
+        last = event.seq
+        ref = tool_ref(event)
+        if ref is not None:
+            refs.append(ref)
+    if last:
+        yield from jsonl_from_events(reader.read(session_id, limit=last), pairing=pair_refs(refs))
 
 
 def sniff(path: Path, data: bytes) -> bool:
