@@ -3,6 +3,8 @@
 Inputs (recognised by :func:`sniff`, read by :func:`read`)::
 
     [{role, content, tool_calls?, tool_call_id?, name?, function_call?}, ...]   a message list
+                                               (each message may be a JSON-encoded string,
+                                               as tracing span attributes store them)
     [[message, ...], [message, ...], ...]      successive requests, no responses (ToolBench
                                                ``train_messages``)
     [{type: function_call | message | ...}, ...]   Responses API input items
@@ -41,10 +43,12 @@ Mapping (the importer conventions of docs/architecture.md):
 - An assistant turn → one ``message`` (content ``""`` when it only called tools; ``meta`` with
   the responding model, provider ``openai``, usage, location ``remote``; ``messageId``,
   ``finishReason``; ``choice`` when the response has several) followed by one ``tool_call`` per
-  call, in order, its arguments parsed into ``input`` and kept raw as ``arguments``. Responses
-  items with a ``call_id`` (``function_call``, ``custom_tool_call``, ...) are the calls: id =
-  ``call_id``, the item id kept as ``itemId``; ``reasoning`` and other items (server-side tool
-  calls) stay on the message as ``blocks``, verbatim. A legacy ``function_call`` has id ``""``.
+  call, in order, its arguments parsed into ``input`` and kept raw as ``arguments`` (an
+  object given in place of the JSON string is the ``input`` as it is, with no ``arguments``).
+  Responses items with a ``call_id`` (``function_call``, ``custom_tool_call``, ...) are the
+  calls: id = ``call_id``, the item id kept as ``itemId``; ``reasoning`` and other items
+  (server-side tool calls) stay on the message as ``blocks``, verbatim. A legacy
+  ``function_call`` has id ``""``.
 - Usage: Chat Completions ``prompt_tokens`` / ``completion_tokens`` /
   ``prompt_tokens_details.cached_tokens``; Responses ``input_tokens`` / ``output_tokens`` /
   ``input_tokens_details.cached_tokens``; cache writes are not reported (``None``); a response

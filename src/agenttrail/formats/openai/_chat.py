@@ -13,6 +13,7 @@ from typing import Any
 
 from agenttrail.formats.http.recording import Exchange, join, type_name
 from agenttrail.formats.openai._builder import PROVIDER, Builder, Key, comparable
+from agenttrail.formats.openai._detect import decoded_message
 from agenttrail.model import events
 from agenttrail.providers import openai
 
@@ -43,6 +44,7 @@ class ChatCompletions:
             raise self.builder.fail(
                 f"expected a list of messages, not {type_name(messages)}", where
             )
+        messages = [decoded_message(m) for m in messages]
         keys = [self.key(m, f"{where}[{i}]") for i, m in enumerate(messages)]
         start = self.builder.extend(exchange, keys)
         for index in range(start, len(messages)):
@@ -52,7 +54,11 @@ class ChatCompletions:
     def key(self, message: Any, where: str) -> Key:
         """Check a message's shape and give its comparison key (role, text, call ids)."""
         if not isinstance(message, dict):
-            raise self.builder.fail(f"expected a message object, not {type_name(message)}", where)
+            raise self.builder.fail(
+                f"expected a message object (or one encoded as a JSON string), "
+                f"not {type_name(message)}",
+                where,
+            )
         role = message.get("role")
         if not isinstance(role, str):
             problem = "missing" if role is None else f"expected a string, not {type_name(role)}"
