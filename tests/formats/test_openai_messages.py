@@ -19,9 +19,11 @@ import pytest
 
 from agenttrail.errors import FormatError
 from agenttrail.formats import detect, openai, read_file
+from agenttrail.formats.openai import read
+from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event
-from agenttrail.replay import to_openai_chat, validate
+from agenttrail.replay import to_anthropic, to_openai_chat, to_openai_responses, validate
 from agenttrail.views.pairing import pair_tool_calls
 from tests.formats._recordings import import_events
 
@@ -108,3 +110,93 @@ def test_a_message_that_is_neither_object_nor_encoded_object_is_named(
         read_file(path, "openai")
     assert caught.value.field == "[1]"
     assert f"not {problem}" in str(caught.value) and str(path) in str(caught.value)
+
+
+# --- the legacy function_call protocol: no ids, paired by its own rule -----------------------
+
+
+def legacy_call(name: str, arguments: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "function_call": {"name": name, "arguments": arguments},
+    }
+
+
+def function(name: str, content: str) -> dict[str, Any]:
+    return {"role": "function", "name": name, "content": content}
+
+
+LEGACY = [
+    {"role": "user", "content": "weather in Paris, then Lyon?"},  # 1
+    legacy_call("get_weather", '{"city": "Paris"}'),  # 2 message, 3 call
+    function("get_weather", "18C"),  # 4 answers 3
+    legacy_call("get_weather", {"city": "Lyon"}),  # 5 message, 6 call (arguments an object)
+    function("get_forecast", "rain"),  # 7 another name: answers nothing, and 6 is left open
+    legacy_call("get_time", "{}"),  # 8 message, 9 call
+    {"role": "assistant", "content": "One moment."},  # 10 the model spoke: 9 is unanswered
+    function("get_time", "12:00"),  # 11 too late: answers nothing
+]
+"""A legacy conversation written by hand; beside each message, the seqs it becomes and what
+the protocol's rule (one call per assistant message, answered by the next ``function``
+message with the same name, before the model speaks again) pairs it with."""
+
+
+def test_legacy_function_calls_pair_by_the_protocols_rule(store: LogStore, tmp_path: Path) -> None:
+    path = write_json(tmp_path / "legacy.json", LEGACY)
+    events = import_events(store, path)
+    calls = {e.seq: e.payload for e in events if e.type == "tool_call"}
+    results = {e.seq: e.payload for e in events if e.type == "tool_result"}
+    assert {seq: c["id"] for seq, c in calls.items()} == {
+        3: "legacy_call_3",
+        6: "legacy_call_6",
+        9: "legacy_call_9",
+    }
+    assert {seq: c.get("pairedBy") for seq, c in calls.items()} == dict.fromkeys(
+        (3, 6, 9), "legacy_function_call"
+    )
+    assert calls[6]["input"] == {"city": "Lyon"}
+    assert {seq: (r.get("toolCallId"), r.get("pairedBy")) for seq, r in results.items()} == {
+        4: ("legacy_call_3", "legacy_function_call"),
+        7: (None, None),
+        11: (None, None),
+    }
+    pairing = pair_tool_calls(events)
+    assert {c: r.seq for c, r in pairing.result_of.items()} == {3: 4}
+    assert {seq: a.kind for seq, a in pairing.anomalies.items()} == {
+        6: "no_result",
+        7: "missing_id",
+        9: "no_result",
+        11: "missing_id",
+    }
+    # re-import is idempotent: the same file gives the same ids and writes nothing
+    [again] = import_paths(store, [path])
+    assert (again.written, again.skipped) == (0, len(events))
+    assert [i.payload for i in read(path, path.read_bytes())[0].events] == [
+        e.payload for e in events
+    ]
+
+
+def test_legacy_function_calls_replay_as_tool_calls(store: LogStore, tmp_path: Path) -> None:
+    events = import_events(store, write_json(tmp_path / "legacy.json", LEGACY[:3]))
+    chat = to_openai_chat(events)
+    assert chat.messages[1:] == [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "legacy_call_3",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "legacy_call_3", "content": "18C"},
+    ]
+    assert [(n.seq, n.kind) for n in chat.notes] == [(3, "legacy_call")]
+    for replayed, provider in [
+        (chat, "openai"),
+        (to_anthropic(events), "anthropic"),
+        (to_openai_responses(events), "responses"),
+    ]:
+        assert validate(replayed.messages, provider) == [], provider

@@ -6,9 +6,9 @@ docs/architecture.md, Vocabulary). The known shapes, built by the functions belo
     message      {type, role: user|assistant|system|tool, content: str, actor?, meta?,
                   blocks?, toolCallId?, clientMessageId?, character?, agentId?, source?}
     tool_call    {type, id: str, name: str, input, arguments?, actor?, character?, meta?,
-                  caller?, agentId?, source?}
+                  caller?, agentId?, source?, pairedBy?}
     tool_result  {type, toolCallId?: str, name?, output?, error?, is_error?, exit_code?,
-                  actor?, meta?, agentId?, source?}
+                  actor?, meta?, agentId?, source?, pairedBy?}
     error        {type, message: str, actor?, code?, source?}
     rag          {type, store: str, chunks: int, top_score: float|None}
     recall       {type, results: [{id, source, score}]}
@@ -17,7 +17,9 @@ docs/architecture.md, Vocabulary). The known shapes, built by the functions belo
                                                           (progress lines, import warnings)
     session_end  {type, reason?}                          the session closed cleanly
 
-Any other mapping is kept verbatim and rendered generically. ``meta`` is
+``pairedBy`` names the rule that gave an id the source did not have:
+``legacy_function_call`` (docs/log-format.md, Payload types). Any other mapping is kept
+verbatim and rendered generically. ``meta`` is
 ``{model, provider, usage: {input, output, cache_read, cache_write}, duration_ms, location?}``;
 usage counts are tokens and an unknown count is ``None``, never 0.
 """

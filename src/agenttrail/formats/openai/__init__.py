@@ -37,9 +37,14 @@ Mapping (the importer conventions of docs/architecture.md):
   (``sourceRole="developer"`` kept); Responses ``instructions`` likewise
   (``sourceField="instructions"``), once per conversation and again when they change.
   ``tool`` messages and ``*_call_output`` items → ``tool_result`` with the call id verbatim
-  (``None`` when absent); legacy role ``function`` → ``tool_result`` with no id. The importer
-  never invents or repairs an id: pairing is :func:`agenttrail.views.pairing.pair_tool_calls`,
-  strictly by id.
+  (``None`` when absent). The importer never invents or repairs an id: pairing is
+  :func:`agenttrail.views.pairing.pair_tool_calls`, strictly by id. The one exception is the
+  legacy protocol, which has no ids: a ``function_call`` gets the synthetic id
+  ``legacy_call_<seq>`` (its seq in the imported session, so re-import gives the same), and
+  the next role ``function`` message, when it names the same function and comes before the
+  next assistant message, gets that id as ``toolCallId``; both carry ``pairedBy:
+  "legacy_function_call"`` (:data:`agenttrail.providers.openai.LEGACY_PAIRING`). Any other
+  ``function`` message has no id.
 - An assistant turn → one ``message`` (content ``""`` when it only called tools; ``meta`` with
   the responding model, provider ``openai``, usage, location ``remote``; ``messageId``,
   ``finishReason``; ``choice`` when the response has several) followed by one ``tool_call`` per
@@ -47,8 +52,7 @@ Mapping (the importer conventions of docs/architecture.md):
   object given in place of the JSON string is the ``input`` as it is, with no ``arguments``).
   Responses items with a ``call_id`` (``function_call``, ``custom_tool_call``, ...) are the
   calls: id = ``call_id``, the item id kept as ``itemId``; ``reasoning`` and other items
-  (server-side tool calls) stay on the message as ``blocks``, verbatim. A legacy
-  ``function_call`` has id ``""``.
+  (server-side tool calls) stay on the message as ``blocks``, verbatim.
 - Usage: Chat Completions ``prompt_tokens`` / ``completion_tokens`` /
   ``prompt_tokens_details.cached_tokens``; Responses ``input_tokens`` / ``output_tokens`` /
   ``input_tokens_details.cached_tokens``; cache writes are not reported (``None``); a response

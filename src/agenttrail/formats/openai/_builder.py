@@ -59,6 +59,9 @@ class Builder:
         accepts any of them)."""
         self.previous: int | None = None
         """Number of the last exchange read."""
+        self.legacy_call: tuple[str, str] | None = None
+        """``(name, synthetic id)`` of the legacy ``function_call`` that the next role
+        ``function`` message answers (:data:`agenttrail.providers.openai.LEGACY_PAIRING`)."""
 
     # -- plumbing
 
