@@ -29,13 +29,12 @@ from agenttrail.log.store import LogStore
 from agenttrail.model import Event
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 from tests.conftest import REALDATA
-from tests.formats._recordings import CASSETTES, RESPONSES_OUTPUT, import_events
+from tests.formats._recordings import CASSETTES, RESPONSES_OUTPUT, TOOLBENCH, import_events
 
 TOOL_CALLS = CASSETTES / "test_chat_completion_tool_calls_with_content.yaml"
 STREAMED_TOOLS = CASSETTES / "test_chat_completion_multiple_tools_streaming_with_content.yaml"
 STREAM_NO_USAGE = CASSETTES / "test_chat_completion_streaming_not_complete.yaml"
 RESPONSES_CALL = CASSETTES / "test_responses_create_captures_tool_call_content[content_mode0].yaml"
-TOOLBENCH = REALDATA / "toolbench" / "10_ChatGPT_DFS_woFilter_w2.json"
 
 
 def summary(events: list[Event]) -> Counter[str]:

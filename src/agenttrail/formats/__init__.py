@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agenttrail.errors import FormatError
-from agenttrail.formats import anthropic, claude_code, fountain, jsonl, openai
+from agenttrail.formats import anthropic, claude_code, fountain, jsonl, openai, toolbench
 from agenttrail.formats._common import (
     ImportedSession,
     content_session_id,
@@ -28,7 +28,7 @@ from agenttrail.formats._common import (
 __all__ = ["FORMATS", "ImportedSession", "detect", "read_file"]
 
 FORMATS: dict[str, ModuleType] = {
-    module.NAME: module for module in (jsonl, fountain, claude_code, anthropic, openai)
+    module.NAME: module for module in (jsonl, fountain, claude_code, anthropic, toolbench, openai)
 }
 """Format name → module, in the order ``detect`` asks them."""
 

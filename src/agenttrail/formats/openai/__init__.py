@@ -79,14 +79,14 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.formats._common import ImportedSession, decode_text, load_json
-from agenttrail.formats.http.recording import fail, load_yaml
+from agenttrail.formats.http.recording import Exchange, fail, load_yaml
 from agenttrail.formats.openai._builder import Api, Builder
 from agenttrail.formats.openai._chat import ChatCompletions
 from agenttrail.formats.openai._detect import exchanges, sniff
 from agenttrail.formats.openai._responses import Responses
 from agenttrail.model import NewSession
 
-__all__ = ["NAME", "read", "sniff"]
+__all__ = ["NAME", "read", "read_messages", "sniff"]
 
 NAME = "openai"
 
@@ -123,6 +123,30 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         skipped = f" ({len(builder.warnings)} exchanges skipped)" if builder.warnings else ""
         raise fail(path, f"no messages or responses to import{skipped}")
     return [_session(builder)]
+
+
+def read_messages(path: Path, messages: list[Any], where: str) -> ImportedSession:
+    """Read one Chat Completions message list found inside another format's file into one
+    session, as :func:`read` reads a bare message list (shapes in the module docstring).
+
+    Args:
+        path: the file, named in errors and the session's ``metadata.source``.
+        messages: the message list.
+        where: its field path in the file (``answer_generation.train_messages[2]``), named in
+            errors.
+
+    Returns:
+        One :class:`ImportedSession` with ``id`` ``None`` and ``metadata.format`` ``openai``.
+
+    Raises:
+        FormatError: as :func:`read`; the field paths start at ``where``.
+    """
+    builder = Builder(path)
+    apis: dict[str, Api] = {"chat": ChatCompletions(builder), "responses": Responses(builder)}
+    builder.add(Exchange(1, where, request={"messages": messages}, list_where=where), apis)
+    if not builder.events:
+        raise fail(path, "no messages to import", where)
+    return _session(builder)
 
 
 def _session(builder: Builder) -> ImportedSession:
