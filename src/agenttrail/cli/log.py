@@ -17,7 +17,7 @@ from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
-from agenttrail.formats.jsonl import jsonl_from_events
+from agenttrail.formats.jsonl import jsonl_from_log
 from agenttrail.ingest.importer import (
     DEFAULT_MAX_IMPORT_BYTES,
     ImportReport,
@@ -147,8 +147,9 @@ def export(
 ) -> None:
     """Export a session, one JSON object per event.
 
-    Each line holds session_id, seq, created_at, actor, payload and hash, then the event's
-    idempotency key (key) and, on the first line, the session's fields (session).
+    Each line holds session_id, seq, created_at, actor, payload, hash and anomalies (why a
+    tool call or result is not paired; derived, not hashed), then the event's idempotency key
+    (key) and, on the first line, the session's fields (session).
 
     Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
@@ -157,7 +158,7 @@ def export(
     with open_log(db) as store:
         found = find_session(store, session)
         keys = {seq: key for key, seq in store.event_keys(found.id)}
-        lines = jsonl_from_events(store.read(found.id), session=found, keys=keys)
+        lines = jsonl_from_log(store, found.id, session=found, keys=keys)
         if output is None:
             for line in lines:
                 sys.stdout.write(line + "\n")

@@ -7,9 +7,9 @@ docs/architecture.md, Vocabulary). The known shapes, built by the functions belo
                   blocks?, order?, toolCallId?, clientMessageId?, character?, agentId?,
                   source?}
     tool_call    {type, id: str, name: str, input, arguments?, actor?, character?, meta?,
-                  caller?, agentId?, source?}
+                  caller?, agentId?, source?, pairedBy?}
     tool_result  {type, toolCallId?: str, name?, output?, error?, is_error?, exit_code?,
-                  actor?, meta?, agentId?, source?}
+                  actor?, meta?, agentId?, source?, pairedBy?}
     error        {type, message: str, actor?, code?, source?}
     rag          {type, store: str, chunks: int, top_score: float|None}
     recall       {type, results: [{id, source, score}]}
@@ -27,9 +27,10 @@ id). Without it, the order is all ``blocks`` first, then the tool events in seq 
 how every message without interleaving (and every message stored before the field existed) is
 read (:func:`block_order`; :func:`agenttrail.model.reading.content_order` reads it back).
 
-Any other mapping is kept verbatim and rendered generically. ``meta`` is
-``{model, provider, usage: {input, output, cache_read, cache_write}, usage_raw?, duration_ms,
-location?}``; usage counts are tokens, each token in exactly one kind (:func:`usage`), and an
+``pairedBy`` names the rule that gave an id the source did not have:
+``legacy_function_call`` (docs/log-format.md, Payload types). Any other mapping is kept
+verbatim and rendered generically. ``meta`` is ``{model, provider, usage: {input, output,
+cache_read, cache_write}, usage_raw?, duration_ms, location?}``; usage counts are tokens, each token in exactly one kind (:func:`usage`), and an
 unknown count is ``None``, never 0. ``usage_raw`` is the provider's own usage object, verbatim.
 """
 
