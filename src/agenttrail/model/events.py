@@ -27,11 +27,12 @@ id). Without it, the order is all ``blocks`` first, then the tool events in seq 
 how every message without interleaving (and every message stored before the field existed) is
 read (:func:`block_order`; :func:`agenttrail.model.reading.content_order` reads it back).
 
-``pairedBy`` names the rule that gave an id the source did not have:
-``legacy_function_call`` (docs/log-format.md, Payload types). Any other mapping is kept
-verbatim and rendered generically. ``meta`` is ``{model, provider, usage: {input, output,
-cache_read, cache_write}, usage_raw?, duration_ms, location?}``; usage counts are tokens, each token in exactly one kind (:func:`usage`), and an
-unknown count is ``None``, never 0. ``usage_raw`` is the provider's own usage object, verbatim.
+``pairedBy`` names the rule that gave an id the source did not have: ``legacy_function_call``
+(docs/log-format.md, Payload types). Any other mapping is kept verbatim and rendered
+generically. ``meta`` is ``{model, provider, usage: {input, output, cache_read, cache_write},
+usage_raw?, duration_ms, location?}``; usage counts are tokens, each token in exactly one kind
+(:func:`usage`), and an unknown count is ``None``, never 0. ``usage_raw`` is the provider's own
+usage object, verbatim.
 """
 
 from __future__ import annotations
