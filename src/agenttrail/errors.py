@@ -7,6 +7,7 @@ The hierarchy::
     │   ├── FormatError             a file that no importer can read, or one that is malformed
     │   ├── PayloadError            a payload that is not a mapping or will not round-trip
     │   ├── PayloadTooLarge         a payload above the store's configured limit
+    │   ├── BodyTooLarge            an HTTP request body above the server's limit (HTTP 413)
     │   ├── InvalidTimestamp        a value that is not a timestamp
     │   ├── NotIJSON                material to be hashed that is not I-JSON (RFC 7493)
     │   │   └── NotJSON             text that is not JSON at all
@@ -32,6 +33,7 @@ from __future__ import annotations
 __all__ = [
     "AgentTrailError",
     "AppendOnlyViolation",
+    "BodyTooLarge",
     "ChainBroken",
     "Forbidden",
     "FormatError",
@@ -100,6 +102,20 @@ class PayloadTooLarge(InputError):
         super().__init__(
             f"payload is {size:,} bytes of CBOR, above the limit of {limit:,} bytes "
             f"(max_payload_bytes / AGENTTRAIL_MAX_PAYLOAD_BYTES)"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class BodyTooLarge(InputError):
+    """An HTTP request body above the server's limit (bytes), refused before it is read whole
+    (``agenttrail.server.guard``)."""
+
+    def __init__(self, limit: int, size: int | None = None) -> None:
+        told = f"is {size:,} bytes" if size is not None else "goes on"
+        super().__init__(
+            f"request body {told}, above the limit of {limit:,} bytes "
+            f"(agenttrail serve --max-body-bytes / AGENTTRAIL_MAX_BODY_BYTES)"
         )
         self.size = size
         self.limit = limit

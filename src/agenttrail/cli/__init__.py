@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     one ``error: …`` line on stderr and the error's exit code.
     """
     # Die quietly when the reader of our output goes away (`agenttrail export … | head`),
-    # as Unix tools do, instead of a broken-pipe error at exit.
+    # as Unix tools do, instead of a broken-pipe error at exit. `serve` ignores SIGPIPE
+    # again once it has printed its address (cli/admin.py): its sockets must not kill it.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         app(args=argv, prog_name="agenttrail")

@@ -15,13 +15,19 @@ Example::
     rec.close()
 
 Every method appends one event and returns its :class:`~agenttrail.log.store.Appended` (or, for
-``tool_call``, the call id). Appends commit immediately: a crash loses nothing already written.
+``tool_call``, the call id). Appends commit immediately: a crash loses nothing already written,
+and a tool result commits with its trace row, in one transaction.
+
+A turn holds the session's turn lock as a lease renewed while the agent lives
+(:mod:`agenttrail.ingest.turn_lease`); a killed agent's lease runs out within ``lease_s``, and
+the agent restarted on the session (``Recorder(log, session_id)``, same holder) takes it over at
+once.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -30,15 +36,16 @@ from agenttrail.errors import RemoteError
 from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec
 from agenttrail.evidence.traces import trace_row
 from agenttrail.ingest import traces
-from agenttrail.log.store import Appended, LogStore
-from agenttrail.model import Actor, NewSession, events
+from agenttrail.ingest.turn_lease import DEFAULT_TURN_LEASE_S, TurnLeaseKeeper, turn_lease_seconds
+from agenttrail.log.store import Appended, LogStore, TraceBuilder
+from agenttrail.model import Actor, Event, NewEvent, NewSession, NewTrace, events
 
 __all__ = ["TURN_LEASE_S", "Recorder", "Turn"]
 
-TURN_LEASE_S = 600.0
-"""How long a turn holds the session's turn lock (seconds) if it is never closed (a crashed
-agent): long enough for a slow model and its tools, short enough that a user is not locked out
-of their session for long."""
+TURN_LEASE_S = DEFAULT_TURN_LEASE_S
+"""How long a turn's lease on the session's turn lock runs without a renewal (seconds), unless
+``lease_s`` or ``AGENTTRAIL_TURN_LEASE_S`` says otherwise. The turn renews it while the agent
+lives, so this is how long a crashed agent's lock outlives it, not how long a turn may take."""
 
 
 class Recorder:
@@ -46,7 +53,21 @@ class Recorder:
 
     Args:
         store: the log (from :func:`agenttrail.open_log`).
-        session_id: an existing session.
+        session_id: an existing session (a new one: :meth:`start`; a resumed agent passes the
+            id of the session it goes on with).
+        specs: envelope spec per tool name (trace rows).
+        server: base URL of an ``agenttrail serve`` for streaming partials.
+        token: a token with the ``append`` right on that server.
+        holder: who holds the turn lock while a turn runs; default the session's agent name,
+            else ``agent``. A turn takes over a lease this holder left behind (a crashed
+            agent), so two agents writing one session at once need holders of their own.
+        lease_s: the turn lease length in seconds, renewed every third of it while a turn
+            runs; default ``AGENTTRAIL_TURN_LEASE_S``, else :data:`TURN_LEASE_S`.
+
+    Raises:
+        SessionNotFound: no such session.
+        InputError: ``lease_s`` (or the environment variable) is out of its limits, 1 to
+            3,600 s.
     """
 
     def __init__(
@@ -57,10 +78,16 @@ class Recorder:
         specs: Mapping[str, EnvelopeSpec] | None = None,
         server: str | None = None,
         token: str | None = None,
+        holder: str | None = None,
+        lease_s: float | None = None,
     ) -> None:
         self.store = store
+        self.lease_s = turn_lease_seconds(lease_s)
+        """Length of a turn's lease on the turn lock (seconds)."""
         self.session = store.get_session(session_id)
         self.session_id = session_id
+        self.holder = holder or self.session.agent or "agent"
+        """The holder identity of this recorder's turns on the turn lock."""
         self.specs = dict(specs or {})
         """Envelope spec per tool name; tools not named use the default spec (trace rows)."""
         self.server = server.rstrip("/") if server else None
@@ -83,17 +110,30 @@ class Recorder:
         specs: Mapping[str, EnvelopeSpec] | None = None,
         server: str | None = None,
         token: str | None = None,
+        holder: str | None = None,
+        lease_s: float | None = None,
     ) -> Recorder:
-        """Create a session and return its recorder; ``started`` defaults to now.
+        """Create a session and return its recorder; ``started`` defaults to now. The
+        keywords after ``metadata`` are the recorder's (see :class:`Recorder`).
 
         Raises:
             SessionExists: the id is taken.
+            InputError: ``lease_s`` is out of its limits (nothing created).
         """
+        turn_lease_seconds(lease_s)  # refused before the session is created
         started = started or now_timestamp()
         session = store.create_session(
             NewSession(session_id, title, agent, user, workspace, started, metadata or {})
         )
-        return cls(store, session.id, specs=specs, server=server, token=token)
+        return cls(
+            store,
+            session.id,
+            specs=specs,
+            server=server,
+            token=token,
+            holder=holder,
+            lease_s=lease_s,
+        )
 
     def append(
         self, payload: dict[str, Any], *, created_at: str | None = None, key: str | None = None
@@ -188,17 +228,27 @@ class Turn:
         """Seq of the user message that began this turn."""
         self.turn_id = f"turn_{uuid.uuid4().hex[:16]}"
         """Names this turn's lease on the session's turn lock."""
+        self.lease = TurnLeaseKeeper(
+            recorder.store,
+            recorder.session_id,
+            turn_id=self.turn_id,
+            holder=recorder.holder,
+            lease_s=recorder.lease_s,
+        )
+        """The turn's lease on the turn lock, renewed while the turn runs (``lease.lost``
+        says why it stopped early, if it did)."""
         self._calls: dict[str, tuple[int, dict[str, Any]]] = {}
 
     def __enter__(self) -> Turn:
         """Hold the session's turn lock while the turn runs: a user's own tool invocation
-        through the server is refused (HTTP 409) until the turn ends or its lease expires."""
-        self.recorder.store.acquire_turn(
-            self.recorder.session_id,
-            turn_id=self.turn_id,
-            holder=self.recorder.session.agent or "agent",
-            ttl_s=TURN_LEASE_S,
-        )
+        through the server is refused (HTTP 409) until the turn ends or its lease expires.
+        The lease is renewed while the agent lives; one its holder left behind (a crashed
+        agent restarted) is taken over at once.
+
+        Raises:
+            TurnInFlight: another holder's turn holds the lock.
+        """
+        self.lease.take()
         return self
 
     def __exit__(
@@ -211,7 +261,7 @@ class Turn:
             if exc is not None and isinstance(exc, Exception):
                 self.recorder.error(f"turn failed: {type(exc).__name__}: {exc}")
         finally:
-            self.recorder.store.release_turn(self.recorder.session_id, self.turn_id)
+            self.lease.give_back()
 
     def _meta(
         self, usage: dict[str, int | None] | None = None, duration_ms: float | None = None
@@ -268,7 +318,8 @@ class Turn:
         call_id = id if id is not None else f"call_{uuid.uuid4().hex[:24]}"
         payload = events.tool_call(call_id, name, input, actor=str(actor), character=character)
         appended = self.recorder.append(payload, created_at=created_at, key=f"tool_call:{call_id}")
-        self._calls[call_id] = (appended.seq, payload)
+        if not appended.duplicate:  # a call stored before may differ: its row pairs from the log
+            self._calls[call_id] = (appended.seq, payload)
         return call_id
 
     def tool_result(
@@ -286,10 +337,11 @@ class Turn:
         """Record what a tool returned (or the ``error`` it failed with).
 
         When the output is a response envelope (a JSON object with ``model``, ``specVersion``,
-        ``inputs`` and ``outputs``, or the tool's own spec), a trace row is written too and
-        its record hash checked (built by :mod:`agenttrail.evidence.traces`, written by
-        :mod:`agenttrail.ingest.traces`). Pass the envelope as the text the tool returned to
-        keep its exact bytes.
+        ``inputs`` and ``outputs``, or the tool's own spec), a trace row is written with it,
+        in the same transaction, and its record hash checked (built by
+        :mod:`agenttrail.evidence.traces`, logged by :mod:`agenttrail.ingest.traces`). A
+        retry of a result already stored writes the row if the log lacks it. Pass the
+        envelope as the text the tool returned to keep its exact bytes.
         """
         payload = events.tool_result(
             call_id,
@@ -300,25 +352,47 @@ class Turn:
             exit_code=exit_code,
             meta=events.meta(duration_ms=duration_ms) if duration_ms is not None else None,
         )
-        appended = self.recorder.append(
-            payload, created_at=created_at, key=f"tool_result:{call_id}"
+        key = f"tool_result:{call_id}"
+        done = self.recorder.store.append_traced(
+            self.recorder.session_id,
+            [NewEvent(payload, created_at, key)],
+            self._trace_of(call_id, payload, created_at),
         )
+        traces.log_written(done.traces)
+        return done.appended[0]
+
+    def _trace_of(
+        self, call_id: str, payload: dict[str, Any], created_at: str | None
+    ) -> TraceBuilder:
+        """The trace row builder of a tool result (run in the append's transaction)."""
+        recorder = self.recorder
         issued = self._calls.get(call_id)
-        if issued is not None and not appended.duplicate:
+
+        def build(
+            appended: Sequence[Appended], session: Callable[[], list[Event]]
+        ) -> list[NewTrace]:
+            result = appended[0]
+            if issued is None or result.duplicate:
+                # A retry of a stored result (its row may be missing: written before rows
+                # committed with their results) or a call this turn did not record (a
+                # resumed agent): pair it over the log, as stored.
+                return traces.rows_for(
+                    recorder.session_id, session(), specs=recorder.specs, results={result.seq}
+                )
             call_seq, call = issued
             row = trace_row(
-                self.recorder.session_id,
+                recorder.session_id,
                 call_seq=call_seq,
                 call=call,
-                result_seq=appended.seq,
+                result_seq=result.seq,
                 result=payload,
                 turn_seq=self.user_seq,
                 created_at=created_at or now_timestamp(),
-                spec=self.recorder.specs.get(str(call.get("name")), DEFAULT_SPEC),
+                spec=recorder.specs.get(str(call.get("name")), DEFAULT_SPEC),
             )
-            if row is not None:
-                traces.write(self.recorder.store, [row])
-        return appended
+            return [] if row is None else [row]
+
+        return build
 
     def partial(
         self,

@@ -18,13 +18,35 @@ inserts, retention) is the backend's own, in ``sqlite.py`` and ``postgres.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import assert_never
+from typing import Any, Protocol, assert_never
 
 from agenttrail.log.store._rules import TRACE_FIELDS
 
-__all__ = ["SESSION_COLUMNS", "Dialect", "Statements", "statements"]
+__all__ = ["SESSION_COLUMNS", "Cursor", "Dialect", "Statements", "Tx", "statements"]
+
+
+class Cursor(Protocol):
+    """The result of a statement (a ``sqlite3`` or psycopg cursor)."""
+
+    def fetchone(self) -> Any:
+        """The next row, or ``None``."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+        ...
+
+
+class Tx(Protocol):
+    """What the shared code runs statements on: a ``sqlite3`` connection, a psycopg connection
+    or cursor, inside the transaction a backend's ``_write`` or ``_read`` opened (``_base.py``)."""
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Cursor:
+        """Run one statement with its parameters (the dialect's placeholders)."""
+        ...
 
 
 class Dialect(Enum):

@@ -57,7 +57,7 @@ from agenttrail.errors import (
     StoreError,
 )
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase, Tx
+from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
 from agenttrail.log.store._pg_connect import (
     CONNECT_TIMEOUT_S,
     NOTIFY_CHANNEL,
@@ -69,7 +69,7 @@ from agenttrail.log.store._pg_connect import (
     parse_url,
 )
 from agenttrail.log.store._rules import Encoded, new_events, stored_head, with_id
-from agenttrail.log.store._sql import Dialect, statements
+from agenttrail.log.store._sql import Dialect, Tx, statements
 from agenttrail.model import NewSession
 
 __all__ = [
