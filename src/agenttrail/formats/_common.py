@@ -402,6 +402,8 @@ def _partial(text: str, at: int, depth: int) -> tuple[Any, int]:
                 key, at = _DECODER.raw_decode(text, at)
             except json.JSONDecodeError:
                 raise _Cut(items) from None
+            if not isinstance(key, str):
+                raise ValueError("expected a string key")
             at = _skip(text, at)
             if at >= len(text):
                 raise _Cut(items)
