@@ -52,6 +52,10 @@ class ImportedSession:
     exported_hashes: list[bytes] | None = None
     """For agenttrail's own export: the chain hash of each event as exported, checked on
     import so that an altered export is refused."""
+    session_stated: bool = False
+    """True when the source states every session field, ``None`` included (an export's
+    ``session`` line): the importer then fills in no title or start time of its own, so that
+    export → import → export gives the same bytes."""
 
 
 _BOM = b"\xef\xbb\xbf"
