@@ -28,6 +28,7 @@ def test_exported_members() -> None:
             "SessionNotFound",
             "SessionVerdict",
             "StoreError",
+            "ToolCall",
             "Turn",
             "__version__",
             "event_actor",

@@ -17,8 +17,10 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
+from agenttrail.ingest.assistant import ToolCall
 from agenttrail.ingest.importer import ImportReport, import_paths
-from agenttrail.ingest.recorder import Recorder, Turn
+from agenttrail.ingest.recorder import Recorder
+from agenttrail.ingest.turn import Turn
 from agenttrail.log.chain import SessionVerdict, verify
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.model import (
@@ -62,6 +64,7 @@ __all__ = [
     "SessionNotFound",
     "SessionVerdict",
     "StoreError",
+    "ToolCall",
     "Turn",
     "__version__",
     "event_actor",
