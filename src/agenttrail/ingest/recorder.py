@@ -5,18 +5,18 @@ Example::
     import agenttrail
 
     log = agenttrail.open_log()                     # ./agenttrail.db or AGENTTRAIL_DATABASE_URL
-    rec = agenttrail.Recorder.start(log, title="Compile check", agent="harvey")
-    with rec.turn(model="claude-opus-4-6", provider="anthropic", location="remote") as turn:
-        turn.user("Does harvey.go compile cleanly?")
-        ids = turn.assistant(
-            "Let me look.",
-            tool_calls=[("read_file", {"path": "harvey.go"}), ("run_shell", {"cmd": "go vet"})],
-            usage=agenttrail.usage(input=120, output=31),
-        )
-        turn.tool_result(ids[0], "package main ...")
-        turn.tool_result(ids[1], "error: exit 1", exit_code=1)
-        turn.reply("There is a compilation error.", usage=agenttrail.usage(input=180, output=9))
-    rec.close()
+    with agenttrail.Recorder.start(log, title="Compile check", agent="harvey") as rec:
+        with rec.turn(model="claude-opus-4-6", provider="anthropic", location="remote") as turn:
+            turn.user("Does harvey.go compile cleanly?")
+            ids = turn.assistant(
+                "Let me look.",
+                tool_calls=[("read_file", {"path": "harvey.go"}), ("run_shell", {"cmd": "go vet"})],
+                usage=agenttrail.usage(input=120, output=31),
+            )
+            turn.tool_result(ids[0], "package main ...")
+            turn.tool_result(ids[1], "error: exit 1", exit_code=1)
+            turn.reply("There is a compilation error.", usage=agenttrail.usage(input=180, output=9))
+    # leaving the block closes the session (a session_end event)
 
 Every method appends (:meth:`Turn.assistant`: one message and its calls together) and returns
 what it appended (an :class:`~agenttrail.log.store.Appended`, or call ids). Appends commit
@@ -32,6 +32,7 @@ holder) takes it over at once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 from agenttrail.codec import now_timestamp
@@ -50,7 +51,8 @@ lives, so this is how long a crashed agent's lock outlives it, not how long a tu
 
 
 class Recorder:
-    """Writes one session's events as they happen.
+    """Writes one session's events as they happen; as a context manager (``with
+    Recorder.start(…) as rec:``) it closes the session on exit (:meth:`__exit__`).
 
     Args:
         store: the log (from :func:`agenttrail.open_log`).
@@ -95,6 +97,23 @@ class Recorder:
         """Base URL of an ``agenttrail serve`` to send streaming partials to (optional)."""
         self.token = token
         """Token with the ``append`` right for that server."""
+        self.closed: Appended | None = None
+        """The ``session_end`` this recorder wrote (:meth:`close`), ``None`` before."""
+
+    def __enter__(self) -> Recorder:
+        """Use the recorder as a context manager: the session is closed on exit."""
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the session, unless :meth:`close` already did: reason ``closed``, or, when an
+        exception ends the block, ``failed: <exception type>`` (the exception goes on)."""
+        if self.closed is None:
+            self.close("closed" if exc is None else f"failed: {type(exc).__name__}")
 
     @classmethod
     def start(
@@ -198,6 +217,7 @@ class Recorder:
         return Turn(self, model=model, provider=provider, location=location, character=character)
 
     def close(self, reason: str = "closed", *, created_at: str | None = None) -> Appended:
-        """Record that the session ended cleanly."""
+        """Record that the session ended (a ``session_end`` event with ``reason``)."""
         payload = {"type": "session_end", "reason": reason, "actor": Actor.SYSTEM.value}
-        return self.append(payload, created_at=created_at)
+        self.closed = self.append(payload, created_at=created_at)
+        return self.closed
