@@ -21,7 +21,8 @@ Example::
 Every method appends (:meth:`Turn.assistant`: one message and its calls together) and returns
 what it appended (an :class:`~agenttrail.log.store.Appended`, or call ids). Appends commit
 immediately: a crash loses nothing already written, and a tool result commits with its trace
-row, in one transaction.
+row, in one transaction. :class:`agenttrail.AsyncRecorder` is the same API for asyncio, and
+:func:`agenttrail.tool` records a Python function's runs as tool calls of the current turn.
 
 A turn (:mod:`agenttrail.ingest.turn`) holds the session's turn lock as a lease renewed while
 the agent lives (:mod:`agenttrail.ingest.turn_lease`); a killed agent's lease runs out within

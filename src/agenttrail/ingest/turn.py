@@ -1,7 +1,12 @@
 """A turn of a live agent: a user message and everything up to the reply, as recorded.
 
 A :class:`Turn` comes from :meth:`agenttrail.Recorder.turn` and is used as a context manager.
-While it runs it holds the session's turn lock as a lease (:mod:`agenttrail.ingest.turn_lease`).
+While it runs it holds the session's turn lock as a lease (:mod:`agenttrail.ingest.turn_lease`)
+and it is the *current turn* of its context (:func:`current_turn`, a :mod:`contextvars`
+variable), which is where a function decorated with :func:`agenttrail.tool` records its calls.
+A context variable follows the code that runs the turn: the thread that entered it, and the
+asyncio tasks and ``asyncio.to_thread`` calls started from it; a thread of your own does not
+see it unless started under ``contextvars.copy_context().run``.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +31,15 @@ from agenttrail.model import Actor, Event, NewEvent, NewTrace, events
 if TYPE_CHECKING:
     from agenttrail.ingest.recorder import Recorder
 
-__all__ = ["Turn"]
+__all__ = ["Turn", "current_turn"]
+
+_CURRENT: ContextVar[Turn | None] = ContextVar("agenttrail_current_turn", default=None)
+
+
+def current_turn() -> Turn | None:
+    """The turn the calling code runs in (the innermost ``with rec.turn()`` or ``async with``
+    of its context), or ``None`` outside every turn."""
+    return _CURRENT.get()
 
 
 class Turn:
@@ -64,17 +78,19 @@ class Turn:
         """The turn's lease on the turn lock, renewed while the turn runs (``lease.lost``
         says why it stopped early, if it did)."""
         self._issued = _Issued()
+        self._token: Token[Turn | None] | None = None
 
     def __enter__(self) -> Turn:
         """Hold the session's turn lock while the turn runs: a user's own tool invocation
         through the server is refused (HTTP 409) until the turn ends or its lease expires.
         The lease is renewed while the agent lives; one its holder left behind (a crashed
-        agent restarted) is taken over at once.
+        agent restarted) is taken over at once. The turn becomes the current turn.
 
         Raises:
             TurnInFlight: another holder's turn holds the lock.
         """
         self.lease.take()
+        self.bind()
         return self
 
     def __exit__(
@@ -83,7 +99,19 @@ class Turn:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.unbind()
         self.finish(exc)
+
+    def bind(self) -> None:
+        """Make this the current turn of the calling context (what ``__enter__`` does once
+        the lease is taken; :class:`agenttrail.AsyncTurn` calls it in its task)."""
+        self._token = _CURRENT.set(self)
+
+    def unbind(self) -> None:
+        """Undo :meth:`bind`, in the context that called it."""
+        if self._token is not None:
+            _CURRENT.reset(self._token)
+            self._token = None
 
     def finish(self, exc: BaseException | None) -> None:
         """Record the failure that ended the turn, if any, and give the lease back."""
@@ -137,7 +165,8 @@ class Turn:
         One ``message`` and one ``tool_call`` per call, appended in one transaction in the
         importers' layout (:mod:`agenttrail.ingest.assistant`), so the log, ``show`` and
         every replay target show one assistant message carrying all its calls, the text
-        first, and its usage is counted once. Record each result with :meth:`tool_result`.
+        first, and its usage is counted once. Record each result with :meth:`tool_result`
+        (or let a function decorated with :func:`agenttrail.tool` do it).
 
         Args:
             text: the message's text; ``None`` or ``""`` when it only calls tools.
@@ -203,6 +232,17 @@ class Turn:
         appended = self.recorder.append(payload, created_at=created_at, key=f"tool_call:{new_id}")
         self._issued.add(appended, payload)
         return new_id
+
+    def call_for(self, name: str, input: Any) -> str:
+        """The id of the call that a run of tool ``name`` with ``input`` answers: the first
+        call of this turn with that name and an equal input and no result yet (one the model
+        asked for in :meth:`assistant`), else a new call recorded now (:meth:`tool_call`).
+
+        What :func:`agenttrail.tool` uses, so that a decorated tool's result pairs with the
+        model's call rather than adding a second one. A call it returns is not returned again.
+        """
+        claimed = self._issued.claim(name, input)
+        return claimed if claimed is not None else self.tool_call(name, input)
 
     def tool_result(
         self,
@@ -304,11 +344,13 @@ class Turn:
 
 
 class _Issued:
-    """The calls a turn recorded: seq and payload by id (their results' trace rows). Tools of
-    one turn may record from several threads at once, hence the lock."""
+    """The calls a turn recorded: seq and payload by id (their results' trace rows), and
+    which have no result yet (:meth:`Turn.call_for`). Tools of one turn may record from
+    several threads at once, hence the lock."""
 
     def __init__(self) -> None:
         self.calls: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.open: dict[str, tuple[str, Any]] = {}  # id → (name, input)
         self.lock = threading.Lock()
 
     def add(self, appended: Appended, payload: dict[str, Any]) -> None:
@@ -316,10 +358,21 @@ class _Issued:
             return
         with self.lock:
             self.calls[payload["id"]] = (appended.seq, payload)
+            self.open[payload["id"]] = (payload["name"], payload["input"])
+
+    def claim(self, name: str, input: Any) -> str | None:
+        """The first call of ``name`` and ``input`` without a result, taken off the list."""
+        with self.lock:
+            for call_id, issued in self.open.items():
+                if issued == (name, input):
+                    del self.open[call_id]
+                    return call_id
+        return None
 
     def answered(self, call_id: str) -> tuple[int, dict[str, Any]] | None:
-        """The seq and payload of a call, when this turn recorded it."""
+        """Mark a call answered; its seq and payload, when this turn recorded it."""
         with self.lock:
+            self.open.pop(call_id, None)
             return self.calls.get(call_id)
 
 
