@@ -402,3 +402,74 @@ def test_cli_verify_names_a_session_row_changed_into_another_type(
         result = run_cli(*command, "--db", str(db))
         assert result.returncode == 1, command
         assert result.stderr == f"error: session 's': {said}\n", command
+
+
+# -- event rows changed into other types: each is that session's first bad seq ------------------
+
+_SQLITE_DAMAGE = {
+    # The naive edit: replace() on a BLOB gives TEXT, here not even UTF-8.
+    "payload-replaced": (
+        "UPDATE session_events SET payload = replace(payload, 'Paris', 'Lyon!') "
+        "WHERE session_id = 's' AND seq = 3",
+        "payload is text, not bytes",
+    ),
+    "payload-cast-to-text": (
+        "UPDATE session_events SET payload = CAST(payload AS TEXT) "
+        "WHERE session_id = 's' AND seq = 3",
+        "payload is text, not bytes",
+    ),
+    "hash-as-hex-text": (
+        "UPDATE session_events SET hash = hex(hash) WHERE session_id = 's' AND seq = 3",
+        "hash is text, not bytes",
+    ),
+    "created_at-as-blob": (
+        "UPDATE session_events SET created_at = X'ff00' WHERE session_id = 's' AND seq = 3",
+        "created_at is bytes, not text",
+    ),
+    "payload-as-integer": (
+        "UPDATE session_events SET payload = 7 WHERE session_id = 's' AND seq = 3",
+        "payload is an integer, not bytes",
+    ),
+    "seq-as-text": (
+        "UPDATE session_events SET seq = 'three' WHERE session_id = 's' AND seq = 3",
+        "seq 3 is missing",
+    ),
+}
+_POSTGRES_DAMAGE = {
+    "payload-null": (
+        "ALTER TABLE session_events ALTER COLUMN payload DROP NOT NULL; "
+        "UPDATE session_events SET payload = NULL WHERE session_id = 's' AND seq = 3",
+        "payload is NULL, not bytes",
+    ),
+    "hash-null": (
+        "ALTER TABLE session_events ALTER COLUMN hash DROP NOT NULL; "
+        "UPDATE session_events SET hash = NULL WHERE session_id = 's' AND seq = 3",
+        "hash is NULL, not bytes",
+    ),
+    "created_at-null": (
+        "ALTER TABLE session_events ALTER COLUMN created_at DROP NOT NULL; "
+        "UPDATE session_events SET created_at = NULL WHERE session_id = 's' AND seq = 3",
+        "created_at is NULL, not text",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", [*_SQLITE_DAMAGE, *_POSTGRES_DAMAGE])
+def test_cli_verify_names_a_column_changed_into_another_type_and_checks_the_others(
+    db_url: str, damage: str
+) -> None:
+    damages = _POSTGRES_DAMAGE if is_postgres(db_url) else _SQLITE_DAMAGE
+    if damage not in damages:
+        pytest.skip(f"{damage}: the other backend's column types refuse this change")
+    statement, said = damages[damage]
+    with open_store(db_url) as store:
+        for sid in ("s", "t"):
+            store.create_session(NewSession(id=sid))
+            for i in range(5):
+                store.append(sid, events.message("user", f"Paris, {i}"))
+    _attack(db_url, *statement.split("; "))
+    result = run_cli("verify", "--db", db_url)
+    assert (result.returncode, result.stderr) == (1, "1 of 2 sessions intact\n")
+    assert f"FAIL  s  seq 3: {said}\n" in result.stdout
+    assert "ok    t  5 events" in result.stdout
+    assert run_cli("verify", "t", "--db", db_url).returncode == 0

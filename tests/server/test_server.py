@@ -106,6 +106,30 @@ def test_sessions_and_events_over_rest(server: Server) -> None:
         assert "/v1/sessions/{session_id}/events" in schema["paths"]
 
 
+def test_rest_events_name_their_anomalies(server: Server) -> None:
+    # The anomaly of each event, as views/pairing.py defines it, judged over the whole
+    # session, not only the page: a call's result on a later page pairs it.
+    with server.client() as http:
+        sid = _new_session(http)
+
+        def anomalies(**params: int) -> dict[int, list[str]]:
+            page = http.get(f"/v1/sessions/{sid}/events", params=params).json()
+            return {e["seq"]: e["anomalies"] for e in page["events"]}
+
+        batch = [
+            events.tool_call("c1", "ls", {}),
+            events.tool_call("", "ls", {}),
+            events.tool_result("nope", "ls", output="?"),
+        ]
+        http.post(f"/v1/sessions/{sid}/events", json={"events": [{"payload": p} for p in batch]})
+        assert anomalies() == {1: ["no_result"], 2: ["missing_id"], 3: ["orphan_result"]}
+        http.post(
+            f"/v1/sessions/{sid}/events", json={"payload": events.tool_result("c1", output="x")}
+        )
+        assert anomalies(limit=1) == {1: []}
+        assert anomalies(afterSeq=2) == {3: ["orphan_result"], 4: []}
+
+
 def test_errors_are_problem_details_naming_what_is_wrong(server: Server) -> None:
     with server.client() as http:
         sid = _new_session(http)

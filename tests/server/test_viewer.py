@@ -11,12 +11,15 @@ repository.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import sqlite3
+import struct
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -749,3 +752,68 @@ def test_keyboard_navigation_and_search_across_sessions(viewer: Viewer) -> None:
     expect(page.locator("#session-title")).to_have_text("Showcase")
     page.keyboard.press("[")
     expect(page.locator("#session-title")).to_have_text("start phoenix in background")
+
+
+# -- attachments and block order -------------------------------------------------------------
+
+
+def _png(width: int, height: int) -> bytes:
+    """A real PNG (RFC 2083): white RGB pixels, so the browser can decode it."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = b"".join(b"\x00" + b"\xff" * 3 * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(pixels))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_an_image_is_named_then_shown_as_a_thumbnail_and_runs_keep_their_order(
+    viewer: Viewer,
+) -> None:
+    png = _png(3, 2)
+    image = {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": "image/png",
+            "data": base64.b64encode(png).decode(),
+        },
+    }
+    said = [{"type": "text", "text": "first I look"}, {"type": "text", "text": "then I read"}]
+    sid = _new_session(
+        viewer.store,
+        "pictures",
+        [
+            events.message(
+                "user", "what is this?", blocks=[{"type": "text", "text": "what is this?"}, image]
+            ),
+            events.message(
+                "assistant",
+                "first I look\nthen I read",
+                blocks=said,
+                order=[{"block": 0}, {"toolCall": "c1"}, {"block": 1}, {"toolCall": "c2"}],
+            ),
+            events.tool_call("c1", "look", {}),
+            events.tool_call("c2", "read", {}),
+            events.tool_result("c1", output="ok"),
+            events.tool_result("c2", output="ok"),
+        ],
+    )
+    page = viewer.open(sid)
+    row = _row(page, 1)
+    expect(row).to_contain_text(f"[attachment: image/png, {len(png):,} bytes, sha256")
+    expect(row.locator("img")).to_have_count(0)  # a page of rows carries no bytes
+    row.get_by_role("button", name="Show the image").click()
+    thumb = _row(page, 1).locator("img.thumb")
+    expect(thumb).to_be_visible()
+    _wait_until(page, "document.querySelector('#rows img.thumb').naturalWidth === 3")
+    runs = _row(page, 2).inner_text()
+    assert runs.index("first I look") < runs.index("→ tool call c1") < runs.index("then I read")
+    assert runs.index("then I read") < runs.index("→ tool call c2")

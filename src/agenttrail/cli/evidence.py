@@ -65,7 +65,6 @@ def verify(
         proof = None
         if checkpoint is not None and pubkey is not None:
             statement = load_checkpoint(checkpoint)
-            find_session(store, statement["session_id"])
             proof = verify_checkpoint(store, statement, _read_key(pubkey), key_name=str(pubkey))
     broken = 0
     for v in verdicts:

@@ -1,10 +1,10 @@
 """Write sessions read from files into the log: every file is parsed before anything is written.
 
-Bad input (a missing file, malformed JSON, an unknown format, a payload over the limit) raises
-before the first write, so the database is exactly as before. Each session is then written in
-one transaction, its events with the trace rows they call for. Importing the same file again
-writes nothing new: every imported event carries an idempotency key, and agenttrail's own
-export is matched by its chain hashes.
+Bad input (a missing file, a device or FIFO, a file over the import limit, malformed JSON, an
+unknown format, a payload over the limit) raises before the first write, so the database is
+exactly as before. Each session is then written in one transaction, its events with the trace
+rows they call for. Importing the same file again writes nothing new: every imported event
+carries an idempotency key, and agenttrail's own export is matched by its chain hashes.
 """
 
 from __future__ import annotations
@@ -15,13 +15,21 @@ from pathlib import Path
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
-from agenttrail.formats import ImportedSession, read_file
+from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES, ImportedSession, read_file
 from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.ingest import traces
+from agenttrail.limits import byte_limit
 from agenttrail.log.store import Appended, LogStore
 from agenttrail.model import SESSION_ID_RULE, NewEvent, NewSession, is_session_id
 
-__all__ = ["ImportReport", "fitting_id", "import_paths", "read_paths", "write_sessions"]
+__all__ = [
+    "DEFAULT_MAX_IMPORT_BYTES",
+    "ImportReport",
+    "fitting_id",
+    "import_paths",
+    "read_paths",
+    "write_sessions",
+]
 
 
 @dataclass(frozen=True)
@@ -41,39 +49,57 @@ class ImportReport:
 
 
 def import_paths(
-    store: LogStore, paths: Iterable[Path], *, format: str | None = None
+    store: LogStore,
+    paths: Iterable[Path],
+    *,
+    format: str | None = None,
+    max_bytes: int | None = None,
 ) -> list[ImportReport]:
     """Import files into the log, one transaction per session.
 
     Args:
         store: the log to write.
-        paths: files to read; each may hold one or more sessions.
+        paths: regular files to read; each may hold one or more sessions.
         format: a format name (``agenttrail.formats.FORMATS``) or ``None`` to detect.
+        max_bytes: largest file read, in bytes; ``None`` for ``AGENTTRAIL_MAX_IMPORT_BYTES``,
+            else :data:`DEFAULT_MAX_IMPORT_BYTES`.
 
     Returns:
         One report per session, in file order.
 
     Raises:
-        FormatError: a file is missing, empty, of unknown format or malformed, or holds a
-            payload that cannot be stored; raised before anything is written.
-        InputError: an export's session already exists with different events.
+        FormatError: a file is missing, not a regular file, over the import limit, empty, of
+            unknown format or malformed, or holds a payload that cannot be stored; raised
+            before anything is written.
+        InputError: an export's session already exists with different events, or the import
+            limit is not a positive integer.
     """
-    parsed = read_paths(paths, format=format, max_payload_bytes=store.max_payload_bytes)
+    parsed = read_paths(
+        paths, format=format, max_payload_bytes=store.max_payload_bytes, max_bytes=max_bytes
+    )
     return write_sessions(store, parsed)
 
 
 def read_paths(
-    paths: Iterable[Path], *, format: str | None = None, max_payload_bytes: int
+    paths: Iterable[Path],
+    *,
+    format: str | None = None,
+    max_payload_bytes: int,
+    max_bytes: int | None = None,
 ) -> list[tuple[Path, ImportedSession]]:
     """Read and check every file without touching a store: ``(path, session)`` pairs.
 
     Raises:
-        FormatError: as :func:`import_paths`; every payload is checked against
-            ``max_payload_bytes`` (bytes of CBOR) here, so a later write cannot fail on it.
+        FormatError: as :func:`import_paths`; every file is checked against the import limit
+            (``max_bytes``, as in :func:`import_paths`) before it is read, and every payload against
+            ``max_payload_bytes`` (bytes of CBOR), so a later write cannot fail on it.
+        InputError: the import limit is not a positive integer.
     """
+    variable = "AGENTTRAIL_MAX_IMPORT_BYTES"
+    limit = byte_limit(max_bytes, variable, DEFAULT_MAX_IMPORT_BYTES, "import limit")
     parsed: list[tuple[Path, ImportedSession]] = []
     for path in paths:
-        for imported in read_file(path, format):
+        for imported in read_file(path, format, max_bytes=limit):
             _check_payloads(max_payload_bytes, path, imported)
             parsed.append((path, imported))
     return parsed

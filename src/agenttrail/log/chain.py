@@ -48,6 +48,7 @@ __all__ = [
     "SessionVerdict",
     "chain_hasher",
     "event_hash",
+    "stored_type",
     "verify",
 ]
 
@@ -270,9 +271,18 @@ def _first_bad_row(
     """
     for offset, (seq, created_at, data, stored) in enumerate(rows):
         want = expected + offset
-        if seq != want:
+        if seq != want or type(seq) is not int:
             gap = type(seq) is int and seq > want
             return offset, f"seq {want} is missing" if gap else f"seq {seq!r} out of order"
+        # A column changed by hand into another type (text into a BLOB column, a NULL): the
+        # C check takes only the exact types the store writes, and so does this one.
+        for column, value, kind in (
+            ("created_at", created_at, str),
+            ("payload", data, bytes),
+            ("hash", stored, bytes),
+        ):
+            if type(value) is not kind:
+                return offset, f"{column} is {stored_type(value)}, not {stored_type(kind())}"
         try:
             digest = hash_row(prev, seq, created_at, data)
         except (AttributeError, TypeError, UnicodeError, struct.error):
@@ -282,3 +292,19 @@ def _first_bad_row(
             return offset, "stored hash does not match the row's bytes"
         prev = stored
     return None
+
+
+_TYPE_NAMES: dict[type, str] = {
+    str: "text",
+    bytes: "bytes",
+    int: "an integer",
+    float: "a real number",
+    type(None): "NULL",
+}
+
+
+def stored_type(value: object) -> str:
+    """What a column read from the store holds, in the database's words: ``text``,
+    ``bytes``, ``an integer``, ``a real number``, ``NULL`` (a row changed by hand into
+    another type is named so)."""
+    return _TYPE_NAMES.get(type(value), type(value).__name__)

@@ -17,8 +17,9 @@ from agenttrail.log.store import LogStore
 from agenttrail.server.auth import Grant, bearer_token, check_token
 from agenttrail.server.live import Hub
 from agenttrail.server.tools import ToolRegistry
+from agenttrail.views.transcript import IndexCache
 
-__all__ = ["Auth", "HubDep", "Store", "Tools", "grant", "run"]
+__all__ = ["Auth", "HubDep", "Indexes", "Store", "Tools", "grant", "run"]
 
 T = TypeVar("T")
 
@@ -42,6 +43,11 @@ def _hub(request: Request) -> Hub:
     return hub
 
 
+def _indexes(request: Request) -> IndexCache:
+    indexes: IndexCache = request.app.state.transcript_indexes
+    return indexes
+
+
 def _tools(request: Request) -> ToolRegistry:
     tools: ToolRegistry = request.app.state.tools
     return tools
@@ -55,6 +61,9 @@ Store = Annotated[LogStore, Depends(_store)]
 
 HubDep = Annotated[Hub, Depends(_hub)]
 """The live hub: publishes appends and partials to the session's subscribers."""
+
+Indexes = Annotated[IndexCache, Depends(_indexes)]
+"""The sessions' transcript indexes (the viewer's): each session's pairing, kept up to date."""
 
 Tools = Annotated[ToolRegistry, Depends(_tools)]
 """The user's tools (the symmetric half)."""

@@ -55,6 +55,7 @@ __all__ = [
     "Traced",
     "TurnLease",
     "TurnLocks",
+    "byte_limit",
     "open_store",
     "payload_limit",
 ]

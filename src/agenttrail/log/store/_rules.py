@@ -18,7 +18,7 @@ from typing import Any
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import InputError, PayloadTooLarge, StoreError
-from agenttrail.log.chain import chain_hasher
+from agenttrail.log.chain import chain_hasher, stored_type
 from agenttrail.log.store import Appended, Row
 from agenttrail.model import (
     NewEvent,
@@ -309,7 +309,17 @@ def stored_trace(row: NewTrace, trace_id: int) -> TraceRow:
 
 
 def trace_row(values: Sequence[Any]) -> TraceRow:
-    """A :class:`TraceRow` from its columns in :data:`TRACE_FIELDS` order, then the id."""
+    """A :class:`TraceRow` from its columns in :data:`TRACE_FIELDS` order, then the id.
+
+    Raises:
+        StoreError: the envelope is not bytes (the row was changed by hand), naming the row.
+    """
     fields = dict(zip(TRACE_FIELDS, values[:-1], strict=True))
-    fields["envelope"] = bytes(fields["envelope"])
+    envelope = fields["envelope"]
+    if not isinstance(envelope, bytes | bytearray | memoryview):
+        raise StoreError(
+            f"session {fields['session_id']!r}: trace {values[-1]}: envelope is "
+            f"{stored_type(envelope)}, not bytes"
+        )
+    fields["envelope"] = bytes(envelope)
     return TraceRow(**fields, id=values[-1])

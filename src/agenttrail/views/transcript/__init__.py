@@ -13,9 +13,15 @@ duration in ms; ``None`` when the event has none), ``anomaly`` (from
 :func:`agenttrail.views.pairing.pair_refs`), ``agent_id`` (a subagent's id on its events) and a
 ``view``:
 
-    message   a user, agent, system or trigger message (``voice`` is the actor)
+    message   a user, agent, system or trigger message (``voice`` is the actor); ``runs``
+              lists, for an assistant message whose text and tool calls interleave, each
+              run's text and thinking and the ids of the calls that follow it
+              (:mod:`agenttrail.views.order`), else ``None``; ``attachments`` names its
+              images, documents and files (kind, media type, size, SHA-256, ``label``; in a
+              ``full`` row an image's ``data_url``), never as text
     tool      a tool call and its result in one row, at the call's seq: name, arguments,
-              status from :func:`agenttrail.model.tool_status`, duration, the result
+              status from :func:`agenttrail.model.tool_status`, duration, the result (its
+              attachments in ``result_attachments``, as a message's ``attachments``)
     result    a tool result that pairs with no call (orphan, duplicate, missing id)
     run       a finished run card (below), at the seq of the result that finished the run
     context   ``rag``, ``recall`` and ``shell`` events
