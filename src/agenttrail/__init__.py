@@ -1,7 +1,8 @@
 """agenttrail: a flight recorder for AI agents.
 
 Each agent session is an append-only, hash-chained event log (SQLite by default). Open a log,
-record a session with :class:`Recorder`, read it back with :meth:`LogStore.read`, prove it was
+record a session with :class:`Recorder` (:class:`AsyncRecorder` under asyncio, :func:`tool`
+for a function the agent calls as a tool), read it back with :meth:`LogStore.read`, prove it was
 not altered with :func:`verify`.
 """
 
@@ -17,8 +18,12 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
+from agenttrail.ingest.assistant import ToolCall
+from agenttrail.ingest.async_recorder import AsyncRecorder, AsyncTurn
 from agenttrail.ingest.importer import ImportReport, import_paths
-from agenttrail.ingest.recorder import Recorder, Turn
+from agenttrail.ingest.recorder import Recorder
+from agenttrail.ingest.tool import tool
+from agenttrail.ingest.turn import Turn
 from agenttrail.log.chain import SessionVerdict, verify
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.model import (
@@ -45,6 +50,8 @@ __all__ = [
     "Anomaly",
     "AppendOnlyViolation",
     "Appended",
+    "AsyncRecorder",
+    "AsyncTurn",
     "ChainBroken",
     "Event",
     "FormatError",
@@ -62,6 +69,7 @@ __all__ = [
     "SessionNotFound",
     "SessionVerdict",
     "StoreError",
+    "ToolCall",
     "Turn",
     "__version__",
     "event_actor",
@@ -70,6 +78,7 @@ __all__ = [
     "open_log",
     "open_store",
     "pair_tool_calls",
+    "tool",
     "tool_status",
     "usage",
     "verify",
