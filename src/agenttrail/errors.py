@@ -16,6 +16,7 @@ The hierarchy::
     ├── SessionNotFound             no session with that id (HTTP 404)
     ├── SessionExists               a session id that is already taken (HTTP 409)
     ├── TurnInFlight                an agent turn holds the session's turn lock (HTTP 409)
+    ├── NoTurn                      a recorded tool (agenttrail.tool) called outside every turn
     ├── RerunError                  a re-runner could not be loaded, failed, or gave no envelope
     ├── Unauthorized                no valid access token (HTTP 401)
     ├── Forbidden                   a valid token that does not grant this (HTTP 403)
@@ -39,6 +40,7 @@ __all__ = [
     "FormatError",
     "InputError",
     "InvalidTimestamp",
+    "NoTurn",
     "NotIJSON",
     "NotJSON",
     "PayloadError",
@@ -176,6 +178,20 @@ class TurnInFlight(AgentTrailError):
         self.session_id = session_id
         self.turn_id = turn_id
         self.expires_at = expires_at
+
+
+class NoTurn(AgentTrailError):
+    """A function decorated with ``agenttrail.tool`` was called where no recorder's turn runs
+    (``with rec.turn()``, ``async with rec.turn()``); the function did not run, so nothing
+    ran unrecorded. ``tool`` names the function."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(
+            f"tool {tool!r} was called outside a recorder's turn: nothing ran and nothing was "
+            "recorded (run it inside `with rec.turn()`, or call the undecorated function, "
+            "its __wrapped__)"
+        )
+        self.tool = tool
 
 
 class RerunError(AgentTrailError):

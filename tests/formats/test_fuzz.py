@@ -40,12 +40,20 @@ _REAL_INPUTS = sorted(
 )
 
 
+class _Corpus(dict[str, bytes]):
+    """The inputs, shown by their names only: Hypothesis prints a failing example's arguments,
+    and the whole corpus in a report hides the one mutation that failed."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} real inputs: {', '.join(sorted(self))}>"
+
+
 @pytest.fixture(scope="module")
 def real_inputs() -> dict[str, bytes]:
     """File name → bytes: the real inputs, and an export of our sample session (the input
     of the ``jsonl`` format). Without the corpus the tests that take it are skipped
     (tests/conftest.py)."""
-    found = {path.name: path.read_bytes() for path in _REAL_INPUTS}
+    found = _Corpus((path.name, path.read_bytes()) for path in _REAL_INPUTS)
     with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp) / "s.db") as store:
         lines = jsonl_from_events(store.read(record_sample(store)))
         found["sample-export.jsonl"] = "".join(line + "\n" for line in lines).encode()

@@ -126,6 +126,36 @@ def test_an_expired_lease_frees_the_lock(store: LogStore) -> None:
     assert store.current_turn(sid) is not None
 
 
+# -- the recorder as a context manager closes the session ---------------------------------------
+
+
+def test_leaving_a_recorder_block_closes_the_session(store: LogStore) -> None:
+    with Recorder.start(store, title="t") as rec, rec.turn(model="m") as turn:
+        turn.user("hi")
+        turn.reply("hello")
+    last = list(store.read(rec.session_id))[-1]
+    assert (last.seq, last.type, last.actor) == (3, "session_end", "system")
+    assert last.payload["reason"] == "closed"
+
+
+def test_an_exception_closes_the_session_naming_its_type_and_goes_on(store: LogStore) -> None:
+    with pytest.raises(ZeroDivisionError), Recorder.start(store) as rec, rec.turn() as turn:
+        turn.user("divide")
+        1 / 0  # noqa: B018
+    got = [e.payload for e in store.read(rec.session_id)]
+    assert [p["type"] for p in got] == ["message", "error", "session_end"]
+    assert got[-1]["reason"] == "failed: ZeroDivisionError"
+    assert store.current_turn(rec.session_id) is None
+
+
+def test_a_session_closed_in_the_block_is_closed_once(store: LogStore) -> None:
+    with Recorder.start(store) as rec:
+        rec.close("done")
+    assert [(e.type, e.payload.get("reason")) for e in store.read(rec.session_id)] == [
+        ("session_end", "done")
+    ]
+
+
 # -- trace rows commit with their results ------------------------------------------------------
 
 _LOAN = {"principal": 300_000, "annual_rate": 0.065, "years": 30}

@@ -454,13 +454,15 @@ _POSTGRES_DAMAGE = {
 }
 
 
-@pytest.mark.parametrize("damage", [*_SQLITE_DAMAGE, *_POSTGRES_DAMAGE])
+# Each backend with the damage its column types allow (the other refuses it outright).
+@pytest.mark.parametrize(
+    ("backend", "damage"),
+    [("sqlite", d) for d in _SQLITE_DAMAGE] + [("postgresql", d) for d in _POSTGRES_DAMAGE],
+)
 def test_cli_verify_names_a_column_changed_into_another_type_and_checks_the_others(
     db_url: str, damage: str
 ) -> None:
     damages = _POSTGRES_DAMAGE if is_postgres(db_url) else _SQLITE_DAMAGE
-    if damage not in damages:
-        pytest.skip(f"{damage}: the other backend's column types refuse this change")
     statement, said = damages[damage]
     with open_store(db_url) as store:
         for sid in ("s", "t"):

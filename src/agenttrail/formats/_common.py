@@ -52,6 +52,10 @@ class ImportedSession:
     exported_hashes: list[bytes] | None = None
     """For agenttrail's own export: the chain hash of each event as exported, checked on
     import so that an altered export is refused."""
+    session_stated: bool = False
+    """True when the source states every session field, ``None`` included (an export's
+    ``session`` line): the importer then fills in no title or start time of its own, so that
+    export → import → export gives the same bytes."""
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -402,6 +406,8 @@ def _partial(text: str, at: int, depth: int) -> tuple[Any, int]:
                 key, at = _DECODER.raw_decode(text, at)
             except json.JSONDecodeError:
                 raise _Cut(items) from None
+            if not isinstance(key, str):
+                raise ValueError("expected a string key")
             at = _skip(text, at)
             if at >= len(text):
                 raise _Cut(items)

@@ -193,7 +193,10 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     for sid, (events, hashes) in sessions.items():
         header = headers.get(sid, NewSession(id=sid))
         if sid not in rechained:
-            out.append(ImportedSession(header, events, exported_hashes=hashes))
+            stated = sid in headers
+            out.append(
+                ImportedSession(header, events, exported_hashes=hashes, session_stated=stated)
+            )
             continue
         why = "; ".join(sorted(rechained[sid]))
         metadata = {**header.metadata, "rechained": why}

@@ -233,9 +233,10 @@ def _append(
 
 
 def _filled(imported: ImportedSession) -> NewSession:
-    """The session to create, with a title and start time taken from its events if missing."""
+    """The session to create, with a title and start time taken from its events if missing
+    (unless the source stated them, as an export's ``session`` line does)."""
     session = imported.session
-    if session.title is not None and session.started is not None:
+    if imported.session_stated or (session.title is not None and session.started is not None):
         return session
     title = session.title
     if title is None:

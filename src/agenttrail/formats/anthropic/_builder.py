@@ -223,8 +223,6 @@ class Builder:
         if message_id is not None and message_id in self.response_ids:
             self.again(message_id, key or f"x{k}:response", created)
             return
-        if message_id is not None:
-            self.response_ids[message_id] = fingerprint(body)
         model = optional(self, body, "model", str, at)
         meta = events.meta(
             model=model,
@@ -250,7 +248,10 @@ class Builder:
             message_id=message_id,
             arguments=arguments,
         )
-        self.conversation = [*self.conversation, fingerprint(body)]
+        known = fingerprint(body)  # after _assistant checked the blocks it reads
+        if message_id is not None:
+            self.response_ids[message_id] = known
+        self.conversation = [*self.conversation, known]
 
     def again(self, response_id: str, key: str, created: str | None) -> None:
         """A response already read (same id), recorded again: not appended a second time; a
