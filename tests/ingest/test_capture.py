@@ -19,7 +19,13 @@ import pytest
 from agenttrail.ingest.capture import Capture, HttpExchange, session
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
-from tests.formats._recordings import CASSETTES, PROGRAMMATIC, TOOL_ERROR, import_events
+from tests.formats._recordings import (
+    CASSETTES,
+    PROGRAMMATIC,
+    RESPONSES_OUTPUT,
+    TOOL_ERROR,
+    import_events,
+)
 from tests.ingest._upstream import Recorded, recorded
 
 KEY = "sk-test-7f3a9c1e5b2d4f60a8e1c3b5d7f9a2c4"
@@ -169,3 +175,28 @@ def test_a_log_that_fails_never_reaches_the_caller(
     assert "not recorded: InputError" in caplog.text and KEY not in caplog.text
     capture.close()
     assert path.read_text() == "not a database\n" * 100
+
+
+def test_previous_response_id_continues_the_conversation_of_that_response(
+    tmp_path: Path,
+) -> None:
+    # Two identical first requests (two conversations), then a request that continues the
+    # second response by its id, sending only the tool's output.
+    first, again, then = recorded(RESPONSES_OUTPUT)
+    with Capture(tmp_path / "capture.db") as capture:
+        for item in (first, again, then):
+            capture.write(exchange_of(item))
+    with open_store(tmp_path / "capture.db") as log:
+        one, two = ([e.payload for e in log.read(s.id)] for s in log.sessions())
+    assert [(p["type"], p.get("role")) for p in one] == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("tool_call", None),
+    ]
+    assert [(p["type"], p.get("role")) for p in two] == [
+        *[(p["type"], p.get("role")) for p in one],
+        ("tool_result", None),
+        ("message", "assistant"),
+    ]
+    assert two[3]["toolCallId"] == two[2]["id"]  # paired by the id the provider gave
+    assert then.body["previous_response_id"] == two[1]["responseId"]

@@ -258,6 +258,39 @@ def test_a_stream_cut_in_the_middle_is_seen_as_without_agenttrail_and_logged_inc
     assert "cut short" in errors[-1]["message"]
 
 
+def test_an_async_stream_cut_or_timed_out_is_seen_as_without_agenttrail(
+    up: Upstream, tmp_path: Path
+) -> None:
+    [item] = recorded(STREAMED)
+    cut = item.reply
+    cut.cut_after = len(cut.events or []) // 2
+    late = Reply(200, b"{}", delay_s=1.0)
+
+    async def read(client: Any) -> list[tuple[int, str]]:
+        seen = []
+        async with client:
+            for body in (item.body, chat(False)):
+                got = 0
+                try:
+                    answer = await client.chat.completions.create(**body)
+                    async for _ in answer:
+                        got += 1
+                except Exception as e:
+                    seen.append((got, f"{type(e).__name__}: {e}"))
+        return seen
+
+    up.script(cut, late, cut, late)
+    plain = asyncio.run(read(client_for(up, "openai", "async", timeout=0.2)))
+    client = client_for(up, "openai", "async", timeout=0.2)
+    agenttrail.instrument(client, log=tmp_path / "live.db")
+    assert asyncio.run(read(client)) == plain
+    capture = capture_of(client)
+    assert capture is not None and capture.flush(10)
+    with open_store(tmp_path / "live.db") as store:
+        kinds = [e.payload.get("errorType") for s in store.sessions() for e in store.read(s.id)]
+    assert sorted(k for k in kinds if k) == ["incomplete_stream", "transport_error"]
+
+
 def test_a_stream_the_caller_abandons_is_logged_incomplete(up: Upstream, tmp_path: Path) -> None:
     [item] = recorded(STREAMED)
 
