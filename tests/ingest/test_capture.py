@@ -8,9 +8,11 @@ cites the SOURCES.md rows).
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +202,17 @@ def test_previous_response_id_continues_the_conversation_of_that_response(
     ]
     assert two[3]["toolCallId"] == two[2]["id"]  # paired by the id the provider gave
     assert then.body["previous_response_id"] == two[1]["responseId"]
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_compressed_response_is_read_as_its_content(tmp_path: Path, coding: str) -> None:
+    # api.openai.com sends JSON bodies gzip-compressed; the client undoes it, and so must we.
+    compress = gzip.compress if coding == "gzip" else zlib.compress
+    with Capture(tmp_path / "capture.db") as capture:
+        for item in recorded(TOOL_LOOP):
+            headers = [*item.reply.headers.items(), ("Content-Encoding", coding)]
+            capture.write(
+                exchange_of(item, response_body=compress(item.reply.body), response_headers=headers)
+            )
+    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
+        assert payloads(only_session(log)) == payloads(import_events(other, TOOL_LOOP))

@@ -384,7 +384,12 @@ class Capture:
         appended = store.append_batch(
             session_id, keyed, create=_new_session(followed, exchange, record, chosen)
         )
+        # the session's last exchange number, most recent last; as many sessions are kept as
+        # conversations are followed (one forgotten is read back from its keys if it returns)
+        self._numbers.pop(session_id, None)
         self._numbers[session_id] = number
+        while len(self._numbers) > self._index.limit:
+            del self._numbers[next(iter(self._numbers))]
         self.written += 1
         return appended
 
