@@ -85,7 +85,12 @@ class Conversation(HandsOver[Builder]):
         Raises:
             FormatError: a body of the wrong shape.
         """
-        exchange = from_record(record, 0, "", self.builder.path)
+        request = record.get("request") or {}
+        body, url = request.get("body"), request.get("url")
+        if isinstance(body, dict) and isinstance(url, str):  # parsed already: only the request
+            exchange = Exchange(0, "", request=body, request_where="request.body", uri=url)
+        else:
+            exchange = from_record(record, 0, "", self.builder.path)
         api = endpoint(exchange.uri or "")
         if api == "chat":
             return list(self.chat.keyed_messages(exchange)[2])
