@@ -141,8 +141,8 @@ class _Exchange:
             return
         self.done = True
         request, response = self.request, self.response
-        self.capture.record(
-            HttpExchange(
+        try:
+            exchange = HttpExchange(
                 method=request.method,
                 url=str(request.url),
                 request_headers=request.headers,
@@ -154,9 +154,11 @@ class _Exchange:
                 duration_s=time.perf_counter() - self.start,
                 error=None if error is None else f"{type(error).__name__}: {error}",
                 complete=complete,
-            ),
-            session=self.session,
-        )
+            )
+        except Exception:  # never the caller's problem (docs/capture.md)
+            self.capture.lost(str(request.method), str(request.url))
+            return
+        self.capture.record(exchange, session=self.session)
 
 
 class _Kept:
@@ -170,13 +172,13 @@ class _Kept:
 def _begin(capture: Capture, request: Any) -> _Exchange | None:
     """The exchange to record for ``request``, or ``None`` when it is not a conversation call
     (or its body is a stream not yet read, which no conversation call is)."""
-    if request.method != "POST" or not Capture.wants(str(request.url)):
-        return None
     try:
+        if request.method != "POST" or not Capture.wants(str(request.url)):
+            return None
         request.content  # noqa: B018  (raises when the body is an unread stream)
-    except Exception:
+        return _Exchange(capture, request, current_session())
+    except Exception:  # what capture cannot read it passes on untouched
         return None
-    return _Exchange(capture, request, current_session())
 
 
 @cache

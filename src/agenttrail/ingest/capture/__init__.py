@@ -241,9 +241,14 @@ class Capture:
                 return True
             _LOG.warning("agenttrail capture: queue full; %s not recorded", _named(exchange))
         except Exception:
-            self._failed += 1
-            _LOG.exception("agenttrail capture: %s not recorded", _named(exchange))
+            self.lost(exchange.method, exchange.url)
         return False
+
+    def lost(self, method: str, url: str) -> None:
+        """Count and log (with the current exception, URL without credentials) an exchange
+        that could not even be handed over: a failure on the caller's side, never raised."""
+        self._failed += 1
+        _LOG.exception("agenttrail capture: %s %s not recorded", method, redacted_url(url))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued exchange is written (or has failed); False when ``timeout``
