@@ -216,3 +216,35 @@ def test_a_compressed_response_is_read_as_its_content(tmp_path: Path, coding: st
             )
     with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
         assert payloads(only_session(log)) == payloads(import_events(other, TOOL_LOOP))
+
+
+def test_after_a_write_that_failed_the_conversation_goes_on_in_a_new_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The second request carries a tool result too large for this log: that exchange is
+    # lost (logged, counted), and the conversation's next exchange, which the log can take,
+    # is written whole into a new session rather than half into the old one.
+    first, second = recorded(TOOL_ERROR)
+    huge = json.loads(json.dumps(second.body))
+    huge["messages"][-1]["content"][0]["content"] = "x" * 5000
+    retried = Recorded(second.path, huge, second.reply)
+    with open_store(tmp_path / "capture.db", max_payload_bytes=4096) as log:
+        capture = Capture(log)
+        with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+            capture.write(exchange_of(first))
+            assert capture.record(exchange_of(retried))
+            assert capture.flush(10)
+        assert capture.failures == 1 and "PayloadTooLarge" in caplog.text
+        capture.write(exchange_of(second))
+        capture.close()
+        one, two = (payloads(list(log.read(s.id))) for s in log.sessions())
+    assert [p["type"] for p in one] == ["message", "message", "tool_call"]
+    with open_store(tmp_path / "import.db") as other:
+        imported = payloads(import_events(other, TOOL_ERROR))
+    # the whole history as the request sent it (the first response as history, without its
+    # meta), then the response
+    assert [(p["type"], p.get("role")) for p in two] == [
+        (p["type"], p.get("role")) for p in imported
+    ]
+    assert two[0] == imported[0] and two[3:] == imported[3:]
+    assert two[2] == {k: v for k, v in imported[2].items() if k != "messageId"}
