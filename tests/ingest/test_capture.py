@@ -88,15 +88,17 @@ def test_exchanges_captured_one_by_one_are_the_session_import_makes(
         assert payloads(only_session(log)) == payloads(import_events(other, path))
 
 
-def test_a_restarted_capture_continues_the_conversation_from_the_log(tmp_path: Path) -> None:
+def test_a_restarted_capture_continues_the_conversation_from_the_log(
+    db_url: str, tmp_path: Path
+) -> None:
     first, second = recorded(TOOL_ERROR)
-    before = Capture(tmp_path / "capture.db")
+    before = Capture(db_url)
     before.write(exchange_of(first))
     before.close()
-    after = Capture(tmp_path / "capture.db")  # a new process: nothing in memory
+    after = Capture(db_url)  # a new process: nothing in memory
     after.write(exchange_of(second))
     after.close()
-    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
+    with open_store(db_url) as log, open_store(tmp_path / "import.db") as other:
         assert payloads(only_session(log)) == payloads(import_events(other, TOOL_ERROR))
 
 
