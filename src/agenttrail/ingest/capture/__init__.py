@@ -384,8 +384,14 @@ class Capture:
                 if isinstance(payload.get("responseId"), str):
                     response_ids.append(payload["responseId"])
         tip = self._index.follow(followed, conversation.provider, response_ids)
-        nonce = secrets.token_hex(4)
-        keyed = [NewEvent(e.payload, e.created_at, event_key(e.key, nonce, tip)) for e in found]
+        # Only the exchange's last event carries a key: the tip after it, read back after a
+        # restart (._recognition). A nonce keeps it unique; the others need none (an exchange
+        # is written once), and each key costs the append a lookup.
+        keyed = [NewEvent(e.payload, e.created_at) for e in found]
+        if keyed:
+            last = found[-1]
+            nonce = secrets.token_hex(4)
+            keyed[-1] = NewEvent(last.payload, last.created_at, event_key(last.key, nonce, tip))
         appended = store.append_batch(
             session_id, keyed, create=_new_session(followed, exchange, record, chosen)
         )
