@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
@@ -383,3 +384,19 @@ def test_instrument_takes_only_provider_clients_and_once(tmp_path: Path) -> None
         capture = capture_of(client)
         assert agenttrail.instrument(client, log=tmp_path / "b.db") is client
         assert capture_of(client) is capture
+
+
+def test_a_client_given_its_own_httpx_client_is_recorded_the_same(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # The clients take a caller's httpx.Client (http_client=); instrument finds its module
+    # from the client object, whichever httpx it is.
+    items = recorded(TOOL_LOOP)
+    up.script(*(item.reply for item in items))
+    client = client_for(up, "openai", "sync", http_client=httpx.Client())
+    assert type(client._client).__module__.startswith("httpx")
+    agenttrail.instrument(client, log=tmp_path / "live.db")
+    run(client, "sync", items)
+    store, got = captured(client, tmp_path / "live.db")
+    with store, open_store(tmp_path / "import.db") as other:
+        assert payloads(got) == payloads(import_events(other, TOOL_LOOP))
