@@ -22,15 +22,12 @@ from agenttrail.ingest.capture import Capture, HttpExchange, session
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
 from tests.formats._recordings import (
-    CASSETTES,
     PROGRAMMATIC,
     RESPONSES_OUTPUT,
     TOOL_ERROR,
     import_events,
 )
-from tests.ingest._upstream import Recorded, recorded
-
-KEY = "sk-test-7f3a9c1e5b2d4f60a8e1c3b5d7f9a2c4"
+from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, payloads, recorded
 
 
 def exchange_of(item: Recorded, *, key: str = KEY, **changes: Any) -> HttpExchange:
@@ -57,23 +54,9 @@ def exchange_of(item: Recorded, *, key: str = KEY, **changes: Any) -> HttpExchan
     return HttpExchange(**fields)
 
 
-def payloads(events: list[Event]) -> list[dict[str, Any]]:
-    """Payloads with the capture's own timing taken out (times are not compared)."""
-    found = []
-    for event in events:
-        payload = dict(event.payload)
-        if isinstance(payload.get("meta"), dict):
-            payload["meta"] = {**payload["meta"], "duration_ms": None}
-        found.append(payload)
-    return found
-
-
 def only_session(store: LogStore) -> list[Event]:
     [captured] = store.sessions()
     return list(store.read(captured.id))
-
-
-TOOL_LOOP = CASSETTES / "test_chat_completion_tool_calls_with_content.yaml"
 
 
 @pytest.mark.parametrize("path", [TOOL_ERROR, PROGRAMMATIC, TOOL_LOOP], ids=lambda p: p.stem)

@@ -26,8 +26,17 @@ from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
 from agenttrail.views.pairing import pair_tool_calls
 from tests.formats._recordings import CASSETTES, PROGRAMMATIC, SSE, TOOL_ERROR, import_events
-from tests.ingest._upstream import Recorded, Reply, Upstream, recorded, sse_reply, upstream
-from tests.ingest.test_capture import KEY, TOOL_LOOP, payloads
+from tests.ingest._upstream import (
+    KEY,
+    TOOL_LOOP,
+    Recorded,
+    Reply,
+    Upstream,
+    payloads,
+    recorded,
+    sse_reply,
+    upstream,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     # the recordings name models the client now warns about; the warning is not ours
