@@ -384,6 +384,16 @@ def test_the_session_context_and_session_argument_choose_the_session(
         assert store.get_session(session_id).title == "Weather and maths"
     assert sum(e.type == "message" and e.payload["role"] == "user" for e in got) == 2
 
+    up.script(*(item.reply for item in items))
+    other = client_for(up, "anthropic", "sync")
+    agenttrail.instrument(other, log=tmp_path / "other.db", session="nightly-batch")
+    run(other, "sync", items)
+    store, got = captured(other, tmp_path / "other.db")
+    with store:
+        assert [s.id for s in store.sessions()] == ["nightly-batch"]
+        assert store.get_session("nightly-batch").title == "What is the weather in SF?"
+    assert sum(e.type == "message" and e.payload["role"] == "user" for e in got) == 2
+
 
 def test_instrument_takes_only_provider_clients_and_once(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="takes an openai or anthropic client"):
