@@ -10,6 +10,9 @@ SOURCES.md rows).
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -419,3 +422,31 @@ def test_a_client_given_its_own_httpx_client_is_recorded_the_same(
     store, got = captured(client, tmp_path / "live.db")
     with store, open_store(tmp_path / "import.db") as other:
         assert payloads(got) == payloads(import_events(other, TOOL_LOOP))
+
+
+def test_what_is_captured_just_before_the_interpreter_exits_is_written(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # The agent neither flushes nor closes: the writer thread is a daemon, and the exit waits
+    # for what it still holds (docs/capture.md).
+    [item, _] = recorded(TOOL_LOOP)
+    up.script(item.reply)
+    script = f"""
+import json, sys, openai, agenttrail
+client = agenttrail.instrument(
+    openai.OpenAI(api_key="k", base_url={up.url + "/v1"!r}, max_retries=0),
+    log={str(tmp_path / "live.db")!r},
+)
+client.chat.completions.create(**json.loads(sys.stdin.read()))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(item.body),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    with open_store(tmp_path / "live.db") as store:
+        [session] = store.sessions()
+        assert [e.type for e in store.read(session.id)][-1] == "tool_call"
