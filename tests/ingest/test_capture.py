@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from agenttrail.errors import InputError
 from agenttrail.ingest.capture import Capture, HttpExchange, session
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
@@ -233,3 +234,14 @@ def test_after_a_write_that_failed_the_conversation_goes_on_in_a_new_session(
     ]
     assert two[0] == imported[0] and two[3:] == imported[3:]
     assert two[2] == {k: v for k, v in imported[2].items() if k != "messageId"}
+
+
+def test_a_capture_limit_that_is_not_a_positive_integer_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with pytest.raises(InputError, match=r"AGENTTRAIL_CAPTURE_CONVERSATIONS.*not 0"):
+        Capture(tmp_path / "capture.db", conversations=0)
+    monkeypatch.setenv("AGENTTRAIL_CAPTURE_QUEUE", "lots")
+    with pytest.raises(InputError, match="AGENTTRAIL_CAPTURE_QUEUE='lots' is not an integer"):
+        Capture(tmp_path / "capture.db")
+    assert not (tmp_path / "capture.db").exists()
