@@ -6,7 +6,7 @@ transcript, in order, into one real SQLite log, then the whole file, and compare
 as each reader shows it with a single import of the whole file into another log: read through
 :func:`agenttrail.model.parts.whole_messages` (messages, tool calls, results, errors and the
 usage totals), replayed, as the web viewer's rows (read page by page as the log grows, the way
-the live page reads them, earlier rows replaced by the pages' ``updates``).
+the live page reads them, earlier rows replaced by the pages' ``updates``), and searched.
 
 Real files are read in place from ``../shared/realdata`` (``SOURCES.md`` rows
 "claude-code-spotter/<file> | marot/spotter | test/fixtures/transcripts/<file>" and
@@ -29,6 +29,7 @@ from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
 from agenttrail.model.parts import whole_messages
 from agenttrail.replay import to_anthropic
+from agenttrail.views.search import search
 from agenttrail.views.transcript import IndexCache, TranscriptIndex
 from tests.conftest import REALDATA, run_cli
 
@@ -167,6 +168,27 @@ def test_every_prefix_then_the_whole_file_shows_the_viewer_rows_of_one_import(
     usage = [r["meta"]["usage"] for r in reading(fresh_rows) if r["meta"] and r["meta"]["usage"]]
     assert len(usage) == totals["messages"]
     assert sum(u["output"] or 0 for u in usage) == totals["output"]
+
+
+@pytest.mark.parametrize("source", REAL_FILES, ids=lambda p: p.name)
+def test_every_prefix_then_the_whole_file_is_searched_as_one_import(
+    source: Path, tmp_path: Path
+) -> None:
+    with _grown_and_once(source, tmp_path) as (grown, one, sid):
+        # the start of every assistant message's text, as a person would type it
+        texts = [
+            e.payload["content"].strip()[:24]
+            for e in whole_messages(one.read(sid))
+            if e.type == "message" and isinstance(e.payload.get("content"), str)
+        ]
+        queries = sorted({t for t in texts if t.strip()})
+        assert queries
+        for query in queries:
+            [in_grown] = search(grown, query, grown.sessions(), hits_per_session=50)
+            [in_one] = search(one, query, one.sessions(), hits_per_session=50)
+            assert in_grown.total == in_one.total, query
+            seen = [(h.type, h.actor, h.snippet) for h in in_grown.hits]
+            assert seen == [(h.type, h.actor, h.snippet) for h in in_one.hits], query
 
 
 def test_a_message_cut_in_its_middle_is_stored_in_parts_and_read_once(tmp_path: Path) -> None:

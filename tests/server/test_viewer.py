@@ -852,3 +852,6 @@ def test_a_message_imported_while_it_grows_shows_once_with_its_calls_after_it(
     expect(page.locator("#rows .row", has_text=said)).to_have_count(1)
     again = viewer.open(report.session_id)  # a page opened afresh reads the same
     assert _drawn_seqs(again) == [1, 2, 3, 4, 5, 7, 10, 8, 13, 14, 15]
+    with viewer.http() as http:
+        [found] = http.get("/v1/search", params={"q": said}).json()["sessions"]
+    assert (found["total"], [h["seq"] for h in found["hits"]]) == (1, [5])
