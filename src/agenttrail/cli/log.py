@@ -260,7 +260,7 @@ def quickstart(
         verdicts = verify_chain(store)
     broken = [v for v in verdicts if not v.ok]
     for v in broken:
-        out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
+        out.print(f"FAIL  {v.session_id}  {v.where}: {v.reason}", markup=False)
     events = sum(v.events for v in verdicts)
     out.print(
         f"verify: {len(verdicts) - len(broken)} of {len(verdicts)} sessions intact "
