@@ -7,7 +7,8 @@ simonw/claude-code-transcripts | tests/sample_session.jsonl"; see tests/formats/
 After each line the session in the watched log reads (through the growth tests' view,
 :func:`tests.formats.test_claude_code_growth.logical`) as a fresh import of the file so far
 into another log; a restart writes nothing twice; a half-written line waits for its newline;
-SIGTERM ends the process at once with exit 0.
+SIGTERM ends the process at once with exit 0; a failing log (real PostgreSQL, a revoked grant)
+is one error and the file is written once the log is back.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ import pytest
 
 from agenttrail.errors import FormatError
 from agenttrail.ingest.importer import import_paths
+from agenttrail.ingest.watch import Follower
 from agenttrail.log.store import open_store
-from tests.conftest import REALDATA
+from tests.conftest import REALDATA, owner_connection, postgres_schema
 from tests.formats._recordings import CLAUDE_CODE_SPOTTER
 from tests.formats.test_claude_code_growth import logical
 
@@ -234,3 +236,36 @@ def test_a_half_written_line_waits_for_its_newline(tmp_path: Path) -> None:
         code, took = watch.terminate()
     assert (code, took < 1.0) == (0, True)
     assert len(watch.stderr) == 1, watch.stderr
+
+
+def test_a_failing_log_is_one_error_and_the_file_is_written_once_it_is_back(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    # The log fails for real: the writer role loses INSERT on the events table of this
+    # test's schema (what a revoked grant or a read-only replica does), then gets it back.
+    source = CLAUDE_CODE_SPOTTER / "short.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    sid = _session_id(source, tmp_path)
+    live = tmp_path / source.name
+    live.write_bytes(b"".join(lines[:4]))
+    with postgres_schema(postgres_url) as url, open_store(url, create=True) as store:
+        follower = Follower(store)
+        assert [n.kind for n in follower.follow(live)] == ["session", "appended"]
+        head = store.get_session(sid).head_seq
+        live.write_bytes(b"".join(lines))
+        with owner_connection(url) as owner:
+            owner.execute("REVOKE INSERT ON session_events FROM agenttrail_writer")
+            try:
+                [error] = follower.follow(live)
+                assert (error.kind, error.path) == ("error", live)
+                assert error.text.startswith(f"{live}: ") and "session_events" in error.text
+                assert follower.follow(live) == []  # said once, tried again
+                assert follower.pending == {live}
+            finally:
+                owner.execute("GRANT INSERT ON session_events TO agenttrail_writer")
+        assert store.get_session(sid).head_seq == head  # nothing half-written
+        [appended] = follower.follow(live)
+        assert (appended.kind, appended.session_id) == ("appended", sid)
+        assert follower.pending == set()
+        with open_store(str(tmp_path / "whole.db")) as whole:
+            assert _view(store, sid) == _view(whole, sid)
