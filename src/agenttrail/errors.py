@@ -22,7 +22,8 @@ The hierarchy::
     ├── Forbidden                   a valid token that does not grant this (HTTP 403)
     ├── RemoteError                 an agenttrail server refused a request or could not be reached
     ├── StoreError                  the database refused or failed (driver errors, translated)
-    │   └── AppendOnlyViolation     the database refused a change to a stored event
+    │   ├── AppendOnlyViolation     the database refused a change to a stored event
+    │   └── SessionRowDamaged       a session row changed by hand so that it cannot be read
     └── ChainBroken                 verify found a row whose hash does not match (CLI exit 1)
 
 The CLI catches :class:`AgentTrailError` once, at the top, prints ``error: <message>`` on
@@ -49,6 +50,7 @@ __all__ = [
     "RerunError",
     "SessionExists",
     "SessionNotFound",
+    "SessionRowDamaged",
     "StoreError",
     "ToolError",
     "ToolFailed",
@@ -221,6 +223,19 @@ class StoreError(AgentTrailError):
 
 class AppendOnlyViolation(StoreError):
     """The database refused to change or remove a stored event (append-only triggers)."""
+
+
+class SessionRowDamaged(StoreError):
+    """A session row changed by hand so that it cannot be read: a head that is not an integer
+    and 32 bytes, or metadata that is not a JSON object. ``session_id`` and ``problem`` (which
+    names the column and what is wrong with it, ``head_seq 'six' is not an integer``); the
+    session's events may still verify (``agenttrail verify`` reports it as that session's
+    problem, docs/log-format.md, The hash chain)."""
+
+    def __init__(self, session_id: str, problem: str) -> None:
+        super().__init__(f"session {session_id!r}: {problem}")
+        self.session_id = session_id
+        self.problem = problem
 
 
 class ChainBroken(AgentTrailError):

@@ -817,3 +817,41 @@ def test_an_image_is_named_then_shown_as_a_thumbnail_and_runs_keep_their_order(
     runs = _row(page, 2).inner_text()
     assert runs.index("first I look") < runs.index("→ tool call c1") < runs.index("then I read")
     assert runs.index("then I read") < runs.index("→ tool call c2")
+
+
+# marot/spotter test/fixtures/transcripts/short.jsonl (SOURCES.md): lines 5-10 are one API
+# message (text, thinking, text, tool_use, a hook progress line, tool_use).
+SHORT = REALDATA / "claude-code-spotter" / "short.jsonl"
+
+
+def test_a_message_imported_while_it_grows_shows_once_with_its_calls_after_it(
+    viewer: Viewer, tmp_path: Path
+) -> None:
+    lines = SHORT.read_bytes().splitlines(keepends=True)
+    live = tmp_path / "growing" / SHORT.name
+    live.parent.mkdir()
+    live.write_bytes(b"".join(lines[:5]))  # the message's first line only
+    (report,) = import_paths(viewer.store, [live])
+    page = viewer.open(report.session_id)
+    _wait_live(page)
+    said = "Let me check the project structure"
+    # lines 5-8 and the progress line 9: part (6, hidden), call (7), note (8)
+    live.write_bytes(b"".join(lines[:9]))
+    import_paths(viewer.store, [live])
+    expect(_row(page, 5)).to_contain_text(said)
+    _wait_until(page, "document.querySelector('#rows .row[data-seq=\"8\"]') !== null")
+    assert _drawn_seqs(page) == [1, 2, 3, 4, 5, 7, 8]
+    # the whole file: message (9, hidden), call (10), results (11, 12), the rest (13-15); the
+    # second call reads right after the message, before the progress note that preceded it
+    live.write_bytes(b"".join(lines))
+    import_paths(viewer.store, [live])
+    expect(_row(page, 10).locator(".seq")).to_have_text("10→12")
+    expect(_row(page, 7).locator(".seq")).to_have_text("7→11")
+    _wait_until(page, "document.querySelector('#rows .row[data-seq=\"15\"]') !== null")
+    assert _drawn_seqs(page) == [1, 2, 3, 4, 5, 7, 10, 8, 13, 14, 15]
+    expect(page.locator("#rows .row", has_text=said)).to_have_count(1)
+    again = viewer.open(report.session_id)  # a page opened afresh reads the same
+    assert _drawn_seqs(again) == [1, 2, 3, 4, 5, 7, 10, 8, 13, 14, 15]
+    with viewer.http() as http:
+        [found] = http.get("/v1/search", params={"q": said}).json()["sessions"]
+    assert (found["total"], [h["seq"] for h in found["hits"]]) == (1, [5])

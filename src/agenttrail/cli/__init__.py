@@ -7,9 +7,9 @@ never a traceback.
 
 The commands live in one module per group: :mod:`.log` (import, sessions, show, export,
 fountain, replay, quickstart), :mod:`.evidence` (verify, reconcile, claims, traces, trace,
-keygen, checkpoint) and :mod:`.admin` (retain, serve, token, migrate); :mod:`._options` and
-:mod:`._common` hold the options and helpers they share. This module builds the app from
-them, in the order ``agenttrail --help`` lists them (:data:`COMMANDS`).
+keygen, checkpoint), :mod:`.admin` (retain, serve, token, migrate) and :mod:`.watch` (watch);
+:mod:`._options` and :mod:`._common` hold the options and helpers they share. This module
+builds the app from them, in the order ``agenttrail --help`` lists them (:data:`COMMANDS`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from agenttrail import __version__
-from agenttrail.cli import admin, evidence, log
+from agenttrail.cli import admin, evidence, log, watch
 from agenttrail.cli._common import err, out
 from agenttrail.errors import AgentTrailError
 
@@ -38,6 +38,7 @@ app = typer.Typer(
 
 COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("import", log.import_command),
+    ("watch", watch.watch),
     ("sessions", log.sessions),
     ("show", log.show),
     ("export", log.export),

@@ -12,14 +12,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
-from agenttrail.cli._options import DbOption, JsonOption, SessionArg
+from agenttrail.cli._options import DbOption, JsonOption, MaxBytesOption, SessionArg
 from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_log
 from agenttrail.ingest.importer import (
-    DEFAULT_MAX_IMPORT_BYTES,
     ImportReport,
     read_paths,
     write_sessions,
@@ -41,15 +40,7 @@ def import_command(
         str | None,
         typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMATS)}."),
     ] = None,
-    max_bytes: Annotated[
-        int | None,
-        typer.Option(
-            "--max-bytes",
-            help="Largest file read, in bytes. Default: $AGENTTRAIL_MAX_IMPORT_BYTES, else "
-            f"{DEFAULT_MAX_IMPORT_BYTES:,} (256 MiB).",
-            show_default=False,
-        ),
-    ] = None,
+    max_bytes: MaxBytesOption = None,
     db: DbOption = None,
 ) -> None:
     """Import transcripts; print each session id on its own line.
@@ -260,7 +251,7 @@ def quickstart(
         verdicts = verify_chain(store)
     broken = [v for v in verdicts if not v.ok]
     for v in broken:
-        out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
+        out.print(f"FAIL  {v.session_id}  {v.where}: {v.reason}", markup=False)
     events = sum(v.events for v in verdicts)
     out.print(
         f"verify: {len(verdicts) - len(broken)} of {len(verdicts)} sessions intact "

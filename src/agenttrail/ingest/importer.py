@@ -27,6 +27,7 @@ __all__ = [
     "ImportReport",
     "fitting_id",
     "import_paths",
+    "import_sessions",
     "read_paths",
     "write_sessions",
 ]
@@ -78,6 +79,24 @@ def import_paths(
         paths, format=format, max_payload_bytes=store.max_payload_bytes, max_bytes=max_bytes
     )
     return write_sessions(store, parsed)
+
+
+def import_sessions(
+    store: LogStore, path: Path, sessions: Iterable[ImportedSession]
+) -> list[ImportReport]:
+    """Import sessions a format already read from ``path``'s bytes (as :func:`import_paths`
+    does once it has read the file): for a reader that chose the bytes itself, such as
+    :mod:`agenttrail.ingest.watch`, which reads a growing file up to its last newline.
+
+    Raises:
+        FormatError: a payload cannot be stored (over ``store.max_payload_bytes``, or not
+            encodable); raised before anything is written.
+        InputError, StoreError: as :func:`write_sessions` and the store's append.
+    """
+    parsed = list(sessions)
+    for imported in parsed:
+        _check_payloads(store.max_payload_bytes, path, imported)
+    return write_sessions(store, [(path, imported) for imported in parsed])
 
 
 def read_paths(

@@ -194,8 +194,10 @@ def _clock(created_at: str) -> str:
     return created_at[:19].replace("T", " ")
 
 
-def _title_page(session: _SessionLike, names: _Names, first: str | None) -> list[tuple[str, str]]:
-    started = session.started or first
+def _title_page(session: _SessionLike, names: _Names) -> list[tuple[str, str]]:
+    # The session's own start only: a source without a date has none, and its events carry the
+    # time they were imported, which is no date of the session's.
+    started = session.started
     pairs = [
         ("Title", session.title or "Untitled session"),
         ("Credit", str(session.metadata.get("credit") or f"Recorded by {names.agent}")),
@@ -243,7 +245,7 @@ def fountain_from_events(session: _SessionLike, items: Sequence[Event]) -> str:
     pairing = pair_tool_calls(items)
     scenes, ended = _scenes(items)
     script = _Script()
-    script.title_page(_title_page(session, names, items[0].created_at if items else None))
+    script.title_page(_title_page(session, names))
     script.transition("FADE IN:")
     for scene in scenes:
         if scene.kind == "recall":

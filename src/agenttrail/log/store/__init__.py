@@ -172,6 +172,11 @@ class EventLog(LogReader, Protocol):
         does not follow the id rule (``agenttrail.model.SESSION_ID_RULE``)."""
         ...
 
+    def session_ids(self) -> list[str]:
+        """Every session's id, in the order they were created, without reading the rest of
+        the rows (a row changed by hand is listed too; ``sessions`` would raise)."""
+        ...
+
     def head(self, session_id: str) -> tuple[int, bytes] | None:
         """``(head_seq, head_hash)`` from the session row, ``None`` without a row."""
         ...

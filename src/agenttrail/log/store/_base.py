@@ -67,13 +67,7 @@ from agenttrail.log.store._rules import (
 from agenttrail.log.store._sql import Statements, Tx
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, Session, TraceRow
 
-__all__ = [
-    "CHAIN_PAGE_ROWS",
-    "READ_PAGE_ROWS",
-    "Backend",
-    "LockedHead",
-    "StoreBase",
-]
+__all__ = ["CHAIN_PAGE_ROWS", "READ_PAGE_ROWS", "Backend", "LockedHead", "StoreBase"]
 
 READ_PAGE_ROWS = 1000
 """Rows fetched per query when streaming a session; keyset pages keep memory flat on large
@@ -312,6 +306,11 @@ class EventLogBase(Backend[C]):
     def sessions(self) -> list[Session]:
         """Every session, in the order they were created."""
         return [session_from_row(row) for row in self._query(self.sql.sessions)]
+
+    def session_ids(self) -> list[str]:
+        """Every session's id, in the order they were created: the rows are not read, so a
+        row changed by hand is listed all the same (verify lists sessions with this)."""
+        return [row[0] for row in self._query(self.sql.session_ids)]
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
         """``(head_seq, head_hash)`` of the session row, or ``None`` if there is no row."""

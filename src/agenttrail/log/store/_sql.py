@@ -73,6 +73,7 @@ class Statements:
     """The placeholder of one parameter."""
     get_session: str
     sessions: str
+    session_ids: str
     head: str
     lock_head: str
     """The head, with the session row locked until the transaction ends (PostgreSQL)."""
@@ -107,6 +108,7 @@ def statements(dialect: Dialect) -> Statements:
         param=p,
         get_session=f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = {p}",
         sessions=f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, {order}",
+        session_ids=f"SELECT id FROM sessions ORDER BY created_at, {order}",
         head=head,
         lock_head=head + lock,
         session_taken=(

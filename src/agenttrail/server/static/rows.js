@@ -331,7 +331,7 @@ export function renderRow(row, ctx) {
     "article",
     {
       class: cls.filter(Boolean).join(" "),
-      dataset: { seq: String(row.seq), view: row.view },
+      dataset: { seq: String(row.seq), place: String(placeOf(row)), view: row.view },
       tabindex: "-1",
       "aria-label": describe(row),
     },
@@ -394,6 +394,17 @@ export function metaContent(row) {
 }
 
 // -- the virtualised list --------------------------------------------------------------------
+
+/** Where a row reads: its `place` (a tool call of a message stored in parts reads right after
+ * the message's first part, agenttrail.views.transcript), else its seq. */
+function placeOf(row) {
+  return typeof row.place === "number" ? row.place : row.seq;
+}
+
+/** Reading order of two rows: by place, then by seq. */
+function readingOrder(a, b) {
+  return placeOf(a) - placeOf(b) || a.seq - b.seq;
+}
 
 /**
  * The rows of one session. `ctx` gives what renderers need: session, sessionIds,
@@ -553,15 +564,13 @@ export class Transcript {
 
   render(chunk) {
     const start = chunk.index * CHUNK;
-    const nodes = [];
-    let drawn = 0;
+    const visible = [];
     for (let seq = start + 1; seq <= start + CHUNK; seq += 1) {
       const row = this.rowFor(seq);
-      if (row && row.view !== "hidden") {
-        nodes.push(renderRow(row, this.rowCtx));
-        drawn += 1;
-      }
+      if (row && row.view !== "hidden") visible.push(row);
     }
+    const nodes = visible.sort(readingOrder).map((row) => renderRow(row, this.rowCtx));
+    const drawn = nodes.length;
     chunk.el.classList.remove("chunk--placeholder");
     chunk.el.style.height = "";
     chunk.el.replaceChildren(...nodes);
@@ -578,7 +587,7 @@ export class Transcript {
     this.atBottom();
   }
 
-  /** Redraw one row of a drawn chunk in place (or insert it in seq order, or remove it). */
+  /** Redraw one row of a drawn chunk (or insert it in reading order, or remove it). */
   draw(chunk, seq) {
     const row = this.rowFor(seq);
     const old = chunk.el.querySelector(`:scope > .row[data-seq="${seq}"]`);
@@ -588,9 +597,12 @@ export class Transcript {
       return;
     }
     const el = renderRow(row, this.rowCtx);
-    if (old) old.replaceWith(el);
+    if (old && old.dataset.place === el.dataset.place) old.replaceWith(el);
     else {
-      const after = [...chunk.el.children].find((child) => Number(child.dataset.seq) > seq);
+      if (old) old.remove();
+      const after = [...chunk.el.children].find(
+        (child) => readingOrder({ place: Number(child.dataset.place), seq: Number(child.dataset.seq) }, row) > 0,
+      );
       chunk.el.insertBefore(el, after || null);
     }
     if (hadFocus) el.focus({ preventScroll: true });

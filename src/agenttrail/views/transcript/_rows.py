@@ -77,11 +77,14 @@ def _writes(kind: str) -> Callable[[RowWriter], RowWriter]:
     return register
 
 
-def event_fields(event: Event, *, anomaly: Anomaly | None, agent_id: str | None, full: bool) -> Row:
-    """The fields every row has, whatever its view: seq, time, actor, type, hash, meta, the
-    pairing anomaly and the subagent the event belongs to."""
+def event_fields(
+    event: Event, *, anomaly: Anomaly | None, agent_id: str | None, place: int, full: bool
+) -> Row:
+    """The fields every row has, whatever its view: seq, its place in reading order, time,
+    actor, type, hash, meta, the pairing anomaly and the subagent the event belongs to."""
     return {
         "seq": event.seq,
+        "place": place,
         "created_at": event.created_at,
         "actor": event.actor,
         "type": safe(event.type) if event.type is not None else None,
