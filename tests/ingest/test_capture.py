@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import sqlite3
 import time
 import zlib
 from pathlib import Path
@@ -245,3 +246,36 @@ def test_a_capture_limit_that_is_not_a_positive_integer_is_refused_by_name(
     with pytest.raises(InputError, match="AGENTTRAIL_CAPTURE_QUEUE='lots' is not an integer"):
         Capture(tmp_path / "capture.db")
     assert not (tmp_path / "capture.db").exists()
+
+
+def test_a_full_queue_drops_the_exchange_and_never_waits(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Another process holds the log's write lock: the writer thread waits on its first
+    # exchange, one more fits in the queue, the third is dropped at once, counted and logged.
+    first, second = recorded(TOOL_ERROR)
+    other = recorded(PROGRAMMATIC)[0]
+    path = tmp_path / "capture.db"
+    open_store(path).close()
+    capture = Capture(path, queue=1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert capture.record(exchange_of(first))
+        deadline = time.monotonic() + 5
+        while capture._writer.queue.qsize() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the writer has taken it, and waits for the lock
+        assert capture.record(exchange_of(other))
+        with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+            start = time.monotonic()
+            assert not capture.record(exchange_of(second))
+            assert time.monotonic() - start < 0.5
+        assert capture.failures == 1 and "queue full" in caplog.text
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert capture.flush(30)
+    capture.close()
+    assert capture.written == 2
+    with open_store(path) as log:
+        assert len(log.sessions()) == 2
