@@ -15,7 +15,10 @@ same run, against the same server.
   with a tool call, its result, a user message), the history recognised and only what is new
   stored;
 - time to first streamed chunk, ``--streams`` streams: the median of the time from ``create``
-  to the first chunk the caller gets, with and without.
+  to the first chunk the caller gets, with and without;
+- the capture core alone: CPU per exchange of ``Capture.write`` in this thread (what the
+  writer thread spends per call), measured directly rather than as a difference of two larger
+  figures.
 
 Each measurement runs :data:`REPEATS` times and keeps its best (a shared VM's noise only ever
 slows a run down). Results: docs/benchmarks.md.
@@ -157,6 +160,45 @@ def _loop(client: Any, turns: int, flush: Callable[[], object]) -> Timing:
     return _since(start)
 
 
+def _writes(folder: Path, writes: int) -> float:
+    """CPU seconds per exchange of the capture core alone (``Capture.write`` in this thread,
+    new conversations as in :func:`_calls`): what the writer thread spends on each call."""
+    from agenttrail.ingest.capture import Capture, HttpExchange
+
+    body = json.dumps(_COMPLETION).encode()
+    headers = [("content-type", "application/json"), ("date", "Thu, 03 Dec 2026 16:00:00 GMT")]
+    exchanges = [
+        HttpExchange(
+            method="POST",
+            url="http://127.0.0.1:9/v1/chat/completions",
+            request_headers=[("content-type", "application/json"), ("authorization", "Bearer k")],
+            request_body=json.dumps(
+                {
+                    "model": "gpt-4o-mini",
+                    "messages": [
+                        {"role": "system", "content": "You are a weather assistant."},
+                        {"role": "user", "content": f"What is the weather in Oslo? (run {i})"},
+                    ],
+                }
+            ).encode(),
+            status=200,
+            response_headers=headers,
+            response_body=body,
+            started=time.time(),
+            duration_s=0.002,
+        )
+        for i in range(writes * REPEATS)
+    ]
+    best = float("inf")
+    with Capture(folder / "writes.db") as capture:
+        for r in range(REPEATS):
+            start = time.process_time()
+            for exchange in exchanges[r * writes : (r + 1) * writes]:
+                capture.write(exchange)
+            best = min(best, (time.process_time() - start) / writes)
+    return best
+
+
 def _first_chunks(client: Any, streams: int, flush: Callable[[], object]) -> list[float]:
     """Seconds from ``create`` to the first chunk, per stream; ``flush`` runs between two
     streams, untimed (an agent reads a reply before its next call)."""
@@ -230,6 +272,10 @@ def main() -> None:
                 without.append(statistics.median(_first_chunks(plain, args.streams, nothing)))
                 with_.append(statistics.median(_first_chunks(live, args.streams, capture.flush)))
             capture.flush()
+            print(
+                f"the capture core alone (Capture.write, a new conversation each): "
+                f"{_writes(Path(folder), args.calls) * 1e6:.0f} µs of CPU per exchange"
+            )
             first, then = min(without), min(with_)
             print(
                 f"first streamed chunk, median of {args.streams} (best of {REPEATS}): without "

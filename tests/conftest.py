@@ -25,9 +25,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 import uvicorn
@@ -48,7 +50,7 @@ from tests._environment import (
     require,
 )
 
-__all__ = ["CHROMIUM", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS"]
+__all__ = ["CHROMIUM", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS", "Served"]
 
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
@@ -223,6 +225,60 @@ def serving(app: Any) -> Iterator[int]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@dataclass
+class Served:
+    """A real ``agenttrail serve`` process: the process, its base URL, the admin token it
+    printed, and its stderr so far."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    admin: str
+    _stderr: Any
+
+    def stderr(self) -> str:
+        """What the server wrote to stderr so far."""
+        self._stderr.seek(0)
+        return str(self._stderr.read())
+
+
+@contextmanager
+def agenttrail_serve(db: str, workspace: Path, env: dict[str, str], *args: str) -> Iterator[Served]:
+    """A real ``agenttrail serve`` process on ``db`` (its own interpreter, as in use) with
+    extra ``args``; yields it once it answers, and stops it (SIGTERM) on exit. Its stderr goes
+    to a file, so a chatty server never blocks on a full pipe."""
+    port = free_port()
+    argv = ["serve", "--port", str(port), "--db", db, "--workspace", str(workspace), *args]
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agenttrail.cli", *argv],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
+        )
+        served = Served(proc, f"http://127.0.0.1:{port}", "", stderr)
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert first.startswith("admin token (24 h): "), served.stderr()
+            served.admin = first.split(": ", 1)[1].strip()
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    httpx.get(f"{served.url}/openapi.json")
+                    break
+                except httpx.ConnectError:
+                    assert proc.poll() is None and time.monotonic() < deadline, served.stderr()
+                    time.sleep(0.1)
+            yield served
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def is_postgres(url: str) -> bool:

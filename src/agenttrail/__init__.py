@@ -2,7 +2,8 @@
 
 Each agent session is an append-only, hash-chained event log (SQLite by default). Record a live
 agent's OpenAI or Anthropic client with :func:`instrument` (one line), or write a session by
-hand with :class:`Recorder`; read it back with :meth:`LogStore.read`, prove it was not altered
+hand with :class:`Recorder` (:class:`AsyncRecorder` under asyncio, :func:`tool` for a function
+the agent calls as a tool); read it back with :meth:`LogStore.read`, prove it was not altered
 with :func:`verify`.
 """
 
@@ -18,10 +19,14 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
+from agenttrail.ingest.assistant import ToolCall
+from agenttrail.ingest.async_recorder import AsyncRecorder, AsyncTurn
 from agenttrail.ingest.capture import session
 from agenttrail.ingest.importer import ImportReport, import_paths
 from agenttrail.ingest.instrument import instrument
-from agenttrail.ingest.recorder import Recorder, Turn
+from agenttrail.ingest.recorder import Recorder
+from agenttrail.ingest.tool import tool
+from agenttrail.ingest.turn import Turn
 from agenttrail.log.chain import SessionVerdict, verify
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.model import (
@@ -48,6 +53,8 @@ __all__ = [
     "Anomaly",
     "AppendOnlyViolation",
     "Appended",
+    "AsyncRecorder",
+    "AsyncTurn",
     "ChainBroken",
     "Event",
     "FormatError",
@@ -65,6 +72,7 @@ __all__ = [
     "SessionNotFound",
     "SessionVerdict",
     "StoreError",
+    "ToolCall",
     "Turn",
     "__version__",
     "event_actor",
@@ -75,6 +83,7 @@ __all__ = [
     "open_store",
     "pair_tool_calls",
     "session",
+    "tool",
     "tool_status",
     "usage",
     "verify",

@@ -7,6 +7,7 @@ The hierarchy::
     │   ├── FormatError             a file that no importer can read, or one that is malformed
     │   ├── PayloadError            a payload that is not a mapping or will not round-trip
     │   ├── PayloadTooLarge         a payload above the store's configured limit
+    │   ├── BodyTooLarge            an HTTP request body above the server's limit (HTTP 413)
     │   ├── InvalidTimestamp        a value that is not a timestamp
     │   ├── NotIJSON                material to be hashed that is not I-JSON (RFC 7493)
     │   │   └── NotJSON             text that is not JSON at all
@@ -15,12 +16,14 @@ The hierarchy::
     ├── SessionNotFound             no session with that id (HTTP 404)
     ├── SessionExists               a session id that is already taken (HTTP 409)
     ├── TurnInFlight                an agent turn holds the session's turn lock (HTTP 409)
+    ├── NoTurn                      a recorded tool (agenttrail.tool) called outside every turn
     ├── RerunError                  a re-runner could not be loaded, failed, or gave no envelope
     ├── Unauthorized                no valid access token (HTTP 401)
     ├── Forbidden                   a valid token that does not grant this (HTTP 403)
     ├── RemoteError                 an agenttrail server refused a request or could not be reached
     ├── StoreError                  the database refused or failed (driver errors, translated)
-    │   └── AppendOnlyViolation     the database refused a change to a stored event
+    │   ├── AppendOnlyViolation     the database refused a change to a stored event
+    │   └── SessionRowDamaged       a session row changed by hand so that it cannot be read
     └── ChainBroken                 verify found a row whose hash does not match (CLI exit 1)
 
 The CLI catches :class:`AgentTrailError` once, at the top, prints ``error: <message>`` on
@@ -32,11 +35,13 @@ from __future__ import annotations
 __all__ = [
     "AgentTrailError",
     "AppendOnlyViolation",
+    "BodyTooLarge",
     "ChainBroken",
     "Forbidden",
     "FormatError",
     "InputError",
     "InvalidTimestamp",
+    "NoTurn",
     "NotIJSON",
     "NotJSON",
     "PayloadError",
@@ -45,6 +50,7 @@ __all__ = [
     "RerunError",
     "SessionExists",
     "SessionNotFound",
+    "SessionRowDamaged",
     "StoreError",
     "ToolError",
     "ToolFailed",
@@ -100,6 +106,20 @@ class PayloadTooLarge(InputError):
         super().__init__(
             f"payload is {size:,} bytes of CBOR, above the limit of {limit:,} bytes "
             f"(max_payload_bytes / AGENTTRAIL_MAX_PAYLOAD_BYTES)"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class BodyTooLarge(InputError):
+    """An HTTP request body above the server's limit (bytes), refused before it is read whole
+    (``agenttrail.server.guard``)."""
+
+    def __init__(self, limit: int, size: int | None = None) -> None:
+        told = f"is {size:,} bytes" if size is not None else "goes on"
+        super().__init__(
+            f"request body {told}, above the limit of {limit:,} bytes "
+            f"(agenttrail serve --max-body-bytes / AGENTTRAIL_MAX_BODY_BYTES)"
         )
         self.size = size
         self.limit = limit
@@ -162,6 +182,20 @@ class TurnInFlight(AgentTrailError):
         self.expires_at = expires_at
 
 
+class NoTurn(AgentTrailError):
+    """A function decorated with ``agenttrail.tool`` was called where no recorder's turn runs
+    (``with rec.turn()``, ``async with rec.turn()``); the function did not run, so nothing
+    ran unrecorded. ``tool`` names the function."""
+
+    def __init__(self, tool: str) -> None:
+        super().__init__(
+            f"tool {tool!r} was called outside a recorder's turn: nothing ran and nothing was "
+            "recorded (run it inside `with rec.turn()`, or call the undecorated function, "
+            "its __wrapped__)"
+        )
+        self.tool = tool
+
+
 class RerunError(AgentTrailError):
     """A re-runner could not be loaded, failed, or returned something that is no envelope."""
 
@@ -189,6 +223,19 @@ class StoreError(AgentTrailError):
 
 class AppendOnlyViolation(StoreError):
     """The database refused to change or remove a stored event (append-only triggers)."""
+
+
+class SessionRowDamaged(StoreError):
+    """A session row changed by hand so that it cannot be read: a head that is not an integer
+    and 32 bytes, or metadata that is not a JSON object. ``session_id`` and ``problem`` (which
+    names the column and what is wrong with it, ``head_seq 'six' is not an integer``); the
+    session's events may still verify (``agenttrail verify`` reports it as that session's
+    problem, docs/log-format.md, The hash chain)."""
+
+    def __init__(self, session_id: str, problem: str) -> None:
+        super().__init__(f"session {session_id!r}: {problem}")
+        self.session_id = session_id
+        self.problem = problem
 
 
 class ChainBroken(AgentTrailError):

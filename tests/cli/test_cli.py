@@ -341,3 +341,9 @@ def test_a_session_without_a_date_shows_no_start_time(tmp_path: Path) -> None:
     assert "2023-11-14 22:13" in table
     shown = run_cli("show", undated.id, "--db", str(db)).stdout
     assert "started" not in shown
+    # Fountain's title page gives the session's date only when there is one (before, the time
+    # of the first event, here the time of the import).
+    screenplay = run_cli("fountain", undated.id, "--db", str(db)).stdout
+    assert "Date:" not in screenplay and undated.created_at[:10] not in screenplay.split("\n\n")[0]
+    dated_play = run_cli("fountain", by_title["dated"].id, "--db", str(db)).stdout
+    assert "Draft date: 2023-11-14" in dated_play

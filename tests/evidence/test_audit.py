@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from agenttrail.evidence.audit import SessionAudit, audit
 from agenttrail.log.chain import GENESIS_HASH
 from agenttrail.log.store import LogStore, open_store
@@ -14,6 +16,7 @@ from agenttrail.views.terminal import safe
 from agenttrail.views.transcript import IndexCache
 from tests.conftest import run_cli
 from tests.loan_session import SESSION_ID, record_loan_session
+from tests.log.test_chain import _attack
 
 
 def _tamper(db_path: Path, sql: str, trigger: str) -> None:
@@ -101,3 +104,72 @@ def test_a_broken_chain_names_its_first_bad_seq_and_skips_the_trace_rows(db_path
     shown = run_cli("verify", SESSION_ID, "--db", str(db_path))
     assert shown.returncode == 1
     assert shown.stdout == f"FAIL  {SESSION_ID}  seq 3: {verdict.reason}\n"
+
+
+# Trace rows changed by hand into what no writer stores: each is a problem of its trace row,
+# and the other sessions are still audited.
+_NOT_NULL = "ALTER TABLE trace_rows ALTER COLUMN {} DROP NOT NULL"
+_TRACE_DAMAGE: dict[str, tuple[list[str], str, bool]] = {
+    # name: (statements, what verify says, on PostgreSQL too)
+    "inputs-not-json": (
+        ["UPDATE trace_rows SET inputs = '{not json' WHERE id = 1"],
+        "trace 1: inputs are not JSON",
+        True,
+    ),
+    "spec-not-json": (
+        ["UPDATE trace_rows SET spec = '[1' WHERE id = 1"],
+        "trace 1: spec is not an envelope spec",
+        True,
+    ),
+    "spec-unknown-key": (
+        ["""UPDATE trace_rows SET spec = '{"x": []}' WHERE id = 1"""],
+        "trace 1: spec is not an envelope spec",
+        True,
+    ),
+    "inputs-not-utf8": (
+        ["UPDATE trace_rows SET inputs = CAST(X'7bff7d' AS TEXT) WHERE id = 1"],
+        "trace rows cannot be read: ",
+        False,
+    ),
+    "envelope-as-text": (
+        ["UPDATE trace_rows SET envelope = 'text' WHERE id = 1"],
+        "trace rows cannot be read: session 'loan-advice': trace 1: envelope is text, not bytes",
+        False,
+    ),
+    "envelope-null": (
+        [_NOT_NULL.format("envelope"), "UPDATE trace_rows SET envelope = NULL WHERE id = 1"],
+        "trace rows cannot be read: session 'loan-advice': trace 1: envelope is NULL, not bytes",
+        True,
+    ),
+    "spec-null": (
+        [_NOT_NULL.format("spec"), "UPDATE trace_rows SET spec = NULL WHERE id = 1"],
+        "trace 1: spec is not an envelope spec",
+        True,
+    ),
+    "result-seq-null": (
+        [_NOT_NULL.format("result_seq"), "UPDATE trace_rows SET result_seq = NULL WHERE id = 1"],
+        "trace 1: seq None is not a logged tool result",
+        True,
+    ),
+}
+
+
+# Each backend with the damage it allows: PostgreSQL's column types refuse some changes, and
+# SQLite refuses NULL in a NOT NULL column even by hand (the ALTER cases).
+@pytest.mark.parametrize(
+    ("backend", "damage"),
+    [("sqlite", d) for d, (sql, _, _) in _TRACE_DAMAGE.items() if not sql[0].startswith("ALTER")]
+    + [("postgresql", d) for d, (_, _, on_postgres) in _TRACE_DAMAGE.items() if on_postgres],
+)
+def test_cli_verify_names_a_trace_row_changed_by_hand_and_checks_the_others(
+    db_url: str, damage: str
+) -> None:
+    statements, said, _ = _TRACE_DAMAGE[damage]
+    with open_store(db_url) as store:
+        record_loan_session(store)
+        store.create_session(NewSession("other"))
+    _attack(db_url, *statements)
+    result = run_cli("verify", "--db", db_url)
+    assert (result.returncode, result.stderr) == (1, "1 of 2 sessions intact\n")
+    assert f"FAIL  {SESSION_ID}  {said}" in result.stdout
+    assert "ok    other  0 events" in result.stdout

@@ -14,6 +14,11 @@ cites its ``SOURCES.md`` row:
   the real Messages API.
 - ``claude-code-spotter/*.jsonl``: SOURCES.md rows "claude-code-spotter/<file> | marot/spotter |
   test/fixtures/transcripts/... | 8cc42b0bd39d | MIT", real Claude Code transcripts.
+- ``toolbench/10_ChatGPT_DFS_woFilter_w2.json``: SOURCES.md row "toolbench/
+  10_ChatGPT_DFS_woFilter_w2.json | OpenBMB/ToolBench | data_example/answer/G1_answer/
+  10_ChatGPT_DFS_woFilter_w2.json | d56fdd89faf8 | 86e25c56f825 | Apache-2.0 | 22570", a
+  ToolBench answer tree whose ``answer_generation.train_messages`` use the legacy
+  ``function_call`` / role ``function`` format.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "PROGRAMMATIC",
     "RESPONSES_OUTPUT",
     "SSE",
+    "TOOLBENCH",
     "TOOL_ERROR",
     "import_events",
 ]
@@ -60,6 +66,10 @@ HTTP 400."""
 SSE = ANTHROPIC_SDK / "tool_use_response.txt"
 
 CLAUDE_CODE_SPOTTER = REALDATA / "claude-code-spotter"
+
+TOOLBENCH = REALDATA / "toolbench" / "10_ChatGPT_DFS_woFilter_w2.json"
+"""A ToolBench answer tree: three ``train_messages`` lists (3, 5, 7 messages), each a prefix of
+the next, with two answered legacy calls and a final ``Finish`` call."""
 
 
 def import_events(store: LogStore, path: Path) -> list[Event]:

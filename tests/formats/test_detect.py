@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -186,16 +187,32 @@ _EXPORT_LINE = {"session_id": "s", "seq": 1, "payload": {}, "hash": "00"}
     ),
     as_lines=False,
 )
+# claude_code._reader: the key of a merged message hashed ids holding a lone surrogate
+# (found by tests/formats/test_fuzz.py)
+@example(
+    doc=[
+        {"type": "assistant", "uuid": "\ud800", "message": {"id": "m", "content": "a"}},
+        {"type": "assistant", "uuid": "b", "message": {"id": "m", "content": "b"}},
+    ],
+    as_lines=True,
+)
 def test_no_format_crashes_on_arbitrary_json(doc: object, as_lines: bool) -> None:
     text = json.dumps(doc)
     if as_lines:
         text = "\n".join(json.dumps(item) for item in (doc if isinstance(doc, list) else [doc]))
+    read_every_way("doc.json", (text or "null").encode("utf-8"))
+
+
+def read_every_way(name: str, data: bytes) -> None:
+    """Write ``data`` to a file called ``name`` and read it as every format and by detection:
+    each read gives sessions or a ``FormatError``, anything else fails the test (the mutation
+    fuzzing of real files, tests/formats/test_fuzz.py, reads its inputs this way too)."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "doc.json"
-        path.write_text(text or "null", encoding="utf-8")
-        for name in [None, *FORMATS]:
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        for format in [None, *FORMATS]:
             with contextlib.suppress(FormatError):
-                read_file(path, name)
+                read_file(path, format)
 
 
 _DEEP = "[" * 100_000 + "]" * 100_000
@@ -263,3 +280,45 @@ def test_yaml_cassette_pyyaml_cannot_construct_is_a_format_error(
     for name in [None, "openai"]:
         with pytest.raises(FormatError, match=problem):
             read_file(path, name)
+
+
+_FOUNTAIN_HEAD = """\
+Title: Harvey Session
+Author: RSDOIEL
+
+FADE IN:
+
+INT. HARVEY AND RSDOIEL TALKING 2026-12-01 19:16:10
+
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "format", "text", "problem"),
+    [
+        # Found by tests/formats/test_fuzz.py, each a traceback or a message of several lines.
+        pytest.param(
+            "rag.spmd",
+            None,
+            _FOUNTAIN_HEAD + "[[rag: " + "9" * 5000 + " chunks from docs.db, top score 0.9]]\n",
+            ":8: a chunk count of 5000 digits is longer than agenttrail reads "
+            f"({sys.get_int_max_str_digits()} digits)",
+            id="fountain-chunk-count-too-long",
+        ),
+        pytest.param(
+            "cassette.yaml",
+            "openai",
+            "interactions:\n- request:\n    body\x1a |-\n",
+            ":3: invalid YAML: U+001A: special characters are not allowed",
+            id="yaml-control-character",
+        ),
+    ],
+)
+def test_what_fuzzing_found_is_one_format_error_line(
+    tmp_path: Path, name: str, format: str | None, text: str, problem: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FormatError) as raised:
+        read_file(path, format)
+    assert str(raised.value) == f"{path}{problem}"

@@ -25,8 +25,9 @@ from agenttrail.formats import detect, jsonl, read_file
 from agenttrail.formats.jsonl import event_record, jsonl_from_events
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore, open_store
-from agenttrail.model import Event
-from tests.conftest import REALDATA
+from agenttrail.model import Event, NewEvent, NewSession
+from agenttrail.model import events as payloads
+from tests.conftest import REALDATA, run_cli
 from tests.formats._recordings import ANTHROPIC_SDK, CASSETTES, CLAUDE_CODE_SPOTTER, import_events
 
 REAL_FILES = [
@@ -87,8 +88,10 @@ def test_every_line_is_the_event_record(store: LogStore) -> None:
     assert len(lines) == len(events)
     for line, event in zip(lines, events, strict=True):
         record = json.loads(line)
-        assert record == json.loads(json.dumps(event_record(event)))
-        assert list(record) == ["session_id", "seq", "created_at", "actor", "payload", "hash"]
+        fields = ["session_id", "seq", "created_at", "actor", "payload", "hash", "anomalies"]
+        assert list(record) == fields
+        # the derived anomalies follow the event's own fields (tested below, by kind)
+        assert record == json.loads(json.dumps(event_record(event, record["anomalies"])))
         assert record["hash"] == event.hash.hex()
 
 
@@ -233,3 +236,59 @@ def test_one_altered_session_refuses_the_whole_file(
     text = exported(good) + _file(tmp_path, records).read_bytes()
     error = _refused(write(tmp_path / "two.jsonl", text), second)
     assert (error.line, error.field) == (len(good) + len(records), "hash")
+
+
+# --- anomalies travel with the export ---------------------------------------------------------
+
+UNPAIRED = [
+    payloads.message("user", "look around"),
+    payloads.tool_call("a", "ls", {}),  # 2 paired with 3
+    payloads.tool_result("a", "ls", output="x.py"),
+    payloads.tool_call("", "ls", {}),  # 4 missing_id
+    payloads.tool_call("b", "cat", {"path": "x.py"}),  # 5 no_result
+    payloads.tool_result("zz", "cat", output="?"),  # 6 orphan_result
+    payloads.tool_call("d", "grep", {}),  # 7, 8, 9 duplicate_id
+    payloads.tool_call("d", "grep", {}),
+    payloads.tool_result("d", "grep", output="1"),
+    payloads.tool_call("e", "wc", {}),  # 10, 11, 12 duplicate_result
+    payloads.tool_result("e", "wc", output="1"),
+    payloads.tool_result("e", "wc", output="2"),
+    payloads.tool_result(None, "wc", output="3"),  # 13 missing_id
+]
+"""A session with every pairing anomaly (views/pairing.py), the expected kind of each seq
+written beside it by hand."""
+
+UNPAIRED_KINDS = {
+    4: ["missing_id"],
+    5: ["no_result"],
+    6: ["orphan_result"],
+    7: ["duplicate_id"],
+    8: ["duplicate_id"],
+    9: ["duplicate_id"],
+    10: ["duplicate_result"],
+    11: ["duplicate_result"],
+    12: ["duplicate_result"],
+    13: ["missing_id"],
+}
+
+
+def test_the_export_names_each_events_anomalies(
+    db_url: str, second: LogStore, tmp_path: Path
+) -> None:
+    with open_store(db_url) as log:
+        log.append_batch(
+            "unpaired", [NewEvent(p) for p in UNPAIRED], create=NewSession(id="unpaired")
+        )
+    done = run_cli("export", "unpaired", "--db", db_url)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {r["seq"]: r["anomalies"] for r in records if r["anomalies"]} == UNPAIRED_KINDS
+    assert [r["anomalies"] for r in records[:3]] == [[], [], []]
+    # import ignores the derived field, altered or not (it is not hashed) ...
+    records[1]["anomalies"] = ["orphan_result"]
+    path = _file(tmp_path, records)
+    [report] = import_paths(second, [path])
+    assert report.written == len(UNPAIRED)
+    # ... and export → import → export gives the same bytes, anomalies included
+    again = run_cli("export", "unpaired", "--db", str(tmp_path / "second.db"))
+    assert again.stdout == done.stdout

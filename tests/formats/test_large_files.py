@@ -95,6 +95,7 @@ def test_large_real_claude_code_transcript_is_recognised(tmp_path: Path) -> None
         ),
         (b'\xef\xbb\xbf{"a": [1, 2, 3]}', {"a": [1, 2, 3]}),
         (b'{"a": 1 "b": 2}', None),  # not JSON as far as it goes
+        (b'{[1]: 2, "a": 1}', None),  # a key that is not a string (found by test_fuzz.py)
         (b"plain text", None),
     ],
 )

@@ -29,13 +29,12 @@ from agenttrail.log.store import LogStore
 from agenttrail.model import Event
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 from tests.conftest import REALDATA
-from tests.formats._recordings import CASSETTES, RESPONSES_OUTPUT, import_events
+from tests.formats._recordings import CASSETTES, RESPONSES_OUTPUT, TOOLBENCH, import_events
 
 TOOL_CALLS = CASSETTES / "test_chat_completion_tool_calls_with_content.yaml"
 STREAMED_TOOLS = CASSETTES / "test_chat_completion_multiple_tools_streaming_with_content.yaml"
 STREAM_NO_USAGE = CASSETTES / "test_chat_completion_streaming_not_complete.yaml"
 RESPONSES_CALL = CASSETTES / "test_responses_create_captures_tool_call_content[content_mode0].yaml"
-TOOLBENCH = REALDATA / "toolbench" / "10_ChatGPT_DFS_woFilter_w2.json"
 
 
 def summary(events: list[Event]) -> Counter[str]:
@@ -266,13 +265,13 @@ def test_responses_chain_with_the_first_call_recorded_twice(store: LogStore) -> 
 # --- ToolBench: the legacy function_call format --------------------------------------------
 
 
-def test_toolbench_train_messages_stay_unpaired(store: LogStore, tmp_path: Path) -> None:
+def test_toolbench_train_messages_pair_by_the_legacy_rule(store: LogStore, tmp_path: Path) -> None:
     # The ToolBench answer tree itself is not an OpenAI recording (sniff leaves it alone);
     # its answer_generation.train_messages is a list of three message lists, each the request
     # for the next step. By eye / jq: lengths 3, 5, 7, each a prefix of the next; roles
     # system, user, assistant, function, assistant, function, assistant; every assistant
     # message has a function_call (transitaires_for_transitaires, transitaire_for_transitaires,
-    # Finish) and nothing carries an id.
+    # Finish), each function message names the call before it, and nothing carries an id.
     tree = json.loads(TOOLBENCH.read_text(encoding="utf-8"))
     assert not openai.sniff(TOOLBENCH, TOOLBENCH.read_bytes())
     path = write_json(tmp_path / "train_messages.json", tree["answer_generation"]["train_messages"])
@@ -288,15 +287,17 @@ def test_toolbench_train_messages_stay_unpaired(store: LogStore, tmp_path: Path)
             "tool_result": 2,
         }
     )
-    assert [c["name"] for c in calls_of(events)] == [
-        "transitaires_for_transitaires",
-        "transitaire_for_transitaires",
-        "Finish",
+    # seqs: 3 message, 4 call, 5 result, 6 message, 7 call, 8 result, 9 message, 10 call
+    assert [(c["name"], c["id"], c["pairedBy"]) for c in calls_of(events)] == [
+        ("transitaires_for_transitaires", "legacy_call_4", "legacy_function_call"),
+        ("transitaire_for_transitaires", "legacy_call_7", "legacy_function_call"),
+        ("Finish", "legacy_call_10", "legacy_function_call"),
     ]
-    assert {c["id"] for c in calls_of(events)} == {""}
     results = [e.payload for e in events if e.type == "tool_result"]
-    assert [r.get("toolCallId") for r in results] == [None, None]  # never paired by name
-    assert anomalies(pair_tool_calls(events)) == Counter({"missing_id": 5})
+    assert [r["toolCallId"] for r in results] == ["legacy_call_4", "legacy_call_7"]
+    pairing = pair_tool_calls(events)
+    assert {c: r.seq for c, r in pairing.result_of.items()} == {4: 5, 7: 8}
+    assert anomalies(pairing) == Counter({"no_result": 1})  # Finish ends the run, unanswered
     # the observation is JSON inside a string; its inner \u00e9 escape stays as given
     assert "Agence Cal\\u00e9donienne" in results[1]["output"]
 

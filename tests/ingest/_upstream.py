@@ -23,9 +23,27 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from agenttrail.model import Event
 from tests.conftest import serving
+from tests.formats._recordings import CASSETTES
 
-__all__ = ["Recorded", "Reply", "Upstream", "recorded", "sse_reply", "upstream"]
+__all__ = [
+    "KEY",
+    "TOOL_LOOP",
+    "Recorded",
+    "Reply",
+    "Upstream",
+    "payloads",
+    "recorded",
+    "sse_reply",
+    "upstream",
+]
+
+KEY = "sk-test-7f3a9c1e5b2d4f60a8e1c3b5d7f9a2c4"
+"""The API key the tests' clients send: it must never be found in a database file."""
+
+TOOL_LOOP = CASSETTES / "test_chat_completion_tool_calls_with_content.yaml"
+"""Two Chat Completions calls: two tool calls asked for, then the answer to their results."""
 
 _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connection", "date"}
 """Recorded response headers not replayed: the server sets its own framing and date."""
@@ -77,6 +95,17 @@ def _reply(status: int, headers: dict[str, Any], body: Any) -> Reply:
         return sse_reply(text, flat)
     flat.setdefault("content-type", "application/json")
     return Reply(status, text.encode(), flat)
+
+
+def payloads(events: list[Event]) -> list[dict[str, Any]]:
+    """Payloads with the capture's own timing taken out (times are not compared)."""
+    found = []
+    for event in events:
+        payload = dict(event.payload)
+        if isinstance(payload.get("meta"), dict):
+            payload["meta"] = {**payload["meta"], "duration_ms": None}
+        found.append(payload)
+    return found
 
 
 def recorded(path: Path) -> list[Recorded]:

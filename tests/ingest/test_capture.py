@@ -8,21 +8,28 @@ cites the SOURCES.md rows).
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
+import sqlite3
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agenttrail.errors import InputError
 from agenttrail.ingest.capture import Capture, HttpExchange, session
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
-from tests.formats._recordings import CASSETTES, PROGRAMMATIC, TOOL_ERROR, import_events
-from tests.ingest._upstream import Recorded, recorded
-
-KEY = "sk-test-7f3a9c1e5b2d4f60a8e1c3b5d7f9a2c4"
+from tests.formats._recordings import (
+    PROGRAMMATIC,
+    RESPONSES_OUTPUT,
+    TOOL_ERROR,
+    import_events,
+)
+from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, payloads, recorded
 
 
 def exchange_of(item: Recorded, *, key: str = KEY, **changes: Any) -> HttpExchange:
@@ -49,23 +56,9 @@ def exchange_of(item: Recorded, *, key: str = KEY, **changes: Any) -> HttpExchan
     return HttpExchange(**fields)
 
 
-def payloads(events: list[Event]) -> list[dict[str, Any]]:
-    """Payloads with the capture's own timing taken out (times are not compared)."""
-    found = []
-    for event in events:
-        payload = dict(event.payload)
-        if isinstance(payload.get("meta"), dict):
-            payload["meta"] = {**payload["meta"], "duration_ms": None}
-        found.append(payload)
-    return found
-
-
 def only_session(store: LogStore) -> list[Event]:
     [captured] = store.sessions()
     return list(store.read(captured.id))
-
-
-TOOL_LOOP = CASSETTES / "test_chat_completion_tool_calls_with_content.yaml"
 
 
 @pytest.mark.parametrize("path", [TOOL_ERROR, PROGRAMMATIC, TOOL_LOOP], ids=lambda p: p.stem)
@@ -80,15 +73,17 @@ def test_exchanges_captured_one_by_one_are_the_session_import_makes(
         assert payloads(only_session(log)) == payloads(import_events(other, path))
 
 
-def test_a_restarted_capture_continues_the_conversation_from_the_log(tmp_path: Path) -> None:
+def test_a_restarted_capture_continues_the_conversation_from_the_log(
+    db_url: str, tmp_path: Path
+) -> None:
     first, second = recorded(TOOL_ERROR)
-    before = Capture(tmp_path / "capture.db")
+    before = Capture(db_url)
     before.write(exchange_of(first))
     before.close()
-    after = Capture(tmp_path / "capture.db")  # a new process: nothing in memory
+    after = Capture(db_url)  # a new process: nothing in memory
     after.write(exchange_of(second))
     after.close()
-    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
+    with open_store(db_url) as log, open_store(tmp_path / "import.db") as other:
         assert payloads(only_session(log)) == payloads(import_events(other, TOOL_ERROR))
 
 
@@ -169,3 +164,118 @@ def test_a_log_that_fails_never_reaches_the_caller(
     assert "not recorded: InputError" in caplog.text and KEY not in caplog.text
     capture.close()
     assert path.read_text() == "not a database\n" * 100
+
+
+def test_previous_response_id_continues_the_conversation_of_that_response(
+    tmp_path: Path,
+) -> None:
+    # Two identical first requests (two conversations), then a request that continues the
+    # second response by its id, sending only the tool's output.
+    first, again, then = recorded(RESPONSES_OUTPUT)
+    with Capture(tmp_path / "capture.db") as capture:
+        for item in (first, again, then):
+            capture.write(exchange_of(item))
+    with open_store(tmp_path / "capture.db") as log:
+        one, two = ([e.payload for e in log.read(s.id)] for s in log.sessions())
+    assert [(p["type"], p.get("role")) for p in one] == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("tool_call", None),
+    ]
+    assert [(p["type"], p.get("role")) for p in two] == [
+        *[(p["type"], p.get("role")) for p in one],
+        ("tool_result", None),
+        ("message", "assistant"),
+    ]
+    assert two[3]["toolCallId"] == two[2]["id"]  # paired by the id the provider gave
+    assert then.body["previous_response_id"] == two[1]["responseId"]
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+def test_a_compressed_response_is_read_as_its_content(tmp_path: Path, coding: str) -> None:
+    # api.openai.com sends JSON bodies gzip-compressed; the client undoes it, and so must we.
+    compress = gzip.compress if coding == "gzip" else zlib.compress
+    with Capture(tmp_path / "capture.db") as capture:
+        for item in recorded(TOOL_LOOP):
+            headers = [*item.reply.headers.items(), ("Content-Encoding", coding)]
+            capture.write(
+                exchange_of(item, response_body=compress(item.reply.body), response_headers=headers)
+            )
+    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
+        assert payloads(only_session(log)) == payloads(import_events(other, TOOL_LOOP))
+
+
+def test_after_a_write_that_failed_the_conversation_goes_on_in_a_new_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The second request carries a tool result too large for this log: that exchange is
+    # lost (logged, counted), and the conversation's next exchange, which the log can take,
+    # is written whole into a new session rather than half into the old one.
+    first, second = recorded(TOOL_ERROR)
+    huge = json.loads(json.dumps(second.body))
+    huge["messages"][-1]["content"][0]["content"] = "x" * 5000
+    retried = Recorded(second.path, huge, second.reply)
+    with open_store(tmp_path / "capture.db", max_payload_bytes=4096) as log:
+        capture = Capture(log)
+        with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+            capture.write(exchange_of(first))
+            assert capture.record(exchange_of(retried))
+            assert capture.flush(10)
+        assert capture.failures == 1 and "PayloadTooLarge" in caplog.text
+        capture.write(exchange_of(second))
+        capture.close()
+        one, two = (payloads(list(log.read(s.id))) for s in log.sessions())
+    assert [p["type"] for p in one] == ["message", "message", "tool_call"]
+    with open_store(tmp_path / "import.db") as other:
+        imported = payloads(import_events(other, TOOL_ERROR))
+    # the whole history as the request sent it (the first response as history, without its
+    # meta), then the response
+    assert [(p["type"], p.get("role")) for p in two] == [
+        (p["type"], p.get("role")) for p in imported
+    ]
+    assert two[0] == imported[0] and two[3:] == imported[3:]
+    assert two[2] == {k: v for k, v in imported[2].items() if k != "messageId"}
+
+
+def test_a_capture_limit_that_is_not_a_positive_integer_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with pytest.raises(InputError, match=r"AGENTTRAIL_CAPTURE_CONVERSATIONS.*not 0"):
+        Capture(tmp_path / "capture.db", conversations=0)
+    monkeypatch.setenv("AGENTTRAIL_CAPTURE_QUEUE", "lots")
+    with pytest.raises(InputError, match="AGENTTRAIL_CAPTURE_QUEUE='lots' is not an integer"):
+        Capture(tmp_path / "capture.db")
+    assert not (tmp_path / "capture.db").exists()
+
+
+def test_a_full_queue_drops_the_exchange_and_never_waits(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Another process holds the log's write lock: the writer thread waits on its first
+    # exchange, one more fits in the queue, the third is dropped at once, counted and logged.
+    first, second = recorded(TOOL_ERROR)
+    other = recorded(PROGRAMMATIC)[0]
+    path = tmp_path / "capture.db"
+    open_store(path).close()
+    capture = Capture(path, queue=1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert capture.record(exchange_of(first))
+        deadline = time.monotonic() + 5
+        while capture._writer.queue.qsize() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the writer has taken it, and waits for the lock
+        assert capture.record(exchange_of(other))
+        with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+            start = time.monotonic()
+            assert not capture.record(exchange_of(second))
+            assert time.monotonic() - start < 0.5
+        assert capture.failures == 1 and "queue full" in caplog.text
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert capture.flush(30)
+    capture.close()
+    assert capture.written == 2
+    with open_store(path) as log:
+        assert len(log.sessions()) == 2

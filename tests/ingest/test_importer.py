@@ -5,18 +5,31 @@ export matched by its chain hashes."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import resource
+import subprocess
+import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from agenttrail.errors import FormatError, InputError
+from agenttrail.errors import FormatError, InputError, SessionNotFound
+from agenttrail.formats import ImportedSession
+from agenttrail.formats._common import iter_jsonl
 from agenttrail.formats.jsonl import jsonl_from_events
-from agenttrail.ingest.importer import import_paths, read_paths, write_sessions
+from agenttrail.ingest.importer import (
+    DEFAULT_MAX_IMPORT_BYTES,
+    import_paths,
+    read_paths,
+    write_sessions,
+)
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
-from tests.conftest import REALDATA, session_made_before_the_id_rule
+from tests import mortgage_model
+from tests.conftest import REALDATA, run_cli, session_made_before_the_id_rule
 
 # marot/spotter test/fixtures/transcripts/{tool_heavy,short}.jsonl (the real data's SOURCES.md,
 # tests/conftest.py REALDATA)
@@ -152,6 +165,33 @@ def test_an_export_over_a_session_that_differs_is_refused_naming_the_seq(
         assert copy.get_session(SAMPLE_SESSION_ID).head_seq == 2
 
 
+def test_a_session_whose_trace_row_cannot_be_stored_is_not_written_at_all(
+    store: LogStore, tmp_path: Path
+) -> None:
+    # The session's events and its trace rows commit in one transaction: a row refused (its
+    # tool name holds a lone surrogate, which a database text column cannot keep) leaves no
+    # event behind without it.
+    loan = {"principal": 300_000, "annual_rate": 0.065, "years": 30}
+    envelope = json.dumps(mortgage_model.run_model(loan))
+    batch = [
+        NewEvent(events.message("user", "payment?"), DAY_ONE, "u"),
+        NewEvent(events.tool_call("c1", "run\udc80model", loan), DAY_ONE, "c"),
+        NewEvent(events.tool_result("c1", None, output=envelope), DAY_ONE, "r"),
+    ]
+    imported = ImportedSession(NewSession("loan", title="loan"), batch)
+    with pytest.raises(InputError, match="trace row tool"):
+        write_sessions(store, [(tmp_path / "loan.jsonl", imported)])
+    with pytest.raises(SessionNotFound):
+        store.get_session("loan")
+    good = ImportedSession(
+        NewSession("loan2", title="loan"),
+        [*batch[:1], NewEvent(events.tool_call("c1", "run_model", loan), DAY_ONE, "c"), batch[2]],
+    )
+    (report,) = write_sessions(store, [(tmp_path / "loan.jsonl", good)])
+    assert report.written == 3
+    assert [(r.call_seq, r.result_seq, r.turn_seq) for r in store.traces("loan2")] == [(2, 3, 1)]
+
+
 # -- the id rule (docs/log-format.md, Session ids) ---------------------------------------------
 
 _FITS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
@@ -224,3 +264,106 @@ def test_an_export_whose_id_is_outside_the_rule_is_refused_before_anything_is_wr
         assert fresh.sessions() == []  # SHORT, read first, was not written either
     finally:
         fresh.close()
+
+
+# -- what import reads: regular files, up to a limit, held once -----------------------------
+
+_CAP_BYTES = 768 * 1024 * 1024
+"""Address space of the subprocess below: reading /dev/zero or a sparse file whole would hit
+it in well under a second (a MemoryError) instead of filling the machine's memory."""
+
+
+def _import_capped(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``agenttrail import`` in a real process with its address space capped, killed after
+    30 s: a FIFO with no writer would block an in-process run for ever."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (_CAP_BYTES, _CAP_BYTES))
+
+    return subprocess.run(
+        [sys.executable, "-m", "agenttrail.cli", "import", *args, "--db", "log.db"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=30,
+        preexec_fn=cap,
+        check=False,
+    )
+
+
+def test_import_reads_regular_files_only(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for path, kind in (
+        ("/dev/zero", "a character device"),
+        (str(fifo), "a FIFO"),
+        (str(folder), "a directory"),
+    ):
+        result = _import_capped(path, cwd=tmp_path)
+        assert (result.returncode, result.stdout) == (2, ""), result.stderr
+        assert result.stderr == (
+            f"error: {path}: not a regular file ({kind}); import reads regular files only\n"
+        )
+    assert not (tmp_path / "log.db").exists()
+
+
+def test_a_file_over_the_import_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    sparse = tmp_path / "huge.jsonl"
+    with sparse.open("wb") as handle:  # 8 GiB that take no disk: read whole, they would
+        handle.truncate(8 << 30)  # not fit under the cap
+    result = _import_capped(str(sparse), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr == (
+        f"error: {sparse}: file is 8,589,934,592 bytes, above the import limit of "
+        f"{DEFAULT_MAX_IMPORT_BYTES:,} bytes (--max-bytes / AGENTTRAIL_MAX_IMPORT_BYTES)\n"
+    )
+    assert not (tmp_path / "log.db").exists()
+
+
+def test_the_import_limit_is_set_by_flag_or_environment(tmp_path: Path) -> None:
+    size = SHORT.stat().st_size
+    db = str(tmp_path / "log.db")
+    refused = (
+        f"error: {SHORT}: file is {size:,} bytes, above the import limit of {size - 1:,} "
+        "bytes (--max-bytes / AGENTTRAIL_MAX_IMPORT_BYTES)\n"
+    )
+    by_flag = run_cli("import", str(SHORT), "--max-bytes", str(size - 1), "--db", db)
+    assert (by_flag.returncode, by_flag.stderr) == (2, refused)
+    by_env = run_cli(
+        "import", str(SHORT), "--db", db, env={"AGENTTRAIL_MAX_IMPORT_BYTES": str(size - 1)}
+    )
+    assert (by_env.returncode, by_env.stderr) == (2, refused)
+    assert not Path(db).exists()
+    bad = run_cli("import", str(SHORT), "--db", db, env={"AGENTTRAIL_MAX_IMPORT_BYTES": "lots"})
+    assert (bad.returncode, bad.stderr) == (
+        2,
+        "error: AGENTTRAIL_MAX_IMPORT_BYTES='lots' is not an integer\n",
+    )
+    # The flag wins over the environment; a file of exactly the limit is read.
+    fits = run_cli(
+        "import",
+        str(SHORT),
+        "--max-bytes",
+        str(size),
+        "--db",
+        db,
+        env={"AGENTTRAIL_MAX_IMPORT_BYTES": "1"},
+    )
+    assert fits.returncode == 0, fits.stderr
+
+
+def test_a_jsonl_file_is_parsed_without_a_second_copy_of_it(tmp_path: Path) -> None:
+    """Lines are decoded one at a time: a 16 MiB file of short lines is not held again as
+    one text nor as a list of lines while it is read."""
+    line = b'{"type": "summary", "summary": "s", "leafUuid": "u"}\n'
+    data = line * ((16 << 20) // len(line))
+    tracemalloc.start()
+    try:
+        for _ in iter_jsonl(tmp_path / "t.jsonl", data):
+            pass
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < len(data) // 4

@@ -10,12 +10,16 @@ SOURCES.md rows).
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
 
@@ -25,8 +29,17 @@ from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
 from agenttrail.views.pairing import pair_tool_calls
 from tests.formats._recordings import CASSETTES, PROGRAMMATIC, SSE, TOOL_ERROR, import_events
-from tests.ingest._upstream import Recorded, Reply, Upstream, recorded, sse_reply, upstream
-from tests.ingest.test_capture import KEY, TOOL_LOOP, payloads
+from tests.ingest._upstream import (
+    KEY,
+    TOOL_LOOP,
+    Recorded,
+    Reply,
+    Upstream,
+    payloads,
+    recorded,
+    sse_reply,
+    upstream,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     # the recordings name models the client now warns about; the warning is not ours
@@ -258,6 +271,39 @@ def test_a_stream_cut_in_the_middle_is_seen_as_without_agenttrail_and_logged_inc
     assert "cut short" in errors[-1]["message"]
 
 
+def test_an_async_stream_cut_or_timed_out_is_seen_as_without_agenttrail(
+    up: Upstream, tmp_path: Path
+) -> None:
+    [item] = recorded(STREAMED)
+    cut = item.reply
+    cut.cut_after = len(cut.events or []) // 2
+    late = Reply(200, b"{}", delay_s=1.0)
+
+    async def read(client: Any) -> list[tuple[int, str]]:
+        seen = []
+        async with client:
+            for body in (item.body, chat(False)):
+                got = 0
+                try:
+                    answer = await client.chat.completions.create(**body)
+                    async for _ in answer:
+                        got += 1
+                except Exception as e:
+                    seen.append((got, f"{type(e).__name__}: {e}"))
+        return seen
+
+    up.script(cut, late, cut, late)
+    plain = asyncio.run(read(client_for(up, "openai", "async", timeout=0.2)))
+    client = client_for(up, "openai", "async", timeout=0.2)
+    agenttrail.instrument(client, log=tmp_path / "live.db")
+    assert asyncio.run(read(client)) == plain
+    capture = capture_of(client)
+    assert capture is not None and capture.flush(10)
+    with open_store(tmp_path / "live.db") as store:
+        kinds = [e.payload.get("errorType") for s in store.sessions() for e in store.read(s.id)]
+    assert sorted(k for k in kinds if k) == ["incomplete_stream", "transport_error"]
+
+
 def test_a_stream_the_caller_abandons_is_logged_incomplete(up: Upstream, tmp_path: Path) -> None:
     [item] = recorded(STREAMED)
 
@@ -341,6 +387,16 @@ def test_the_session_context_and_session_argument_choose_the_session(
         assert store.get_session(session_id).title == "Weather and maths"
     assert sum(e.type == "message" and e.payload["role"] == "user" for e in got) == 2
 
+    up.script(*(item.reply for item in items))
+    other = client_for(up, "anthropic", "sync")
+    agenttrail.instrument(other, log=tmp_path / "other.db", session="nightly-batch")
+    run(other, "sync", items)
+    store, got = captured(other, tmp_path / "other.db")
+    with store:
+        assert [s.id for s in store.sessions()] == ["nightly-batch"]
+        assert store.get_session("nightly-batch").title == "What is the weather in SF?"
+    assert sum(e.type == "message" and e.payload["role"] == "user" for e in got) == 2
+
 
 def test_instrument_takes_only_provider_clients_and_once(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="takes an openai or anthropic client"):
@@ -350,3 +406,47 @@ def test_instrument_takes_only_provider_clients_and_once(tmp_path: Path) -> None
         capture = capture_of(client)
         assert agenttrail.instrument(client, log=tmp_path / "b.db") is client
         assert capture_of(client) is capture
+
+
+def test_a_client_given_its_own_httpx_client_is_recorded_the_same(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # The clients take a caller's httpx.Client (http_client=); instrument finds its module
+    # from the client object, whichever httpx it is.
+    items = recorded(TOOL_LOOP)
+    up.script(*(item.reply for item in items))
+    client = client_for(up, "openai", "sync", http_client=httpx.Client())
+    assert type(client._client).__module__.startswith("httpx")
+    agenttrail.instrument(client, log=tmp_path / "live.db")
+    run(client, "sync", items)
+    store, got = captured(client, tmp_path / "live.db")
+    with store, open_store(tmp_path / "import.db") as other:
+        assert payloads(got) == payloads(import_events(other, TOOL_LOOP))
+
+
+def test_what_is_captured_just_before_the_interpreter_exits_is_written(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # The agent neither flushes nor closes: the writer thread is a daemon, and the exit waits
+    # for what it still holds (docs/capture.md).
+    [item, _] = recorded(TOOL_LOOP)
+    up.script(item.reply)
+    script = f"""
+import json, sys, openai, agenttrail
+client = agenttrail.instrument(
+    openai.OpenAI(api_key="k", base_url={up.url + "/v1"!r}, max_retries=0),
+    log={str(tmp_path / "live.db")!r},
+)
+client.chat.completions.create(**json.loads(sys.stdin.read()))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(item.body),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    with open_store(tmp_path / "live.db") as store:
+        [session] = store.sessions()
+        assert [e.type for e in store.read(session.id)][-1] == "tool_call"

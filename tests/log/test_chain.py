@@ -398,7 +398,142 @@ def test_cli_verify_names_a_session_row_changed_into_another_type(
     with open_store(db) as store:
         _fill(store, "s", 3)
     _attack(db, f"UPDATE sessions SET {column} = ? WHERE id = 's'", params=(value,))
-    for command in (["verify"], ["sessions"], ["show", "s"]):
+    for command in (["sessions"], ["show", "s"], ["verify", "s"]):
         result = run_cli(*command, "--db", str(db))
         assert result.returncode == 1, command
         assert result.stderr == f"error: session 's': {said}\n", command
+    # Verifying every session reports the row as that session's problem, not as an error.
+    result = run_cli("verify", "--db", str(db))
+    assert (result.returncode, result.stderr) == (1, "0 of 1 sessions intact\n")
+    assert result.stdout == f"FAIL  s  session row: {said}\n"
+
+
+# Each backend with the damage to a session row its column types allow: SQLite keeps any type;
+# in PostgreSQL the owner drops the column's constraint first.
+_SQLITE_ROW_DAMAGE = {
+    "head_hash": (
+        "UPDATE sessions SET head_hash = 'abc' WHERE id = 's'",
+        "head_hash 'abc' is not 32 bytes",
+    ),
+    "head_seq": (
+        "UPDATE sessions SET head_seq = 'six' WHERE id = 's'",
+        "head_seq 'six' is not an integer",
+    ),
+    "metadata": (
+        "UPDATE sessions SET metadata = '{not json' WHERE id = 's'",
+        "metadata is not a JSON object",
+    ),
+}
+_POSTGRES_ROW_DAMAGE = {
+    "head_hash": (
+        "ALTER TABLE sessions DROP CONSTRAINT sessions_head_hash_check; "
+        "UPDATE sessions SET head_hash = '\\x616263' WHERE id = 's'",
+        "head_hash b'abc' is not 32 bytes",
+    ),
+    "head_seq": (
+        "ALTER TABLE sessions ALTER COLUMN head_seq DROP NOT NULL; "
+        "UPDATE sessions SET head_seq = NULL WHERE id = 's'",
+        "head_seq None is not an integer",
+    ),
+    "metadata": _SQLITE_ROW_DAMAGE["metadata"],
+}
+
+
+@pytest.mark.parametrize(
+    ("backend", "damage"),
+    [("sqlite", d) for d in _SQLITE_ROW_DAMAGE] + [("postgresql", d) for d in _POSTGRES_ROW_DAMAGE],
+)
+def test_verify_reports_a_damaged_session_row_as_its_session_and_checks_the_others(
+    db_url: str, damage: str
+) -> None:
+    damages = _POSTGRES_ROW_DAMAGE if is_postgres(db_url) else _SQLITE_ROW_DAMAGE
+    statement, said = damages[damage]
+    with open_store(db_url) as store:
+        _fill(store, "s", 3)
+        _fill(store, "t", 4)
+        t_head = store.get_session("t").head_hash
+    _attack(db_url, *statement.split("; "))
+    result = run_cli("verify", "--db", db_url)
+    assert (result.returncode, result.stderr) == (1, "1 of 2 sessions intact\n")
+    assert result.stdout.splitlines() == [
+        f"FAIL  s  session row: {said}",
+        f"ok    t  4 events  head {t_head.hex()[:16]}",
+    ]
+    with open_store(db_url) as store:
+        s, t = verify(store)
+    assert (s.session_id, s.ok, s.bad_seq, s.reason) == ("s", False, None, said)
+    assert (t.session_id, t.ok, t.events, t.head_hash) == ("t", True, 4, t_head)
+    assert run_cli("verify", "t", "--db", db_url).returncode == 0
+
+
+# -- event rows changed into other types: each is that session's first bad seq ------------------
+
+_SQLITE_DAMAGE = {
+    # The naive edit: replace() on a BLOB gives TEXT, here not even UTF-8.
+    "payload-replaced": (
+        "UPDATE session_events SET payload = replace(payload, 'Paris', 'Lyon!') "
+        "WHERE session_id = 's' AND seq = 3",
+        "payload is text, not bytes",
+    ),
+    "payload-cast-to-text": (
+        "UPDATE session_events SET payload = CAST(payload AS TEXT) "
+        "WHERE session_id = 's' AND seq = 3",
+        "payload is text, not bytes",
+    ),
+    "hash-as-hex-text": (
+        "UPDATE session_events SET hash = hex(hash) WHERE session_id = 's' AND seq = 3",
+        "hash is text, not bytes",
+    ),
+    "created_at-as-blob": (
+        "UPDATE session_events SET created_at = X'ff00' WHERE session_id = 's' AND seq = 3",
+        "created_at is bytes, not text",
+    ),
+    "payload-as-integer": (
+        "UPDATE session_events SET payload = 7 WHERE session_id = 's' AND seq = 3",
+        "payload is an integer, not bytes",
+    ),
+    "seq-as-text": (
+        "UPDATE session_events SET seq = 'three' WHERE session_id = 's' AND seq = 3",
+        "seq 3 is missing",
+    ),
+}
+_POSTGRES_DAMAGE = {
+    "payload-null": (
+        "ALTER TABLE session_events ALTER COLUMN payload DROP NOT NULL; "
+        "UPDATE session_events SET payload = NULL WHERE session_id = 's' AND seq = 3",
+        "payload is NULL, not bytes",
+    ),
+    "hash-null": (
+        "ALTER TABLE session_events ALTER COLUMN hash DROP NOT NULL; "
+        "UPDATE session_events SET hash = NULL WHERE session_id = 's' AND seq = 3",
+        "hash is NULL, not bytes",
+    ),
+    "created_at-null": (
+        "ALTER TABLE session_events ALTER COLUMN created_at DROP NOT NULL; "
+        "UPDATE session_events SET created_at = NULL WHERE session_id = 's' AND seq = 3",
+        "created_at is NULL, not text",
+    ),
+}
+
+
+# Each backend with the damage its column types allow (the other refuses it outright).
+@pytest.mark.parametrize(
+    ("backend", "damage"),
+    [("sqlite", d) for d in _SQLITE_DAMAGE] + [("postgresql", d) for d in _POSTGRES_DAMAGE],
+)
+def test_cli_verify_names_a_column_changed_into_another_type_and_checks_the_others(
+    db_url: str, damage: str
+) -> None:
+    damages = _POSTGRES_DAMAGE if is_postgres(db_url) else _SQLITE_DAMAGE
+    statement, said = damages[damage]
+    with open_store(db_url) as store:
+        for sid in ("s", "t"):
+            store.create_session(NewSession(id=sid))
+            for i in range(5):
+                store.append(sid, events.message("user", f"Paris, {i}"))
+    _attack(db_url, *statement.split("; "))
+    result = run_cli("verify", "--db", db_url)
+    assert (result.returncode, result.stderr) == (1, "1 of 2 sessions intact\n")
+    assert f"FAIL  s  seq 3: {said}\n" in result.stdout
+    assert "ok    t  5 events" in result.stdout
+    assert run_cli("verify", "t", "--db", db_url).returncode == 0

@@ -10,7 +10,7 @@ from agenttrail.codec import encode_payload
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.chain import GENESIS_HASH, event_hash
 from agenttrail.log.store import open_store
-from agenttrail.model import events
+from agenttrail.model import NewSession, events
 from tests.conftest import run_cli
 
 
@@ -101,3 +101,26 @@ def test_a_forged_or_foreign_checkpoint_is_refused(tmp_path: Path) -> None:
     alone = run_cli("verify", "--checkpoint", str(head), "--db", str(db))
     assert alone.returncode == 2 and "go together" in alone.stderr
     assert run_cli("keygen", "--out", str(tmp_path / "a")).returncode == 2  # never overwrites
+
+
+def test_a_checkpointed_session_that_was_removed_fails_verification(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)
+        store.create_session(NewSession("other"))
+    key = tmp_path / "k.pem"
+    assert run_cli("keygen", "--out", str(key)).returncode == 0
+    head = tmp_path / "head.json"
+    signed = run_cli(
+        "checkpoint", SAMPLE_SESSION_ID, "--key", str(key), "--db", str(db), "-o", str(head)
+    )
+    assert signed.returncode == 0, signed.stderr
+    with open_store(db) as store:
+        store.remove_session(SAMPLE_SESSION_ID, reason="retention")
+    result = run_cli("verify", "--checkpoint", str(head), "--pubkey", f"{key}.pub", "--db", str(db))
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == (
+        "ok    other  0 events  head 0000000000000000\n"
+        f"FAIL  checkpoint {SAMPLE_SESSION_ID} seq 18: session {SAMPLE_SESSION_ID} named by "
+        "the checkpoint is missing\n"
+    )

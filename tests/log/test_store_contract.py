@@ -14,6 +14,7 @@ import json
 import multiprocessing
 import threading
 import time
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -32,7 +33,7 @@ from agenttrail.errors import (
 from agenttrail.log.chain import verify
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.log.store._base import READ_PAGE_ROWS
-from agenttrail.model import NewEvent, NewSession, NewTrace, events
+from agenttrail.model import Event, NewEvent, NewSession, NewTrace, events
 from tests.conftest import is_postgres
 
 
@@ -205,8 +206,9 @@ def test_a_recorded_envelope_whose_tool_name_is_not_text_is_an_input_error(
     store: LogStore,
 ) -> None:
     # Through the public Recorder: the tool_result is an envelope, so a trace row is written,
-    # and its tool name holds a lone surrogate. The event itself is stored (lossless text);
-    # the trace row is refused with an InputError on either backend.
+    # and its tool name holds a lone surrogate. The call is stored (lossless text); the trace
+    # row is refused with an InputError on either backend, and the result with it: the two
+    # commit in one transaction, so a result is never left without its row.
     envelope = json.dumps({"model": "m", "specVersion": "1", "inputs": {}, "outputs": {"y": 1}})
     rec = Recorder.start(store, title="surrogates")
     with rec.turn(model="m", provider="p", location="local") as turn:
@@ -218,6 +220,42 @@ def test_a_recorded_envelope_whose_tool_name_is_not_text_is_an_input_error(
     assert store.traces(rec.session_id) == []
     names = [e.payload.get("name") for e in store.read(rec.session_id) if e.type == "tool_call"]
     assert names == ["run\udc80model"]
+    assert [e.type for e in store.read(rec.session_id)][-1] == "tool_call"  # no result
+
+
+def test_append_traced_writes_events_and_the_rows_built_from_their_seqs(store: LogStore) -> None:
+    sid = store.create_session(NewSession()).id
+    store.append(sid, events.tool_call("c1", "run_model", {}), key="tool_call:c1")
+    seen: list[int] = []
+
+    def rows(appended: Sequence[Appended], session: Callable[[], list[Event]]) -> list[NewTrace]:
+        seen.extend(e.seq for e in session())  # the session as the transaction sees it
+        return [_trace(sid, appended[0].seq)]
+
+    result = events.tool_result("c1", "run_model", output="{}")
+    done = store.append_traced(sid, [NewEvent(result, key="tool_result:c1")], rows)
+    assert [a.seq for a in done.appended] == seen[1:] == [2]
+    assert [(r.result_seq, r.id) for r in done.traces] == [(2, store.traces(sid)[0].id)]
+    again = store.append_traced(sid, [NewEvent(result, key="tool_result:c1")], rows)
+    assert (again.appended[0].seq, again.appended[0].duplicate, again.traces) == (2, True, [])
+
+
+@pytest.mark.parametrize("failure", ["a row not stored as given", "the builder raises"])
+def test_append_traced_writes_nothing_when_its_rows_fail(store: LogStore, failure: str) -> None:
+    sid = store.create_session(NewSession()).id
+
+    def rows(appended: Sequence[Appended], _: Callable[[], list[Event]]) -> list[NewTrace]:
+        if failure == "the builder raises":
+            raise ZeroDivisionError
+        return [dataclasses.replace(_trace(sid, appended[0].seq), tool="nul\x00")]
+
+    with pytest.raises((InputError, ZeroDivisionError)):
+        store.append_traced(sid, [NewEvent({"type": "tool_result"})], rows)
+    assert (store.get_session(sid).head_seq, list(store.read(sid)), store.traces(sid)) == (
+        0,
+        [],
+        [],
+    )
 
 
 # -- concurrency: gapless, unique seq --------------------------------------------------------

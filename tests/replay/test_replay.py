@@ -676,24 +676,27 @@ def test_custom_tool_calls(store: LogStore) -> None:
 
 def test_blocks_with_no_equivalent_are_dropped_and_noted(store: LogStore) -> None:
     image = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
+    # a document in Anthropic's Files API: OpenAI cannot read another provider's file id
+    stored = {"type": "document", "source": {"type": "file", "file_id": "file_011"}}
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
     found = log(
         store,
         [
-            user("look", blocks=[{"type": "text", "text": "look"}, image]),
+            user("look", blocks=[{"type": "text", "text": "look"}, image, stored]),
             assistant("It is a cat.", blocks=[thinking, {"type": "text", "text": "It is a cat."}]),
         ],
     )
     anthropic = to_anthropic(found)
-    assert anthropic.messages[0]["content"][1] == image
+    assert anthropic.messages[0]["content"][1:] == [image, stored]
     assert anthropic.messages[1]["content"][0] == thinking
     chat = to_openai_chat(found)
+    linked = {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
     assert chat.messages == [
-        {"role": "user", "content": [{"type": "text", "text": "look"}]},
+        {"role": "user", "content": [{"type": "text", "text": "look"}, linked]},
         {"role": "assistant", "content": "It is a cat."},
     ]
     assert notes(chat) == [
-        "seq 1: 1 content block(s) (image) not sent: no Chat Completions equivalent",
+        "seq 1: 1 content block(s) (document) not sent: no Chat Completions equivalent",
         "seq 2: 1 content block(s) (thinking) not sent: no Chat Completions equivalent",
     ]
 

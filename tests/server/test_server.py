@@ -28,7 +28,7 @@ from agenttrail.server import create_app, mint_token
 from agenttrail.server import live as live_module
 from agenttrail.server.auth import RIGHTS
 from agenttrail.server.tools import ToolRegistry, workspace_tools
-from tests.conftest import free_port, postgres_schema, serving
+from tests.conftest import agenttrail_serve, free_port, postgres_schema, serving
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
 
@@ -106,6 +106,30 @@ def test_sessions_and_events_over_rest(server: Server) -> None:
         assert "/v1/sessions/{session_id}/events" in schema["paths"]
 
 
+def test_rest_events_name_their_anomalies(server: Server) -> None:
+    # The anomaly of each event, as views/pairing.py defines it, judged over the whole
+    # session, not only the page: a call's result on a later page pairs it.
+    with server.client() as http:
+        sid = _new_session(http)
+
+        def anomalies(**params: int) -> dict[int, list[str]]:
+            page = http.get(f"/v1/sessions/{sid}/events", params=params).json()
+            return {e["seq"]: e["anomalies"] for e in page["events"]}
+
+        batch = [
+            events.tool_call("c1", "ls", {}),
+            events.tool_call("", "ls", {}),
+            events.tool_result("nope", "ls", output="?"),
+        ]
+        http.post(f"/v1/sessions/{sid}/events", json={"events": [{"payload": p} for p in batch]})
+        assert anomalies() == {1: ["no_result"], 2: ["missing_id"], 3: ["orphan_result"]}
+        http.post(
+            f"/v1/sessions/{sid}/events", json={"payload": events.tool_result("c1", output="x")}
+        )
+        assert anomalies(limit=1) == {1: []}
+        assert anomalies(afterSeq=2) == {3: ["orphan_result"], 4: []}
+
+
 def test_errors_are_problem_details_naming_what_is_wrong(server: Server) -> None:
     with server.client() as http:
         sid = _new_session(http)
@@ -167,6 +191,29 @@ def test_trace_envelopes_need_the_audit_right(server: Server) -> None:
         assert reader.get(f"/v1/traces/{rows[0]['id']}").status_code == 403
         full = auditor.get(f"/v1/traces/{rows[0]['id']}").json()
         assert json.loads(full["envelope"])["outputs"] == {"x": 2}
+
+
+def test_a_scoped_audit_token_cannot_tell_other_sessions_traces_from_missing_ones(
+    server: Server,
+) -> None:
+    for sid in ("mine", "theirs"):
+        rec = Recorder.start(server.store, session_id=sid)
+        with rec.turn(model="m") as turn:
+            turn.user("payment?")
+            call = turn.tool_call("run_model", {"p": 1})
+            envelope = {"model": "m", "specVersion": "1", "inputs": {"p": 1}, "outputs": {}}
+            turn.tool_result(call, json.dumps(envelope))
+    with server.client("read,audit") as admin:
+        (theirs,) = admin.get("/v1/sessions/theirs/traces").json()
+        (mine,) = admin.get("/v1/sessions/mine/traces").json()
+    missing = max(theirs["id"], mine["id"]) + 1000
+    with server.client("read,audit", session="mine") as scoped:
+        assert scoped.get(f"/v1/traces/{mine['id']}").status_code == 200
+        other = scoped.get(f"/v1/traces/{theirs['id']}")
+        absent = scoped.get(f"/v1/traces/{missing}")
+    assert other.status_code == absent.status_code == 422
+    assert other.json()["detail"] == f"no trace row {theirs['id']}"
+    assert absent.json()["detail"] == f"no trace row {missing}"
 
 
 # -- live delivery ---------------------------------------------------------------------------
@@ -439,38 +486,8 @@ def test_agenttrail_serve_prints_an_admin_token_and_serves(tmp_path: Path) -> No
 def _serve(db: str, workspace: Path, env: dict[str, str]) -> Iterator[tuple[str, str]]:
     """A real ``agenttrail serve`` process on ``db``; yields its base URL and the admin token
     it printed, once it answers."""
-    port = free_port()
-    args = ["serve", "--port", str(port), "--db", db, "--workspace", str(workspace)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agenttrail.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **env},
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert first.startswith("admin token (24 h): ")
-        admin = first.split(": ", 1)[1].strip()
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{url}/openapi.json")
-                break
-            except httpx.ConnectError:
-                assert proc.poll() is None and time.monotonic() < deadline, (
-                    proc.stderr.read() if proc.stderr else ""
-                )
-                time.sleep(0.1)
-        yield url, admin
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    with agenttrail_serve(db, workspace, env) as served:
+        yield served.url, served.admin
 
 
 def test_two_replicas_on_one_postgresql_database(postgres_url: str, tmp_path: Path) -> None:

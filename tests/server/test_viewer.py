@@ -11,12 +11,15 @@ repository.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import sqlite3
+import struct
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -749,3 +752,106 @@ def test_keyboard_navigation_and_search_across_sessions(viewer: Viewer) -> None:
     expect(page.locator("#session-title")).to_have_text("Showcase")
     page.keyboard.press("[")
     expect(page.locator("#session-title")).to_have_text("start phoenix in background")
+
+
+# -- attachments and block order -------------------------------------------------------------
+
+
+def _png(width: int, height: int) -> bytes:
+    """A real PNG (RFC 2083): white RGB pixels, so the browser can decode it."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    pixels = b"".join(b"\x00" + b"\xff" * 3 * width for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(pixels))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_an_image_is_named_then_shown_as_a_thumbnail_and_runs_keep_their_order(
+    viewer: Viewer,
+) -> None:
+    png = _png(3, 2)
+    image = {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": "image/png",
+            "data": base64.b64encode(png).decode(),
+        },
+    }
+    said = [{"type": "text", "text": "first I look"}, {"type": "text", "text": "then I read"}]
+    sid = _new_session(
+        viewer.store,
+        "pictures",
+        [
+            events.message(
+                "user", "what is this?", blocks=[{"type": "text", "text": "what is this?"}, image]
+            ),
+            events.message(
+                "assistant",
+                "first I look\nthen I read",
+                blocks=said,
+                order=[{"block": 0}, {"toolCall": "c1"}, {"block": 1}, {"toolCall": "c2"}],
+            ),
+            events.tool_call("c1", "look", {}),
+            events.tool_call("c2", "read", {}),
+            events.tool_result("c1", output="ok"),
+            events.tool_result("c2", output="ok"),
+        ],
+    )
+    page = viewer.open(sid)
+    row = _row(page, 1)
+    expect(row).to_contain_text(f"[attachment: image/png, {len(png):,} bytes, sha256")
+    expect(row.locator("img")).to_have_count(0)  # a page of rows carries no bytes
+    row.get_by_role("button", name="Show the image").click()
+    thumb = _row(page, 1).locator("img.thumb")
+    expect(thumb).to_be_visible()
+    _wait_until(page, "document.querySelector('#rows img.thumb').naturalWidth === 3")
+    runs = _row(page, 2).inner_text()
+    assert runs.index("first I look") < runs.index("→ tool call c1") < runs.index("then I read")
+    assert runs.index("then I read") < runs.index("→ tool call c2")
+
+
+# marot/spotter test/fixtures/transcripts/short.jsonl (SOURCES.md): lines 5-10 are one API
+# message (text, thinking, text, tool_use, a hook progress line, tool_use).
+SHORT = REALDATA / "claude-code-spotter" / "short.jsonl"
+
+
+def test_a_message_imported_while_it_grows_shows_once_with_its_calls_after_it(
+    viewer: Viewer, tmp_path: Path
+) -> None:
+    lines = SHORT.read_bytes().splitlines(keepends=True)
+    live = tmp_path / "growing" / SHORT.name
+    live.parent.mkdir()
+    live.write_bytes(b"".join(lines[:5]))  # the message's first line only
+    (report,) = import_paths(viewer.store, [live])
+    page = viewer.open(report.session_id)
+    _wait_live(page)
+    said = "Let me check the project structure"
+    # lines 5-8 and the progress line 9: part (6, hidden), call (7), note (8)
+    live.write_bytes(b"".join(lines[:9]))
+    import_paths(viewer.store, [live])
+    expect(_row(page, 5)).to_contain_text(said)
+    _wait_until(page, "document.querySelector('#rows .row[data-seq=\"8\"]') !== null")
+    assert _drawn_seqs(page) == [1, 2, 3, 4, 5, 7, 8]
+    # the whole file: message (9, hidden), call (10), results (11, 12), the rest (13-15); the
+    # second call reads right after the message, before the progress note that preceded it
+    live.write_bytes(b"".join(lines))
+    import_paths(viewer.store, [live])
+    expect(_row(page, 10).locator(".seq")).to_have_text("10→12")
+    expect(_row(page, 7).locator(".seq")).to_have_text("7→11")
+    _wait_until(page, "document.querySelector('#rows .row[data-seq=\"15\"]') !== null")
+    assert _drawn_seqs(page) == [1, 2, 3, 4, 5, 7, 10, 8, 13, 14, 15]
+    expect(page.locator("#rows .row", has_text=said)).to_have_count(1)
+    again = viewer.open(report.session_id)  # a page opened afresh reads the same
+    assert _drawn_seqs(again) == [1, 2, 3, 4, 5, 7, 10, 8, 13, 14, 15]
+    with viewer.http() as http:
+        [found] = http.get("/v1/search", params={"q": said}).json()["sessions"]
+    assert (found["total"], [h["seq"] for h in found["hits"]]) == (1, [5])

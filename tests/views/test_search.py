@@ -3,6 +3,8 @@ fields and in what the transcript shows of each event, counts, snippets, the cas
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from agenttrail.ingest.importer import import_paths
@@ -117,3 +119,36 @@ def test_a_session_without_a_match_is_left_out(store: LogStore) -> None:
     assert search(store, "storm", store.sessions()) == []
     (match,) = search(store, "HELLO", store.sessions())
     assert (match.session_id, match.total, match.hits[0].snippet) == ("quiet", 1, "hello")
+
+
+def test_attachments_are_found_by_their_label_never_inside_their_base64(store: LogStore) -> None:
+    # Block shapes as the providers document them (docs/log-format.md, Attachments): an
+    # Anthropic image, an Anthropic document in a tool result, a Chat Completions data: URL.
+    raw = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+    data = base64.b64encode(raw).decode("ascii")
+    png = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    pdf = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+        "title": "quarterly.pdf",
+    }
+    url = {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{data}"}}
+    _session(
+        store,
+        [
+            events.message("user", [png]),
+            events.tool_call("c", "read", {"path": "q.pdf"}),
+            events.tool_result("c", output=[pdf]),
+            events.message("user", [{"type": "text", "text": "and this"}, url]),
+        ],
+    )
+    for piece in (data[100:124], data[-40:-20], "base64", "iVBORw0KGgo"):
+        assert search(store, piece, store.sessions()) == [], piece
+    (match,) = search(store, "sha256 " + hashlib.sha256(raw).hexdigest()[:8], store.sessions())
+    assert [(h.seq, h.type) for h in match.hits] == [
+        (1, "message"),
+        (3, "tool_result"),
+        (4, "message"),
+    ]
+    assert search(store, "quarterly.pdf", store.sessions())[0].hits[0].seq == 3
+    assert f"image/png, {len(raw):,} bytes" in match.hits[0].snippet

@@ -19,6 +19,10 @@ from tests.conftest import REALDATA
 # marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (the real data's SOURCES.md,
 # tests/conftest.py REALDATA)
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
+# marot/spotter test/fixtures/transcripts/short.jsonl (SOURCES.md, as above): lines 5-10 are one
+# API message (msg_01MKH1…, by jq: text, thinking, text, tool_use, a hook progress line,
+# tool_use), its results on lines 11-12.
+SHORT = REALDATA / "claude-code-spotter" / "short.jsonl"
 
 
 def _session(store: LogStore, payloads: list[dict[str, Any]], sid: str = "s") -> str:
@@ -106,6 +110,51 @@ def test_a_page_updates_the_earlier_rows_its_events_change(store: LogStore) -> N
     updated = {r["seq"]: r for r in page.updates}
     assert set(updated) == {2, 3, 5, 7}  # the call and the run's events move into the card
     assert all(r["view"] == "hidden" and r["shown_at"] == 8 for r in updated.values())
+
+
+def test_a_message_that_grows_live_updates_its_first_rows_in_place(
+    store: LogStore, tmp_path: Path
+) -> None:
+    # The transcript is imported three times as Claude Code writes it: cut after line 5 (the
+    # message's first line), after line 9 (four of its lines, a call, the progress line),
+    # then whole. Each import appends; the live page reads the new seqs and the updates.
+    lines = SHORT.read_bytes().splitlines(keepends=True)
+    live = tmp_path / SHORT.name
+    sid = "55604662-cf2a-4331-851a-ec234028f8ca"  # the lines' sessionId
+    cache = IndexCache()
+    held: dict[int, dict[str, Any]] = {}
+    pages = []
+    for cut in (5, 9, len(lines)):
+        live.write_bytes(b"".join(lines[:cut]))
+        import_paths(store, [live])
+        page = cache.page(store, sid, after_seq=max(held, default=0), limit=100)
+        held.update({r["seq"]: r for r in [*page.rows, *page.updates]})
+        pages.append(page)
+    # cut 5: seqs 1-4 are lines 1-4, 5 is the message's part from line 5 (an empty text)
+    assert pages[0].rows[4]["view"] == "message" and pages[0].rows[4]["text"] == ""
+    # cut 9: 6 = the part from lines 5-8, 7 = line 8's call, 8 = line 9's progress note
+    rows = {r["seq"]: r for r in pages[1].rows}
+    assert rows[6]["view"] == "hidden" and rows[6]["shown_at"] == 5
+    assert rows[7]["view"] == "tool" and rows[7]["place"] == 5
+    [first] = pages[1].updates  # the message's row, now the whole of what was written
+    assert first["seq"] == 5 and first["view"] == "message"
+    assert first["text"].startswith("Let me check the project structure") and first["thinking"]
+    # whole: 9 = the whole message, 10 = line 10's call, 11-12 = the results
+    rows = {r["seq"]: r for r in pages[2].rows}
+    assert rows[9]["view"] == "hidden" and rows[9]["shown_at"] == 5
+    assert rows[10]["view"] == "tool" and rows[10]["place"] == 5 and rows[10]["result_seq"] == 12
+    updates = {r["seq"]: r for r in pages[2].updates}
+    assert updates[5]["text"] == first["text"] and updates[7]["result_seq"] == 11
+    # read by place: the message once, both calls right after it, then the progress note
+    visible = [r for r in held.values() if r["view"] != "hidden"]
+    order = [r["seq"] for r in sorted(visible, key=lambda r: (r["place"], r["seq"]))]
+    assert order == [1, 2, 3, 4, 5, 7, 10, 8, 13, 14, 15]
+    text = "Let me check the project structure"
+    assert sum(text in r.get("text", "") for r in visible) == 1
+    assert sum(bool(r["meta"] and r["meta"]["usage"]) for r in visible) == 1  # counted once
+    # what the page holds is what a page read afresh gives
+    fresh = IndexCache().page(store, sid, after_seq=0, limit=100).rows
+    assert [held[seq] for seq in sorted(held)] == fresh
 
 
 def test_rows_carry_meta_and_text_is_clipped_safe_and_loadable(store: LogStore) -> None:

@@ -7,9 +7,10 @@ never a traceback.
 
 The commands live in one module per group: :mod:`.log` (import, sessions, show, export,
 fountain, replay, quickstart), :mod:`.evidence` (verify, reconcile, claims, traces, trace,
-keygen, checkpoint) and :mod:`.admin` (retain, serve, proxy, token, migrate); :mod:`._options` and
-:mod:`._common` hold the options and helpers they share. This module builds the app from
-them, in the order ``agenttrail --help`` lists them (:data:`COMMANDS`).
+keygen, checkpoint), :mod:`.admin` (retain, serve, proxy, token, migrate) and :mod:`.watch`
+(watch); :mod:`._options` and :mod:`._common` hold the options and helpers they share. This
+module builds the app from them, in the order ``agenttrail --help`` lists them
+(:data:`COMMANDS`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from agenttrail import __version__
-from agenttrail.cli import admin, evidence, log
+from agenttrail.cli import admin, evidence, log, watch
 from agenttrail.cli._common import err, out
 from agenttrail.errors import AgentTrailError
 
@@ -38,6 +39,7 @@ app = typer.Typer(
 
 COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("import", log.import_command),
+    ("watch", watch.watch),
     ("sessions", log.sessions),
     ("show", log.show),
     ("export", log.export),
@@ -85,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     one ``error: …`` line on stderr and the error's exit code.
     """
     # Die quietly when the reader of our output goes away (`agenttrail export … | head`),
-    # as Unix tools do, instead of a broken-pipe error at exit.
+    # as Unix tools do, instead of a broken-pipe error at exit. `serve` ignores SIGPIPE
+    # again once it has printed its address (cli/admin.py): its sockets must not kill it.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         app(args=argv, prog_name="agenttrail")

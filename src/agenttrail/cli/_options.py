@@ -1,5 +1,5 @@
-"""The options many commands take: ``--db``, ``SESSION`` and ``--json``, defined once so that
-every command spells and explains them alike."""
+"""The options many commands take: ``--db``, ``SESSION``, ``--json`` and ``--max-bytes``,
+defined once so that every command spells and explains them alike."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["DbOption", "JsonOption", "SessionArg"]
+from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES
+
+__all__ = ["DbOption", "JsonOption", "MaxBytesOption", "SessionArg"]
 
 DbOption = Annotated[
     str | None,
@@ -22,3 +24,12 @@ SessionArg = Annotated[
     str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
+MaxBytesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-bytes",
+        help="Largest file read, in bytes. Default: $AGENTTRAIL_MAX_IMPORT_BYTES, else "
+        f"{DEFAULT_MAX_IMPORT_BYTES:,} (256 MiB).",
+        show_default=False,
+    ),
+]

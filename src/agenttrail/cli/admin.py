@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -86,6 +90,29 @@ def serve(
     workspace: Annotated[
         Path, typer.Option("--workspace", help="Folder the user's file tools may touch.")
     ] = Path("."),
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-body-bytes",
+            envvar="AGENTTRAIL_MAX_BODY_BYTES",
+            min=1,
+            help="Largest request body the server reads, in bytes; a larger one is 413. "
+            "Default: 32 MiB (agenttrail.server.guard.DEFAULT_MAX_BODY_BYTES).",
+            show_default=False,
+        ),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            envvar="AGENTTRAIL_ALLOW_ORIGINS",
+            metavar="ORIGIN",
+            help="A browser origin (https://app.example) that may call the API and open the "
+            "live feed besides the server's own; repeat for more, * for any. Default: none "
+            "(same-origin only). The variable takes them separated by spaces.",
+            show_default=False,
+        ),
+    ] = None,
     secret_file: SecretOption = None,
     db: DbOption = None,
 ) -> None:
@@ -98,12 +125,19 @@ def serve(
     import uvicorn  # the server's imports cost half a second; only serve pays them
 
     from agenttrail.server.app import create_app
+    from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES
     from agenttrail.server.tools import ToolRegistry
 
     with open_log(db, create=True) as store:
         secret = _secret(store, secret_file)
         registry = ToolRegistry.with_entry_points(workspace.resolve())
-        app_ = create_app(store, secret=secret, tools=registry)
+        app_ = create_app(
+            store,
+            secret=secret,
+            tools=registry,
+            max_body_bytes=max_body_bytes or DEFAULT_MAX_BODY_BYTES,
+            allowed_origins=allow_origin or (),
+        )
         token = mint_token(secret, rights=RIGHTS)
         # The viewer keeps the token from the address's #fragment (never sent to the server
         # in a request line) in sessionStorage, then drops it from the address bar.
@@ -112,7 +146,51 @@ def serve(
         out.print(f"admin token (24 h): {token}", markup=False)
         out.print(f"serving {store.url} on http://{host}:{port}  (docs: /docs)", markup=False)
         out.print(f"open the viewer: http://{shown}:{port}/#token={token}", markup=False)
-        uvicorn.run(app_, host=host, port=port, ws="websockets-sansio", log_level="warning")
+        # `agenttrail` dies quietly on SIGPIPE so that `export … | head` ends cleanly
+        # (cli/__init__.py); a server must not: a client that vanishes mid-write makes the
+        # socket write fail with EPIPE, which uvicorn and the live feed handle as a gone
+        # client, while the signal would end the whole process and every request in flight.
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        config = uvicorn.Config(
+            app_,
+            host=host,
+            port=port,
+            ws="websockets-sansio",
+            log_level="warning",
+            # Used as asyncio.timeout(seconds), so a fraction works; uvicorn hints int.
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,  # type: ignore[arg-type]
+        )
+        with _stop_signals_end_the_server():
+            uvicorn.Server(config).run()
+    # Leaving `with open_log` closed the store: on SQLite the last connection's close
+    # checkpoints the write-ahead log into the database and removes the -wal file. What is
+    # left is the interpreter's exit, whose last full garbage collection over FastAPI's
+    # objects takes up to half a second on a busy machine; the process is ending, so freeze
+    # them (never collected) and let the OS reclaim the memory.
+    gc.freeze()
+
+
+SHUTDOWN_GRACE_S = 0.25
+"""How long `serve`, told to stop, lets requests in flight finish before it cancels them
+(seconds): an append takes milliseconds, and the whole stop must take under a second."""
+
+
+@contextlib.contextmanager
+def _stop_signals_end_the_server() -> Iterator[None]:
+    """SIGTERM and SIGINT stop the server gracefully and then return from ``run``.
+
+    uvicorn handles both while it serves, and once it has stopped it raises the signal again
+    for the handler that was there before; with the default one that kills the process before
+    the store is closed (a -wal file left, exit -15). Here that handler does nothing, so
+    ``serve`` goes on to close its store and exits 0.
+    """
+    stops = (signal.SIGTERM, signal.SIGINT)
+    before = {signum: signal.signal(signum, lambda *_: None) for signum in stops}
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def proxy(

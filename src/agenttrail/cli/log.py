@@ -12,13 +12,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
-from agenttrail.cli._options import DbOption, JsonOption, SessionArg
+from agenttrail.cli._options import DbOption, JsonOption, MaxBytesOption, SessionArg
 from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
-from agenttrail.formats.jsonl import jsonl_from_events
-from agenttrail.ingest.importer import ImportReport, read_paths, write_sessions
+from agenttrail.formats.jsonl import jsonl_from_log
+from agenttrail.ingest.importer import (
+    ImportReport,
+    read_paths,
+    write_sessions,
+)
 from agenttrail.ingest.sample import record_sample
 from agenttrail.log.chain import verify as verify_chain
 from agenttrail.log.store import payload_limit
@@ -36,17 +40,21 @@ def import_command(
         str | None,
         typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMATS)}."),
     ] = None,
+    max_bytes: MaxBytesOption = None,
     db: DbOption = None,
 ) -> None:
     """Import transcripts; print each session id on its own line.
 
     Every file is read before anything is written; each session is written in one
-    transaction. Importing a file again writes nothing new.
+    transaction. Importing a file again writes nothing new. Only regular files are read,
+    each up to --max-bytes.
 
     Example: `agenttrail import ~/.claude/projects/*/*.jsonl`
     """
     # Read everything first: a bad file leaves the database, or its absence, as it was.
-    parsed = read_paths(files, format=format, max_payload_bytes=payload_limit())
+    parsed = read_paths(
+        files, format=format, max_payload_bytes=payload_limit(), max_bytes=max_bytes
+    )
     with open_log(db, create=True) as store:
         reports = write_sessions(store, parsed)
     for report in reports:
@@ -130,8 +138,9 @@ def export(
 ) -> None:
     """Export a session, one JSON object per event.
 
-    Each line holds session_id, seq, created_at, actor, payload and hash, then the event's
-    idempotency key (key) and, on the first line, the session's fields (session).
+    Each line holds session_id, seq, created_at, actor, payload, hash and anomalies (why a
+    tool call or result is not paired; derived, not hashed), then the event's idempotency key
+    (key) and, on the first line, the session's fields (session).
 
     Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
@@ -140,7 +149,7 @@ def export(
     with open_log(db) as store:
         found = find_session(store, session)
         keys = {seq: key for key, seq in store.event_keys(found.id)}
-        lines = jsonl_from_events(store.read(found.id), session=found, keys=keys)
+        lines = jsonl_from_log(store, found.id, session=found, keys=keys)
         if output is None:
             for line in lines:
                 sys.stdout.write(line + "\n")
@@ -242,7 +251,7 @@ def quickstart(
         verdicts = verify_chain(store)
     broken = [v for v in verdicts if not v.ok]
     for v in broken:
-        out.print(f"FAIL  {v.session_id}  seq {v.bad_seq}: {v.reason}", markup=False)
+        out.print(f"FAIL  {v.session_id}  {v.where}: {v.reason}", markup=False)
     events = sum(v.events for v in verdicts)
     out.print(
         f"verify: {len(verdicts) - len(broken)} of {len(verdicts)} sessions intact "

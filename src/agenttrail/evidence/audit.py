@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenttrail.evidence.traces import verify_traces
-from agenttrail.log.chain import ChainReader, SessionVerdict, verify
+from agenttrail.log.chain import ChainReader, SessionVerdict, problem_place, verify
 
 __all__ = ["SessionAudit", "audit"]
 
@@ -35,17 +35,24 @@ class SessionAudit:
     head: str
     """The last good chain hash, hex (64 zeros when the session has no events)."""
     bad_seq: int | None
-    """The first seq whose chain does not verify, ``None`` when the chain holds."""
+    """The first seq whose chain does not verify; ``None`` when the chain holds, and when the
+    session row cannot be read (``reason`` then names its column)."""
     reason: str
-    """Why ``bad_seq`` is bad (empty when the chain holds)."""
+    """Why ``bad_seq`` (or the session row) is bad; empty when the chain holds."""
     trace_problems: tuple[str, ...] = ()
     """One line per trace row that does not match the log; none are looked for when the
     chain does not hold."""
 
     @property
     def chain_ok(self) -> bool:
-        """True when every event row and the session head verify."""
-        return self.bad_seq is None
+        """True when every event row and the session row verify."""
+        return not self.reason
+
+    @property
+    def where(self) -> str:
+        """Where the chain's problem is: ``seq <N>``, or ``session row``
+        (:func:`agenttrail.log.chain.problem_place`)."""
+        return problem_place(self.bad_seq)
 
     @property
     def ok(self) -> bool:
@@ -84,7 +91,8 @@ def audit(store: ChainReader, session_ids: Iterable[str] | None = None) -> list[
 
     Raises:
         SessionNotFound: a given session id does not exist.
-        StoreError: a session row's head or metadata is not well-formed (changed by hand).
+        SessionRowDamaged: a given session's row cannot be read (changed by hand); with no
+            ``session_ids`` such a row is that session's verdict instead.
     """
     verdicts = verify(store, session_ids)
     return [_audit(store, verdict) for verdict in verdicts]

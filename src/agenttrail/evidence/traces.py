@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agenttrail.codec import json_line
+from agenttrail.errors import InputError, StoreError
 from agenttrail.evidence.envelopes import (
     DEFAULT_SPEC,
     EnvelopeSpec,
@@ -88,11 +89,17 @@ def verify_traces(store: LogReader, session_id: str) -> list[str]:
 
     Each row's envelope must be the bytes of the logged result it names (the chain protects
     those), its call must be the logged call, and its record hash must be what the envelope
-    gives now under the row's spec.
+    gives now under the row's spec. A row changed by hand into what no writer stores (inputs
+    or spec that are not JSON, a NULL) is a problem of that row; trace rows the store cannot
+    read at all are one problem of the session.
     """
     items = {event.seq: event for event in store.read(session_id)}
+    try:
+        rows = store.traces(session_id)
+    except StoreError as e:
+        return [f"trace rows cannot be read: {e}"]
     problems = []
-    for row in store.traces(session_id):
+    for row in rows:
         where = f"trace {row.id}"
         result, call = items.get(row.result_seq), items.get(row.call_seq)
         if result is None or result.type != "tool_result":
@@ -106,10 +113,20 @@ def verify_traces(store: LogReader, session_id: str) -> list[str]:
                 f"{where}: envelope differs from the logged result (seq {row.result_seq})"
             )
             continue
-        if json.loads(row.inputs) != call.payload.get("input"):
+        try:
+            inputs = json.loads(row.inputs)
+        except (TypeError, ValueError):  # not text, not JSON
+            problems.append(f"{where}: inputs are not JSON")
+            continue
+        if inputs != call.payload.get("input"):
             problems.append(f"{where}: inputs differ from the logged call (seq {row.call_seq})")
             continue
-        check = check_envelope(result.payload.get("output"), EnvelopeSpec.from_json(row.spec))
+        try:
+            spec = EnvelopeSpec.from_json(row.spec)
+        except (TypeError, ValueError, InputError):  # not text, not JSON, not a spec
+            problems.append(f"{where}: spec is not an envelope spec")
+            continue
+        check = check_envelope(result.payload.get("output"), spec)
         if check is None or (check.record_hash, check.status) != (row.record_hash, row.status):
             problems.append(f"{where}: record hash or status does not match the envelope")
     return problems

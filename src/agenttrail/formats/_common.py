@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import sys
 import uuid
 from collections.abc import Iterator
@@ -21,10 +22,14 @@ __all__ = [
     "JSONValueError",
     "content_session_id",
     "decode_text",
+    "first_line",
+    "first_line_bytes",
     "import_warning",
     "is_json",
     "iter_jsonl",
     "json_prefix",
+    "lead",
+    "lead_bytes",
     "load_json",
     "loads",
     "recorded_again",
@@ -47,6 +52,54 @@ class ImportedSession:
     exported_hashes: list[bytes] | None = None
     """For agenttrail's own export: the chain hash of each event as exported, checked on
     import so that an altered export is refused."""
+    session_stated: bool = False
+    """True when the source states every session field, ``None`` included (an export's
+    ``session`` line): the importer then fills in no title or start time of its own, so that
+    export → import → export gives the same bytes."""
+
+
+_BOM = b"\xef\xbb\xbf"
+_LEADING_SPACE = re.compile(r"\s*")
+_LEADING_SPACE_BYTES = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\n\r\x0b\x0c]*")
+
+
+def _text_start(value: str | bytes) -> int:
+    """Where ``value`` starts after its leading whitespace (and, in bytes, a UTF-8 BOM)."""
+    found = (
+        _LEADING_SPACE.match(value) if isinstance(value, str) else _LEADING_SPACE_BYTES.match(value)
+    )
+    return found.end() if found else 0
+
+
+def lead(text: str, size: int = 1) -> str:
+    """The first ``size`` characters of ``text`` after its leading whitespace.
+
+    Unlike ``text.lstrip()[:size]`` it copies nothing but those characters: a reader looks at
+    how a file starts without a second copy of a file that may be hundreds of MiB.
+    """
+    start = _text_start(text)
+    return text[start : start + size]
+
+
+def lead_bytes(data: bytes, size: int = 1) -> bytes:
+    """:func:`lead` of a file's bytes: the first ``size`` bytes after a UTF-8 BOM and ASCII
+    whitespace (what ``bytes.lstrip()`` drops), copying nothing else."""
+    start = _text_start(data)
+    return data[start : start + size]
+
+
+def first_line(text: str) -> str:
+    """The first line of ``text`` after its leading whitespace (copying nothing else)."""
+    start = _text_start(text)
+    end = text.find("\n", start)
+    return text[start : len(text) if end == -1 else end]
+
+
+def first_line_bytes(data: bytes) -> bytes:
+    """:func:`first_line` of a file's bytes (after a UTF-8 BOM and ASCII whitespace)."""
+    start = _text_start(data)
+    end = data.find(b"\n", start)
+    return data[start : len(data) if end == -1 else end]
 
 
 def decode_text(path: Path, data: bytes) -> str:
@@ -186,13 +239,18 @@ def _locate(text: str) -> str:
     return ""
 
 
-def load_json(path: Path, data: bytes) -> Any:
+def load_json(path: Path, data: bytes | str) -> Any:
     """Parse a whole file as one JSON document (:func:`loads`: no NaN or infinity).
+
+    Args:
+        path: the file, named in errors.
+        data: its bytes, or its text when the caller decoded it already (so that the file is
+            not held as text twice).
 
     Raises:
         FormatError: not UTF-8 or not JSON; names the line and column, or the field.
     """
-    text = decode_text(path, data)
+    text = data if isinstance(data, str) else decode_text(path, data)
     try:
         return loads(text)
     except json.JSONDecodeError as e:
@@ -210,8 +268,22 @@ def iter_jsonl(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
         FormatError: a line is not JSON (a truncated last line included) or holds a number
             :func:`loads` refuses; names the line (and the field).
     """
-    text = decode_text(path, data)
-    for number, line in enumerate(text.split("\n"), start=1):
+    # One line decoded at a time: the file is not held a second time as text, nor a third
+    # time as a list of lines.
+    start = len(_BOM) if data.startswith(_BOM) else 0
+    number = 0
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end == -1 else end
+        number += 1
+        try:
+            line = data[start:end].decode("utf-8")
+        except UnicodeDecodeError as e:
+            at = start + e.start
+            raise FormatError(
+                f"not UTF-8 text (byte {at}: {data[at : at + 1]!r})", path=str(path), line=number
+            ) from None
+        start = end + 1
         if not line.strip():
             continue
         try:
@@ -225,13 +297,16 @@ def iter_jsonl(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
         yield number, value
 
 
-def content_session_id(format_name: str, data: bytes) -> str:
-    """A session id derived from a file's bytes, for sources that carry none.
+def content_session_id(format_name: str, data: bytes, suffix: bytes = b"") -> str:
+    """A session id derived from a file's bytes (and ``suffix``, which tells apart the
+    sessions of one file), for sources that carry none.
 
     The same file always gives the same id, so importing it twice writes it once.
     """
-    digest = hashlib.sha256(b"agenttrail:" + format_name.encode() + b"\0" + data).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=5))
+    digest = hashlib.sha256(b"agenttrail:" + format_name.encode() + b"\0")
+    digest.update(data)  # not concatenated: that would copy the whole file
+    digest.update(suffix)
+    return str(uuid.UUID(bytes=digest.digest()[:16], version=5))
 
 
 TITLE_CHARS = 80
@@ -331,6 +406,8 @@ def _partial(text: str, at: int, depth: int) -> tuple[Any, int]:
                 key, at = _DECODER.raw_decode(text, at)
             except json.JSONDecodeError:
                 raise _Cut(items) from None
+            if not isinstance(key, str):
+                raise ValueError("expected a string key")
             at = _skip(text, at)
             if at >= len(text):
                 raise _Cut(items)

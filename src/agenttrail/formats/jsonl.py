@@ -3,16 +3,18 @@
 Each line is one JSON object (``docs/log-format.md``, Export)::
 
     {"session_id": str, "seq": int, "created_at": str, "actor": str, "payload": {...},
-     "hash": "<64 hex digits>"}
+     "hash": "<64 hex digits>", "anomalies": [str, ...]}
 
 ``actor`` is the stored actor or the derived one (it is not read back: the payload holds the
-stored actor, if any). Two optional fields follow ``hash``: ``key``, the event's idempotency
-key when it has one, and, on the session's first line, ``session``: ``{title, agent, user,
-workspace, started, metadata}``. Export → import → export gives identical bytes: the session
-id, seq, ``created_at``, payload, keys and session fields survive, so every chain hash is
-reproduced, and import refuses a line whose hash does not match, so an altered export cannot
-be imported as genuine (the chain covers neither ``key`` nor ``session``). An export without
-them (older agenttrail) imports as before.
+stored actor, if any). ``anomalies`` names why a tool call or result is not paired
+(:class:`agenttrail.views.pairing.AnomalyKind`, ``[]`` for none), derived from the whole
+session at export time; it is not read back, nor hashed. Two optional fields follow: ``key``,
+the event's idempotency key when it has one, and, on the session's first line, ``session``:
+``{title, agent, user, workspace, started, metadata}``. Export → import → export gives
+identical bytes: the session id, seq, ``created_at``, payload, keys and session fields
+survive, so every chain hash and every anomaly is reproduced, and import refuses a line whose
+hash does not match, so an altered export cannot be imported as genuine (the chain covers
+neither ``key`` nor ``session``). An export without them (older agenttrail) imports as before.
 
 A session whose lines lack ``hash``, or whose ``created_at`` is RFC 3339 in another form than
 the stored one (an offset, no or more fraction digits, lowercase ``t``/``z``), cannot be
@@ -24,18 +26,19 @@ against the lines as written.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agenttrail.codec import encode_payload, json_line, normalize_timestamp
 from agenttrail.errors import FormatError, InputError, InvalidTimestamp
-from agenttrail.formats._common import ImportedSession, iter_jsonl
+from agenttrail.formats._common import ImportedSession, first_line_bytes, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
-from agenttrail.model import Event, NewEvent, NewSession, Session
+from agenttrail.model import Event, LogReader, NewEvent, NewSession, Session
+from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_ref
 
-__all__ = ["NAME", "event_record", "jsonl_from_events", "read", "sniff"]
+__all__ = ["NAME", "event_record", "jsonl_from_events", "jsonl_from_log", "read", "sniff"]
 
 NAME = "jsonl"
 
@@ -53,10 +56,12 @@ _RFC3339 = re.compile(
 re-chained session may carry."""
 
 
-def event_record(event: Event) -> dict[str, Any]:
+def event_record(event: Event, anomalies: Sequence[str] | None = None) -> dict[str, Any]:
     """An event as the export writes it: ``session_id``, ``seq``, ``created_at``, ``actor``
-    (stored or derived), ``payload`` and ``hash`` (hex). The live feed sends the same."""
-    return {
+    (stored or derived), ``payload``, ``hash`` (hex) and, when given, ``anomalies`` (names
+    from :func:`agenttrail.views.pairing.anomaly_names`). The REST event JSON is the same;
+    the live feed sends it without ``anomalies``, which an append alone cannot know."""
+    record = {
         "session_id": event.session_id,
         "seq": event.seq,
         "created_at": event.created_at,
@@ -64,6 +69,9 @@ def event_record(event: Event) -> dict[str, Any]:
         "payload": event.payload,
         "hash": event.hash.hex(),
     }
+    if anomalies is not None:
+        record["anomalies"] = list(anomalies)
+    return record
 
 
 _SESSION_FIELDS = ("title", "agent", "user", "workspace", "started", "metadata")
@@ -73,18 +81,24 @@ _SESSION_FIELDS = ("title", "agent", "user", "workspace", "started", "metadata")
 def jsonl_from_events(
     events: Iterable[Event],
     *,
+    pairing: SeqPairing | None = None,
     session: Session | None = None,
     keys: Mapping[int, str] | None = None,
 ) -> Iterator[str]:
     """One export line (no newline) per event, in the order given.
 
     Args:
-        events: one session's events (or several sessions', without ``session``).
+        events: one session's events.
+        pairing: the session's pairing, for ``anomalies``; by default ``events`` are paired
+            (and held in memory to be written after).
         session: the session row; its fields go on the line of seq 1 as ``session``.
         keys: seq → idempotency key (``LogStore.event_keys``); each goes on its line as ``key``.
     """
+    if pairing is None:
+        events = list(events)
+        pairing = pair_refs(ref for e in events if (ref := tool_ref(e)) is not None)
     for event in events:
-        record = event_record(event)
+        record = event_record(event, anomaly_names(pairing.anomalies, event.seq))
         key = (keys or {}).get(event.seq)
         if key is not None:
             record["key"] = key
@@ -93,9 +107,36 @@ def jsonl_from_events(
         yield json_line(record)
 
 
+def jsonl_from_log(
+    reader: LogReader,
+    session_id: str,
+    *,
+    session: Session | None = None,
+    keys: Mapping[int, str] | None = None,
+) -> Iterator[str]:
+    """The export of a session read from ``reader``, without holding its events in memory.
+
+    The session is read twice: once for its tool calls and results (pairing reads ids
+    only), then again for the lines, up to the last seq the first read saw. The log is
+    append-only, so seqs 1..N are the same events both times; an append in between is left
+    for the next export. An empty or unknown session gives no lines. ``session`` and ``keys``
+    are as in :func:`jsonl_from_events`.
+    """
+    refs = []
+    last = 0
+    for event in reader.read(session_id):
+        last = event.seq
+        ref = tool_ref(event)
+        if ref is not None:
+            refs.append(ref)
+    if last:
+        events = reader.read(session_id, limit=last)
+        yield from jsonl_from_events(events, pairing=pair_refs(refs), session=session, keys=keys)
+
+
 def sniff(path: Path, data: bytes) -> bool:
     """True when the first line is an object with this export's fields."""
-    first = data.lstrip().split(b"\n", 1)[0]
+    first = first_line_bytes(data)  # not data.lstrip().split(): two copies of the file
     return first.startswith(b"{") and all(f'"{k}"'.encode() in first for k in _REQUIRED)
 
 
@@ -152,7 +193,10 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     for sid, (events, hashes) in sessions.items():
         header = headers.get(sid, NewSession(id=sid))
         if sid not in rechained:
-            out.append(ImportedSession(header, events, exported_hashes=hashes))
+            stated = sid in headers
+            out.append(
+                ImportedSession(header, events, exported_hashes=hashes, session_stated=stated)
+            )
             continue
         why = "; ".join(sorted(rechained[sid]))
         metadata = {**header.metadata, "rechained": why}

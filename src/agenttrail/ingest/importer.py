@@ -1,26 +1,36 @@
 """Write sessions read from files into the log: every file is parsed before anything is written.
 
-Bad input (a missing file, malformed JSON, an unknown format, a payload over the limit) raises
-before the first write, so the database is exactly as before. Each session is then written in
-one transaction. Importing the same file again writes nothing new: every imported event
+Bad input (a missing file, a device or FIFO, a file over the import limit, malformed JSON, an
+unknown format, a payload over the limit) raises before the first write, so the database is
+exactly as before. Each session is then written in one transaction, its events with the trace
+rows they call for. Importing the same file again writes nothing new: every imported event
 carries an idempotency key, and agenttrail's own export is matched by its chain hashes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
-from agenttrail.formats import ImportedSession, read_file
+from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES, ImportedSession, read_file
 from agenttrail.formats._common import content_session_id, title_from
-from agenttrail.ingest.traces import capture
-from agenttrail.log.store import LogStore
-from agenttrail.model import SESSION_ID_RULE, NewSession, is_session_id
+from agenttrail.ingest import traces
+from agenttrail.limits import byte_limit
+from agenttrail.log.store import Appended, LogStore
+from agenttrail.model import SESSION_ID_RULE, NewEvent, NewSession, is_session_id
 
-__all__ = ["ImportReport", "fitting_id", "import_paths", "read_paths", "write_sessions"]
+__all__ = [
+    "DEFAULT_MAX_IMPORT_BYTES",
+    "ImportReport",
+    "fitting_id",
+    "import_paths",
+    "import_sessions",
+    "read_paths",
+    "write_sessions",
+]
 
 
 @dataclass(frozen=True)
@@ -40,39 +50,75 @@ class ImportReport:
 
 
 def import_paths(
-    store: LogStore, paths: Iterable[Path], *, format: str | None = None
+    store: LogStore,
+    paths: Iterable[Path],
+    *,
+    format: str | None = None,
+    max_bytes: int | None = None,
 ) -> list[ImportReport]:
     """Import files into the log, one transaction per session.
 
     Args:
         store: the log to write.
-        paths: files to read; each may hold one or more sessions.
+        paths: regular files to read; each may hold one or more sessions.
         format: a format name (``agenttrail.formats.FORMATS``) or ``None`` to detect.
+        max_bytes: largest file read, in bytes; ``None`` for ``AGENTTRAIL_MAX_IMPORT_BYTES``,
+            else :data:`DEFAULT_MAX_IMPORT_BYTES`.
 
     Returns:
         One report per session, in file order.
 
     Raises:
-        FormatError: a file is missing, empty, of unknown format or malformed, or holds a
-            payload that cannot be stored; raised before anything is written.
-        InputError: an export's session already exists with different events.
+        FormatError: a file is missing, not a regular file, over the import limit, empty, of
+            unknown format or malformed, or holds a payload that cannot be stored; raised
+            before anything is written.
+        InputError: an export's session already exists with different events, or the import
+            limit is not a positive integer.
     """
-    parsed = read_paths(paths, format=format, max_payload_bytes=store.max_payload_bytes)
+    parsed = read_paths(
+        paths, format=format, max_payload_bytes=store.max_payload_bytes, max_bytes=max_bytes
+    )
     return write_sessions(store, parsed)
 
 
+def import_sessions(
+    store: LogStore, path: Path, sessions: Iterable[ImportedSession]
+) -> list[ImportReport]:
+    """Import sessions a format already read from ``path``'s bytes (as :func:`import_paths`
+    does once it has read the file): for a reader that chose the bytes itself, such as
+    :mod:`agenttrail.ingest.watch`, which reads a growing file up to its last newline.
+
+    Raises:
+        FormatError: a payload cannot be stored (over ``store.max_payload_bytes``, or not
+            encodable); raised before anything is written.
+        InputError, StoreError: as :func:`write_sessions` and the store's append.
+    """
+    parsed = list(sessions)
+    for imported in parsed:
+        _check_payloads(store.max_payload_bytes, path, imported)
+    return write_sessions(store, [(path, imported) for imported in parsed])
+
+
 def read_paths(
-    paths: Iterable[Path], *, format: str | None = None, max_payload_bytes: int
+    paths: Iterable[Path],
+    *,
+    format: str | None = None,
+    max_payload_bytes: int,
+    max_bytes: int | None = None,
 ) -> list[tuple[Path, ImportedSession]]:
     """Read and check every file without touching a store: ``(path, session)`` pairs.
 
     Raises:
-        FormatError: as :func:`import_paths`; every payload is checked against
-            ``max_payload_bytes`` (bytes of CBOR) here, so a later write cannot fail on it.
+        FormatError: as :func:`import_paths`; every file is checked against the import limit
+            (``max_bytes``, as in :func:`import_paths`) before it is read, and every payload against
+            ``max_payload_bytes`` (bytes of CBOR), so a later write cannot fail on it.
+        InputError: the import limit is not a positive integer.
     """
+    variable = "AGENTTRAIL_MAX_IMPORT_BYTES"
+    limit = byte_limit(max_bytes, variable, DEFAULT_MAX_IMPORT_BYTES, "import limit")
     parsed: list[tuple[Path, ImportedSession]] = []
     for path in paths:
-        for imported in read_file(path, format):
+        for imported in read_file(path, format, max_bytes=limit):
             _check_payloads(max_payload_bytes, path, imported)
             parsed.append((path, imported))
     return parsed
@@ -81,8 +127,8 @@ def read_paths(
 def write_sessions(
     store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
 ) -> list[ImportReport]:
-    """Write sessions read by :func:`read_paths`, one transaction each, then their trace rows
-    (:func:`agenttrail.ingest.traces.capture`).
+    """Write sessions read by :func:`read_paths`, one transaction each: a session's events
+    and its trace rows (:func:`agenttrail.ingest.traces.rows_for`) commit together.
 
     A session whose source id does not follow the id rule (``agenttrail.model.SESSION_ID_RULE``)
     is written under an id derived from it (:func:`fitting_id`), the same on every import;
@@ -95,12 +141,7 @@ def write_sessions(
     """
     sessions = list(parsed)
     placed = [(path, _placed(store, path, imported)) for path, imported in sessions]
-    reports = []
-    for path, imported in placed:
-        report = _write(store, path, imported)
-        capture(store, report.session_id)
-        reports.append(report)
-    return reports
+    return [_write(store, path, imported) for path, imported in placed]
 
 
 def fitting_id(source_id: str) -> str:
@@ -146,7 +187,7 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
         return _write_export(store, path, imported, session_id)
     if "rechained" in imported.session.metadata:
         _check_rechained(store, path, session_id)
-    results = store.append_batch(session_id, imported.events, create=_filled(imported))
+    results = _append(store, session_id, imported.events, _filled(imported))
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
 
@@ -182,7 +223,11 @@ def _write_export(
                 f"(they differ at seq {seq})"
             )
     fresh = imported.events[head_seq:]
-    results = store.append_batch(session_id, fresh, create=_filled(imported)) if fresh else []
+    if fresh:
+        results = _append(store, session_id, fresh, _filled(imported))
+    else:
+        results = []
+        traces.capture(store, session_id)  # nothing new: only rows the session may lack
     for result in results:
         if result.hash != expected[result.seq - 1]:
             raise StoreError(
@@ -194,10 +239,23 @@ def _write_export(
     )
 
 
+def _append(
+    store: LogStore, session_id: str, batch: Sequence[NewEvent], create: NewSession
+) -> list[Appended]:
+    """Append a session's events and, in the same transaction, every trace row the session
+    then calls for (rows already stored are skipped)."""
+    done = store.append_traced(
+        session_id, batch, lambda _, session: traces.rows_for(session_id, session()), create=create
+    )
+    traces.log_written(done.traces)
+    return done.appended
+
+
 def _filled(imported: ImportedSession) -> NewSession:
-    """The session to create, with a title and start time taken from its events if missing."""
+    """The session to create, with a title and start time taken from its events if missing
+    (unless the source stated them, as an export's ``session`` line does)."""
     session = imported.session
-    if session.title is not None and session.started is not None:
+    if imported.session_stated or (session.title is not None and session.started is not None):
         return session
     title = session.title
     if title is None:

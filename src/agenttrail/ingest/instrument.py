@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -118,14 +119,30 @@ class _Exchange:
         self.parts: list[bytes] = []
         self.done = False
 
+    @contextmanager
+    def failing(self) -> Iterator[None]:
+        """Around a step that may fail (sending, reading the body): a failure ends the
+        exchange as incomplete, with the error, and goes on to the caller unchanged."""
+        try:
+            yield
+        except Exception as e:
+            self.end(complete=False, error=e)
+            raise
+
+    def answered(self, response: Any, tee: type[Any]) -> Any:
+        """``response``, its body stream replaced by ``tee`` over it (same bytes, kept)."""
+        self.response = response
+        response.stream = tee(response.stream, self)
+        return response
+
     def end(self, *, complete: bool, error: BaseException | None = None) -> None:
         """Hand the exchange to the capture core, once."""
         if self.done:
             return
         self.done = True
         request, response = self.request, self.response
-        self.capture.record(
-            HttpExchange(
+        try:
+            exchange = HttpExchange(
                 method=request.method,
                 url=str(request.url),
                 request_headers=request.headers,
@@ -137,21 +154,31 @@ class _Exchange:
                 duration_s=time.perf_counter() - self.start,
                 error=None if error is None else f"{type(error).__name__}: {error}",
                 complete=complete,
-            ),
-            session=self.session,
-        )
+            )
+        except Exception:  # never the caller's problem (docs/capture.md)
+            self.capture.lost(str(request.method), str(request.url))
+            return
+        self.capture.record(exchange, session=self.session)
+
+
+class _Kept:
+    """A response body stream and the exchange its bytes are kept for (the tees below)."""
+
+    def __init__(self, inner: Any, exchange: _Exchange) -> None:
+        self.inner = inner
+        self.exchange = exchange
 
 
 def _begin(capture: Capture, request: Any) -> _Exchange | None:
     """The exchange to record for ``request``, or ``None`` when it is not a conversation call
     (or its body is a stream not yet read, which no conversation call is)."""
-    if request.method != "POST" or not Capture.wants(str(request.url)):
-        return None
     try:
+        if request.method != "POST" or not Capture.wants(str(request.url)):
+            return None
         request.content  # noqa: B018  (raises when the body is an unread stream)
-    except Exception:
+        return _Exchange(capture, request, current_session())
+    except Exception:  # what capture cannot read it passes on untouched
         return None
-    return _Exchange(capture, request, current_session())
 
 
 @cache
@@ -159,22 +186,15 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
     """The recording transports (sync, async) and body streams for one httpx module: the
     client checks that a response's stream is of its module's stream classes."""
 
-    class Tee(module.SyncByteStream):  # type: ignore[name-defined, misc]
+    class Tee(_Kept, module.SyncByteStream):  # type: ignore[name-defined, misc]
         """The response body, passed through chunk by chunk and kept."""
 
-        def __init__(self, inner: Any, exchange: _Exchange) -> None:
-            self.inner = inner
-            self.exchange = exchange
-
         def __iter__(self) -> Iterator[bytes]:
-            parts = self.exchange.parts
-            try:
+            keep = self.exchange.parts.append
+            with self.exchange.failing():
                 for chunk in self.inner:
-                    parts.append(chunk)
+                    keep(chunk)
                     yield chunk
-            except Exception as e:
-                self.exchange.end(complete=False, error=e)
-                raise
             self.exchange.end(complete=True)
 
         def close(self) -> None:
@@ -183,22 +203,15 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
             finally:
                 self.exchange.end(complete=False)  # closed before its end: abandoned
 
-    class AsyncTee(module.AsyncByteStream):  # type: ignore[name-defined, misc]
-        """The response body, passed through chunk by chunk and kept."""
-
-        def __init__(self, inner: Any, exchange: _Exchange) -> None:
-            self.inner = inner
-            self.exchange = exchange
+    class AsyncTee(_Kept, module.AsyncByteStream):  # type: ignore[name-defined, misc]
+        """The response body of an async client, passed through chunk by chunk and kept."""
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            parts = self.exchange.parts
-            try:
+            keep = self.exchange.parts.append
+            with self.exchange.failing():
                 async for chunk in self.inner:
-                    parts.append(chunk)
+                    keep(chunk)
                     yield chunk
-            except Exception as e:
-                self.exchange.end(complete=False, error=e)
-                raise
             self.exchange.end(complete=True)
 
         async def aclose(self) -> None:
@@ -218,14 +231,9 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
             exchange = _begin(self.agenttrail_capture, request)
             if exchange is None:
                 return self.inner.handle_request(request)
-            try:
+            with exchange.failing():
                 response = self.inner.handle_request(request)
-            except Exception as e:
-                exchange.end(complete=False, error=e)
-                raise
-            exchange.response = response
-            response.stream = Tee(response.stream, exchange)
-            return response
+            return exchange.answered(response, Tee)
 
         def close(self) -> None:
             self.inner.close()
@@ -248,14 +256,9 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
             exchange = _begin(self.agenttrail_capture, request)
             if exchange is None:
                 return await self.inner.handle_async_request(request)
-            try:
+            with exchange.failing():
                 response = await self.inner.handle_async_request(request)
-            except Exception as e:
-                exchange.end(complete=False, error=e)
-                raise
-            exchange.response = response
-            response.stream = AsyncTee(response.stream, exchange)
-            return response
+            return exchange.answered(response, AsyncTee)
 
         async def aclose(self) -> None:
             await self.inner.aclose()

@@ -2,22 +2,24 @@
 
 What a row holds and how it is built and checked is :mod:`agenttrail.evidence.traces` (pure:
 it reads events and rows, never writes); this module hands the built rows to the store and
-logs each one (docs/evidence.md, Trace rows). The recorder writes a row as a result is
-recorded; the importer runs :func:`capture` over each session it imports.
+logs each one (docs/evidence.md, Trace rows). The recorder and the importer write a result's
+row in the transaction that appends the result (``LogStore.append_traced``), the importer with
+:func:`rows_for` over the session as that transaction sees it; :func:`capture` writes the rows a
+stored session lacks.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec
 from agenttrail.evidence.traces import trace_row, turn_starts
 from agenttrail.log.store import LogStore
-from agenttrail.model import NewTrace, TraceRow
+from agenttrail.model import Event, NewTrace, TraceRow
 from agenttrail.views.pairing import pair_tool_calls
 
-__all__ = ["capture", "write"]
+__all__ = ["capture", "log_written", "rows_for", "write"]
 
 # The logging channel docs/evidence.md names for trace rows and their alerts: a logging
 # configuration that routes record-hash alerts keeps working wherever the writer lives.
@@ -27,10 +29,8 @@ logger = logging.getLogger("agenttrail.evidence.traces")
 def capture(
     store: LogStore, session_id: str, *, specs: Mapping[str, EnvelopeSpec] | None = None
 ) -> list[TraceRow]:
-    """Write the trace rows a session's log calls for and does not have yet.
-
-    Every tool result paired with its call (by id) whose output is an envelope of the call's
-    tool spec (``specs[tool]``, else the default) gets a row. Safe to run again.
+    """Write the trace rows a session's log calls for and does not have yet (:func:`rows_for`
+    over the whole session). Safe to run again.
 
     Args:
         store: the log to read the session from and write its rows to.
@@ -40,12 +40,33 @@ def capture(
     Returns:
         The rows written now.
     """
-    items = list(store.read(session_id))
+    return write(store, rows_for(session_id, list(store.read(session_id)), specs=specs))
+
+
+def rows_for(
+    session_id: str,
+    items: Sequence[Event],
+    *,
+    specs: Mapping[str, EnvelopeSpec] | None = None,
+    results: Collection[int] | None = None,
+) -> list[NewTrace]:
+    """The trace rows a session's events call for: one for every tool result paired with its
+    call (by id, over the whole session) whose output is an envelope of the call's tool spec
+    (``specs[tool]``, else the default).
+
+    Args:
+        session_id: the session.
+        items: all its events, in seq order.
+        specs: envelope spec per tool name.
+        results: only the rows of these result seqs (default: every result).
+    """
     turns = turn_starts(items)
     pairing = pair_tool_calls(items)
     by_seq = {event.seq: event for event in items}
     rows = []
     for result_seq, call in sorted(pairing.call_of.items()):
+        if results is not None and result_seq not in results:
+            continue
         result = by_seq[result_seq]
         name = str(call.payload.get("name", ""))
         row = trace_row(
@@ -60,12 +81,11 @@ def capture(
         )
         if row is not None:
             rows.append(row)
-    return write(store, rows)
+    return rows
 
 
 def write(store: LogStore, rows: Sequence[NewTrace]) -> list[TraceRow]:
-    """Store trace rows and log each: its id and record hash, and an alert (a warning) for a
-    ``mismatch`` or an ``invalid`` envelope. Never inputs or outputs.
+    """Store trace rows and log each (:func:`log_written`).
 
     Args:
         store: the log.
@@ -74,7 +94,12 @@ def write(store: LogStore, rows: Sequence[NewTrace]) -> list[TraceRow]:
     Returns:
         The rows as stored, with their ids.
     """
-    written = store.add_traces(rows)
+    return log_written(store.add_traces(rows))
+
+
+def log_written(written: list[TraceRow]) -> list[TraceRow]:
+    """Log each stored trace row: its id and record hash, and an alert (a warning) for a
+    ``mismatch`` or an ``invalid`` envelope. Never inputs or outputs. Returns ``written``."""
     for row in written:
         where = f"trace {row.id} (session {row.session_id} seq {row.result_seq}, {row.tool})"
         if row.status in ("mismatch", "invalid"):

@@ -22,6 +22,7 @@ is bad is said by the Python check below, which is the whole check when the C on
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +31,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from agenttrail.errors import SessionRowDamaged
 from agenttrail.model import LogReader
 
 try:
@@ -48,6 +50,8 @@ __all__ = [
     "SessionVerdict",
     "chain_hasher",
     "event_hash",
+    "problem_place",
+    "stored_type",
     "verify",
 ]
 
@@ -126,6 +130,11 @@ class ChainReader(LogReader, Protocol):
         """Every session id that has at least one event row."""
         ...
 
+    def session_ids(self) -> list[str]:
+        """Every session's id in creation order, the rest of the rows unread
+        (``EventLog.session_ids``)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SessionVerdict:
@@ -138,14 +147,26 @@ class SessionVerdict:
     head_hash: bytes
     """The last good hash (``GENESIS_HASH`` when there are no events)."""
     bad_seq: int | None = None
-    """The first seq that does not verify, or ``None`` when the chain is intact."""
+    """The first seq that does not verify; ``None`` when the chain is intact, and when the
+    session row cannot be read (``reason`` then names its column)."""
     reason: str = ""
-    """Why ``bad_seq`` is bad."""
+    """Why ``bad_seq`` (or the session row) is bad; empty when the session verifies."""
 
     @property
     def ok(self) -> bool:
-        """True when every row and the session head verify."""
-        return self.bad_seq is None
+        """True when every row and the session row verify."""
+        return not self.reason
+
+    @property
+    def where(self) -> str:
+        """Where the problem is, as ``verify`` prints it (:func:`problem_place`)."""
+        return problem_place(self.bad_seq)
+
+
+def problem_place(bad_seq: int | None) -> str:
+    """Where a session's problem is, as ``agenttrail verify`` prints it after the session id:
+    ``seq <N>``, or ``session row`` when no seq applies (the row cannot be read)."""
+    return "session row" if bad_seq is None else f"seq {bad_seq}"
 
 
 def verify(store: ChainReader, session_ids: Iterable[str] | None = None) -> list[SessionVerdict]:
@@ -156,7 +177,10 @@ def verify(store: ChainReader, session_ids: Iterable[str] | None = None) -> list
     (seq and hash) equals the last event. The head checked is the one read with the last
     page of rows (``LogStore.chain_pages``), so a session being appended to verifies too. With
     no ``session_ids``, every session is checked, and so is every session id that has events
-    but no session row (rows moved by hand).
+    but no session row (rows moved by hand); a session row changed by hand so that it cannot
+    be read (its head, its metadata) is that session's verdict, with no ``bad_seq`` and the
+    column named in ``reason`` (docs/log-format.md, The hash chain), and the others are
+    checked all the same.
 
     Args:
         store: the log to read.
@@ -167,24 +191,39 @@ def verify(store: ChainReader, session_ids: Iterable[str] | None = None) -> list
 
     Raises:
         SessionNotFound: a given session id does not exist.
-        StoreError: a session row's head or metadata is not well-formed (changed by hand).
+        SessionRowDamaged: a given session's row cannot be read (changed by hand).
     """
-    if session_ids is None:
-        ids = [s.id for s in store.sessions()]
-        stray = store.event_session_ids() - set(ids)
-        ids += sorted(sid for sid in stray if isinstance(sid, str))
-        # A session id changed by hand into bytes that are not text lands as a BLOB.
-        odd = [
-            SessionVerdict(repr(sid), 0, GENESIS_HASH, 1, "session id is not text")
-            for sid in stray
-            if not isinstance(sid, str)
-        ]
-    else:
+    if session_ids is not None:
         ids = list(session_ids)
         for sid in ids:
             store.get_session(sid)
-        odd = []
-    return [_verify_session(store, sid) for sid in ids] + odd
+        return [_verify_session(store, sid) for sid in ids]
+    listed: list[object] = list(store.session_ids())
+    stray = store.event_session_ids() - set(listed)
+    ids = [sid for sid in listed if isinstance(sid, str)]
+    ids += sorted(sid for sid in stray if isinstance(sid, str))
+    # A session id changed by hand into bytes that are not text lands as a BLOB.
+    odd = [
+        SessionVerdict(repr(sid), 0, GENESIS_HASH, 1, "session id is not text")
+        for sid in (*listed, *stray)
+        if not isinstance(sid, str)
+    ]
+    return [_verify_listed(store, sid) for sid in ids] + odd
+
+
+def _verify_listed(store: ChainReader, session_id: str) -> SessionVerdict:
+    """:func:`_verify_session`, then the rest of the session row; a row that cannot be read
+    is this session's verdict, not an error that would stop the others being checked."""
+    try:
+        verdict = _verify_session(store, session_id)
+    except SessionRowDamaged as e:  # the head, read with the rows
+        return SessionVerdict(session_id, 0, GENESIS_HASH, reason=e.problem)
+    if verdict.ok:
+        try:
+            store.get_session(session_id)  # what the chain does not cover: the metadata
+        except SessionRowDamaged as e:
+            return dataclasses.replace(verdict, reason=e.problem)
+    return verdict
 
 
 def _verify_session(store: ChainReader, session_id: str) -> SessionVerdict:
@@ -270,9 +309,18 @@ def _first_bad_row(
     """
     for offset, (seq, created_at, data, stored) in enumerate(rows):
         want = expected + offset
-        if seq != want:
+        if seq != want or type(seq) is not int:
             gap = type(seq) is int and seq > want
             return offset, f"seq {want} is missing" if gap else f"seq {seq!r} out of order"
+        # A column changed by hand into another type (text into a BLOB column, a NULL): the
+        # C check takes only the exact types the store writes, and so does this one.
+        for column, value, kind in (
+            ("created_at", created_at, str),
+            ("payload", data, bytes),
+            ("hash", stored, bytes),
+        ):
+            if type(value) is not kind:
+                return offset, f"{column} is {stored_type(value)}, not {stored_type(kind())}"
         try:
             digest = hash_row(prev, seq, created_at, data)
         except (AttributeError, TypeError, UnicodeError, struct.error):
@@ -282,3 +330,19 @@ def _first_bad_row(
             return offset, "stored hash does not match the row's bytes"
         prev = stored
     return None
+
+
+_TYPE_NAMES: dict[type, str] = {
+    str: "text",
+    bytes: "bytes",
+    int: "an integer",
+    float: "a real number",
+    type(None): "NULL",
+}
+
+
+def stored_type(value: object) -> str:
+    """What a column read from the store holds, in the database's words: ``text``,
+    ``bytes``, ``an integer``, ``a real number``, ``NULL`` (a row changed by hand into
+    another type is named so)."""
+    return _TYPE_NAMES.get(type(value), type(value).__name__)

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from agenttrail.codec import canonical_json, json_line, now_timestamp
-from agenttrail.errors import InputError
+from agenttrail.errors import InputError, SessionNotFound
 from agenttrail.log.chain import ChainReader, verify
 from agenttrail.model import LogReader
 
@@ -135,9 +135,10 @@ def verify_checkpoint(
 ) -> CheckpointVerdict:
     """Prove that the log still extends a signed checkpoint.
 
-    Checks, in order: the signature over the statement (Ed25519, RFC 8032); the stored hash of
-    the event at the checkpoint's seq equals the checkpoint's head hash; the session's chain
-    verifies from seq 1 to today's head (so everything after the checkpoint hangs off it).
+    Checks, in order: the signature over the statement (Ed25519, RFC 8032); the session is
+    still in the log; the stored hash of the event at the checkpoint's seq equals the
+    checkpoint's head hash; the session's chain verifies from seq 1 to today's head (so
+    everything after the checkpoint hangs off it).
 
     Raises:
         InputError: the key is not an Ed25519 public key in PEM.
@@ -155,6 +156,10 @@ def verify_checkpoint(
         )
     except (InvalidSignature, ValueError):
         return fail("the signature does not verify with this public key")
+    try:
+        store.get_session(session_id)
+    except SessionNotFound:  # removed (by retention or by hand): the log no longer extends it
+        return fail(f"session {session_id} named by the checkpoint is missing")
     stored = next(iter(store.read(session_id, after_seq=seq - 1, limit=1)), None) if seq else None
     if seq and (stored is None or stored.seq != seq):
         return fail(f"seq {seq} of the checkpoint is no longer in the log")

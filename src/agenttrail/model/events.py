@@ -4,11 +4,12 @@ A payload is a mapping with a ``type`` (docs/specs.md, The log: Event shapes;
 docs/architecture.md, Vocabulary). The known shapes, built by the functions below::
 
     message      {type, role: user|assistant|system|tool, content: str, actor?, meta?,
-                  blocks?, toolCallId?, clientMessageId?, character?, agentId?, source?}
+                  blocks?, order?, toolCallId?, clientMessageId?, character?, agentId?,
+                  source?}
     tool_call    {type, id: str, name: str, input, arguments?, actor?, character?, meta?,
-                  caller?, agentId?, source?}
+                  caller?, agentId?, source?, pairedBy?}
     tool_result  {type, toolCallId?: str, name?, output?, error?, is_error?, exit_code?,
-                  actor?, meta?, agentId?, source?}
+                  actor?, meta?, agentId?, source?, pairedBy?}
     error        {type, message: str, actor?, code?, source?}
     rag          {type, store: str, chunks: int, top_score: float|None}
     recall       {type, results: [{id, source, score}]}
@@ -17,15 +18,27 @@ docs/architecture.md, Vocabulary). The known shapes, built by the functions belo
                                                           (progress lines, import warnings)
     session_end  {type, reason?}                          the session closed cleanly
 
-Any other mapping is kept verbatim and rendered generically. ``meta`` is
-``{model, provider, usage: {input, output, cache_read, cache_write}, usage_raw?, duration_ms,
-location?}``; usage counts are tokens, each token in exactly one kind (:func:`usage`), and an
-unknown count is ``None``, never 0. ``usage_raw`` is the provider's own usage object, verbatim.
+An assistant message's ``order`` is the provider's order of its content when its blocks and
+its tool calls interleave (``[text, tool_use, text, tool_use]``, thinking between calls, an
+answer after the server tool result it cites): a list of ``{"block": i}`` (index into
+``blocks``, which the message then always keeps), ``{"toolCall": id}`` and ``{"toolResult":
+id}`` (the ``tool_call`` / server ``tool_result`` events written right after the message, by
+id). Without it, the order is all ``blocks`` first, then the tool events in seq order, which is
+how every message without interleaving (and every message stored before the field existed) is
+read (:func:`block_order`; :func:`agenttrail.model.reading.content_order` reads it back).
+
+``pairedBy`` names the rule that gave an id the source did not have: ``legacy_function_call``
+(docs/log-format.md, Payload types). Any other mapping is kept verbatim and rendered
+generically. ``meta`` is ``{model, provider, usage: {input, output, cache_read, cache_write},
+usage_raw?, duration_ms, location?}``; usage counts are tokens, each token in exactly one kind
+(:func:`usage`), and an unknown count is ``None``, never 0. ``usage_raw`` is the provider's own
+usage object, verbatim.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -37,6 +50,7 @@ __all__ = [
     "Actor",
     "Event",
     "NewEvent",
+    "block_order",
     "error",
     "event_actor",
     "message",
@@ -200,6 +214,38 @@ def message(
     return _build(
         "message", {"role": role, "content": content, "actor": actor, "meta": meta}, extra
     )
+
+
+ORDER_KEYS = ("block", "toolCall", "toolResult")
+"""The keys of the entries of a message's ``order``: a block's index, a call's id, a server
+tool result's call id."""
+
+
+def block_order(parts: Sequence[tuple[str, int | str]]) -> list[Payload] | None:
+    """The ``order`` field of an assistant message from its content in the provider's order.
+
+    Args:
+        parts: ``("block", i)`` for ``blocks[i]``, ``("toolCall", id)`` for a call and
+            ``("toolResult", id)`` for a server tool's result in the same message, in the
+            order the provider gave them.
+
+    Returns:
+        ``[{"block": i} | {"toolCall": id} | {"toolResult": id}, ...]``, or ``None`` when no
+        field is needed or none can be written: every block comes before every tool part
+        (the order assumed without the field, so such payloads stay as they were before the
+        field existed), or a tool part has no id to refer to it by.
+    """
+    seen_tool = interleaved = False
+    for kind, value in parts:
+        if kind == "block":
+            interleaved = interleaved or seen_tool
+        elif not (isinstance(value, str) and value):
+            return None
+        else:
+            seen_tool = True
+    if not interleaved:
+        return None
+    return [{kind: value} for kind, value in parts]
 
 
 def tool_call(id: str, name: str, input: Any, *, actor: str | None = None, **extra: Any) -> Payload:

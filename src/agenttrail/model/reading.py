@@ -10,6 +10,9 @@ Content arrives as a plain string (OpenAI), a list of blocks of which some carry
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -18,12 +21,19 @@ from agenttrail.codec import json_line
 
 __all__ = [
     "USAGE_KINDS",
+    "Attachment",
+    "ContentPart",
     "ToolStatus",
+    "attachment_of",
+    "attachments",
+    "content_order",
     "content_text",
     "failed",
     "message_text",
     "other_blocks",
     "output_text",
+    "payload_attachments",
+    "prose_text",
     "text_of",
     "tool_status",
     "usage_of",
@@ -77,6 +87,54 @@ def other_blocks(value: Any) -> list[str]:
     if blocks is None:
         return []
     return [str(b.get("type")) for b in blocks if not isinstance(b.get("text"), str)]
+
+
+@dataclass(frozen=True)
+class ContentPart:
+    """One entry of an assistant message's content in the provider's order."""
+
+    kind: str
+    """``block``, ``toolCall`` or ``toolResult``."""
+    block: dict[str, Any] | None = None
+    """For ``block``: the block (from the payload's ``blocks``)."""
+    id: str | None = None
+    """For ``toolCall`` / ``toolResult``: the id of the ``tool_call`` event (a result's
+    ``toolCallId``) it stands for."""
+
+
+def content_order(payload: Payload) -> list[ContentPart] | None:
+    """An assistant message's blocks and tool events in the provider's order, from its
+    ``order`` field (docs/log-format.md, Block order).
+
+    Returns:
+        The parts in order, every block of ``blocks`` exactly once; ``None`` when the payload
+        has no ``order`` (its order is then all ``blocks``, then its tool events in seq order:
+        every payload stored before the field, and every one whose blocks all come first), or
+        when the field is malformed (an index out of range or twice, an entry of another
+        shape), so that a damaged field is read as no field rather than losing a block.
+    """
+    order = payload.get("order")
+    blocks = _blocks(payload.get("blocks"))
+    if not isinstance(order, list) or blocks is None:
+        return None
+    parts: list[ContentPart] = []
+    used: set[int] = set()
+    for entry in order:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            return None
+        [(kind, value)] = entry.items()
+        if kind == "block":
+            if not isinstance(value, int) or isinstance(value, bool) or value in used:
+                return None
+            if not 0 <= value < len(blocks):
+                return None
+            used.add(value)
+            parts.append(ContentPart("block", block=blocks[value]))
+        elif kind in ("toolCall", "toolResult") and isinstance(value, str) and value:
+            parts.append(ContentPart(kind, id=value))
+        else:
+            return None
+    return parts if len(used) == len(blocks) else None
 
 
 def output_text(result: Payload) -> str:
@@ -145,6 +203,201 @@ def _strip_error(text: str) -> str:
 
 def _first_line(text: str) -> str:
     return text.strip().split("\n", 1)[0].strip()
+
+
+# -- attachments ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """An image, document, file or audio clip inside a content value, named without its bytes.
+
+    The block stays in the log whole; views show this instead of base64 (docs/log-format.md,
+    Attachments).
+    """
+
+    kind: str
+    """``image``, ``document``, ``file`` or ``audio``."""
+    media_type: str | None
+    """The MIME type the block gives (``image/png``), ``None`` when it gives none."""
+    size: int | None
+    """Bytes of the content held in the log (base64 decoded); ``None`` for a reference only
+    (a URL or a provider's file id)."""
+    sha256: str | None
+    """Hex SHA-256 of those bytes; ``None`` for a reference only."""
+    data: str | None = None
+    """The content as base64, when the log holds it (for a ``data:`` URL)."""
+    reference: str | None = None
+    """Where the content is instead: a URL or ``file id <id>``."""
+    name: str | None = None
+    """A file name or document title the block gives."""
+
+    def label(self) -> str:
+        """``image/png, 12,345 bytes, sha256 ab12cd34`` (the digest cut to 8 hex digits), or
+        ``image, https://…`` for a reference."""
+        head = self.media_type or self.kind
+        if self.name:
+            head = f"{head} {self.name}"
+        if self.size is None or self.sha256 is None:
+            return f"{head}, {self.reference or 'no content'}"
+        return f"{head}, {self.size:,} bytes, sha256 {self.sha256[:8]}"
+
+    def data_url(self) -> str | None:
+        """``data:<media type>;base64,<data>`` (RFC 2397) when the log holds the bytes."""
+        if self.data is None:
+            return None
+        return f"data:{self.media_type or 'application/octet-stream'};base64,{self.data}"
+
+
+def _held(
+    kind: str, media_type: Any, data: Any, name: Any = None, *, encoded: bool = True
+) -> Attachment:
+    """An attachment whose content the log holds: base64 ``data`` (or text when not
+    ``encoded``), measured and digested as the bytes it stands for."""
+    media = media_type if isinstance(media_type, str) and media_type else None
+    label = name if isinstance(name, str) and name else None
+    text = data if isinstance(data, str) else ""
+    raw: bytes
+    if encoded:
+        try:
+            raw = base64.b64decode("".join(text.split()), validate=True)
+        except (binascii.Error, ValueError):
+            raw = text.encode("utf-8", "surrogatepass")  # not base64: the text as given
+        b64 = text
+    else:
+        raw = text.encode("utf-8", "surrogatepass")
+        b64 = base64.b64encode(raw).decode("ascii")
+    return Attachment(kind, media, len(raw), hashlib.sha256(raw).hexdigest(), b64, None, label)
+
+
+def _from_url(kind: str, url: Any, name: Any = None, media_type: Any = None) -> Attachment | None:
+    """An attachment given by URL: a ``data:`` URL (RFC 2397) is content held in the log."""
+    if not isinstance(url, str) or not url:
+        return None
+    if url.startswith("data:") and "," in url:
+        head, data = url[5:].split(",", 1)
+        params = head.split(";")
+        return _held(kind, params[0] or media_type, data, name, encoded="base64" in params[1:])
+    label = name if isinstance(name, str) and name else None
+    media = media_type if isinstance(media_type, str) else None
+    return Attachment(kind, media, None, None, reference=url, name=label)
+
+
+def _from_file_id(kind: str, file_id: Any, name: Any = None) -> Attachment | None:
+    if not isinstance(file_id, str) or not file_id:
+        return None
+    label = name if isinstance(name, str) and name else None
+    return Attachment(kind, None, None, None, reference=f"file id {file_id}", name=label)
+
+
+def attachment_of(block: Any) -> Attachment | None:
+    """The attachment a content block is, or ``None`` for any other block.
+
+    Shapes read (each provider's, as recorded):
+
+    - Anthropic ``image`` / ``document`` with a ``source`` of type ``base64`` (``media_type``,
+      ``data``), ``text`` (plain text), ``url`` or ``file`` (``file_id``)
+      (https://platform.claude.com/docs/en/build-with-claude/vision, .../pdf-support);
+      Claude Code tool results hold the same blocks;
+    - Chat Completions ``image_url`` (``{url}``, a ``data:`` URL or a link), ``file``
+      (``{file_data, file_id, filename}``) and ``input_audio`` (``{data, format}``)
+      (https://platform.openai.com/docs/api-reference/chat/create, user message content parts);
+    - Responses ``input_image`` (``image_url`` or ``file_id``) and ``input_file``
+      (``file_data``, ``file_url``, ``file_id``, ``filename``)
+      (https://platform.openai.com/docs/api-reference/responses/create, input content).
+    """
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind in ("image", "document"):
+        source = block.get("source")
+        if not isinstance(source, dict):
+            return None
+        name = block.get("title")
+        how = source.get("type")
+        if how == "base64":
+            return _held(kind, source.get("media_type"), source.get("data"), name)
+        if how == "text":
+            media = source.get("media_type") or "text/plain"
+            return _held(kind, media, source.get("data"), name, encoded=False)
+        if how == "url":
+            return _from_url(kind, source.get("url"), name)
+        if how == "file":
+            return _from_file_id(kind, source.get("file_id"), name)
+        return None
+    if kind == "image_url":
+        spec = block.get("image_url")
+        return _from_url("image", spec.get("url") if isinstance(spec, dict) else spec)
+    if kind == "input_image":
+        found = _from_url("image", block.get("image_url"))
+        return found or _from_file_id("image", block.get("file_id"))
+    if kind in ("file", "input_file"):
+        spec = block.get("file") if kind == "file" else block
+        if not isinstance(spec, dict):
+            return None
+        name = spec.get("filename")
+        data = spec.get("file_data")
+        if isinstance(data, str) and data and not data.startswith("data:"):
+            return _held("file", None, data, name)
+        return (
+            _from_url("file", data, name)
+            or _from_url("file", spec.get("file_url"), name)
+            or _from_file_id("file", spec.get("file_id"), name)
+        )
+    if kind == "input_audio":
+        spec = block.get("input_audio")
+        if not isinstance(spec, dict):
+            return None
+        form = spec.get("format")
+        return _held("audio", f"audio/{form}" if isinstance(form, str) else None, spec.get("data"))
+    return None
+
+
+def attachments(value: Any) -> list[Attachment]:
+    """Every attachment in a content value, in order: its blocks, and the blocks nested in a
+    block's (or a mapping's) ``content`` list (a ``tool_result`` block, a Responses message
+    item, an MCP-style ``{content: [...]}`` output)."""
+    found: list[Attachment] = []
+    items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+    for item in items:
+        attachment = attachment_of(item)
+        if attachment is not None:
+            found.append(attachment)
+        elif isinstance(item, dict) and isinstance(item.get("content"), list):
+            found.extend(attachments(item["content"]))
+    return found
+
+
+def payload_attachments(payload: Payload) -> list[Attachment]:
+    """The attachments of a payload: a message's ``blocks`` (else its ``content``), a tool
+    result's ``output``; ``[]`` for any other payload."""
+    kind = payload.get("type")
+    if kind == "message":
+        blocks = payload.get("blocks")
+        return attachments(blocks if isinstance(blocks, list) else payload.get("content"))
+    if kind == "tool_result":
+        return attachments(payload.get("output"))
+    return []
+
+
+def _without_attachments(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_without_attachments(item) for item in value if attachment_of(item) is None]
+    if isinstance(value, dict) and isinstance(value.get("content"), list):
+        return {**value, "content": _without_attachments(value["content"])}
+    return value
+
+
+def prose_text(value: Any) -> str:
+    """Readable text of a content value without its attachments: :func:`content_text` of
+    what is left once every attachment block is taken out (``""`` when nothing is), so that
+    no view shows base64; the views name the attachments (:func:`attachments`) beside it."""
+    if not attachments(value):
+        return content_text(value)
+    rest = _without_attachments(value)
+    if rest == [] or (isinstance(rest, dict) and rest.get("content") == [] and len(rest) == 1):
+        return ""
+    return content_text(rest)
 
 
 USAGE_KINDS = ("input", "output", "cache_read", "cache_write")

@@ -19,6 +19,7 @@ __all__ = [
     "CHAT_USER_PARTS",
     "CUSTOM_TOOL_TYPES",
     "INPUT_ITEM_MARKS",
+    "LEGACY_PAIRING",
     "OUTPUT_ITEMS_AS_INPUT",
     "RESPONSES_ROLES",
     "RESPONSES_USER_PARTS",
@@ -38,6 +39,14 @@ CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "fun
 CHAT_CALL_FIELDS = frozenset({"tool_calls", "tool_call_id", "function_call"})
 """Message fields that carry tool calls and their results (``function_call`` is the legacy
 single call); no Anthropic message has them."""
+
+LEGACY_PAIRING = "legacy_function_call"
+"""``pairedBy`` of a call from a legacy ``function_call`` and of the role ``function`` message
+that answers it. That protocol has no ids: an assistant message holds at most one call, and the
+next ``function`` message, with the same ``name``, is its result (the deprecated
+``function_call`` of https://platform.openai.com/docs/api-reference/chat/create). The importer
+gives the call a synthetic id (``legacy_call_<seq>``) and the result that id as its
+``toolCallId`` (docs/log-format.md, Payload types)."""
 
 CHAT_USER_PARTS = frozenset({"image_url", "input_audio", "file"})
 """User content part types of Chat Completions besides text."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenttrail.model import Event, failed, output_text
+from agenttrail.model import ContentPart, Event, attachment_of, failed, output_text
 from agenttrail.providers import anthropic
 from agenttrail.replay.plan import AssistantTurn, Call, SystemItem, UserItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, Renderer
@@ -113,6 +113,8 @@ class AnthropicRenderer(Renderer):
                     out.append(({"type": "text", "text": text}, None))
             elif self.block_type(block) in anthropic.USER_BLOCKS:
                 out.append((block, None))
+            elif (converted := self.attachment_block(block)) is not None:
+                out.append((converted, None))
             else:
                 dropped.append(self.block_type(block))
         self.dropped_blocks(item.event, dropped, "Anthropic")
@@ -122,21 +124,33 @@ class AnthropicRenderer(Renderer):
         return out
 
     def turn(self, turn: AssistantTurn) -> list[Message]:
-        """The assistant message's content: its blocks, then its calls (a server tool's
-        recorded result right after its call)."""
+        """The assistant message's content: its blocks and calls in the order the message
+        records (``order``), else its blocks, then its calls; a server tool's recorded result
+        at its place in that order, else right after its call."""
         content: list[Message] = []
-        if turn.message is not None:
-            payload = turn.message.payload
-            blocks = self.blocks_of(payload)
-            if blocks is None:
-                text = self.text_of(payload)
-                if text.strip():
-                    content.append({"type": "text", "text": text})
-                else:
-                    self.blank_blocks(turn.message, 1 if text else 0)
-            else:
-                content.extend(self.assistant_blocks(turn.message, blocks))
-        for call in turn.calls:
+        order = self.order_of(turn)
+        if order is not None:
+            assert turn.message is not None  # only a message records an order
+            kept = iter(self.assistant_blocks(turn.message, [p.block for p in order if p.block]))
+            placed = self.placed(turn, order)
+            calls = {call.id: call for call in turn.calls}
+            for part in order:
+                if part.block is not None:
+                    content.extend(next(kept))
+                elif part.id in calls and part.kind == "toolCall":
+                    call = calls[part.id]
+                    content.append(self.tool_use(call))
+                    if call.server and call.result is not None and call.id not in placed:
+                        content.append(self.server_result(call))
+                elif part.id in calls and part.id in placed:
+                    content.append(self.server_result(calls[part.id]))
+            referred = {p.id for p in order if p.kind == "toolCall"}
+            rest = [call for call in turn.calls if call.id not in referred]
+        else:
+            rest = turn.calls
+            if turn.message is not None:
+                content.extend(self.message_blocks(turn.message))
+        for call in rest:
             content.append(self.tool_use(call))
             if call.server and call.result is not None:
                 content.append(self.server_result(call))
@@ -144,30 +158,51 @@ class AnthropicRenderer(Renderer):
             self.not_sent(turn.message, EMPTY_ASSISTANT)
         return content
 
-    def assistant_blocks(self, event: Event, blocks: list[Any]) -> list[Message]:
-        """The blocks of an assistant message that are sent: text, thinking, Responses text."""
-        out: list[Message] = []
+    @staticmethod
+    def placed(turn: AssistantTurn, order: list[ContentPart]) -> set[str]:
+        """Ids of the server calls whose recorded result has its own place in ``order``."""
+        results = {p.id for p in order if p.kind == "toolResult"}
+        return {c.id for c in turn.calls if c.server and c.result is not None and c.id in results}
+
+    def message_blocks(self, event: Event) -> list[Message]:
+        """An assistant message's blocks that are sent (its text when it keeps no blocks)."""
+        payload = event.payload
+        blocks = self.blocks_of(payload)
+        if blocks is not None:
+            return [b for kept in self.assistant_blocks(event, blocks) for b in kept]
+        text = self.text_of(payload)
+        if text.strip():
+            return [{"type": "text", "text": text}]
+        self.blank_blocks(event, 1 if text else 0)
+        return []
+
+    def assistant_blocks(self, event: Event, blocks: list[Any]) -> list[list[Message]]:
+        """What each block of an assistant message becomes (one list per block, empty when
+        it is not sent): text, thinking, a Responses output message's text parts."""
+        out: list[list[Message]] = []
         dropped, blank = [], 0
         for block in blocks:
             kind = self.block_type(block)
             text = self.block_text(block)
+            sent: list[Message] = []
             if text is not None:
                 if not text.strip():
                     blank += 1
                 else:
-                    out.append(
+                    sent.append(
                         block if kind == anthropic.TEXT_BLOCK else {"type": "text", "text": text}
                     )
             elif kind in anthropic.THINKING_BLOCKS:
-                out.append(block)
+                sent.append(block)
             elif kind == "message":  # a Responses output message: its text parts
                 parts = block.get("content")
                 for part in parts if isinstance(parts, list) else []:
                     part_text = self.block_text(part)
                     if part_text and part_text.strip():
-                        out.append({"type": "text", "text": part_text})
+                        sent.append({"type": "text", "text": part_text})
             else:
                 dropped.append(kind)
+            out.append(sent)
         self.dropped_blocks(event, dropped, "Anthropic")
         self.blank_blocks(event, blank)
         return out
@@ -214,6 +249,45 @@ class AnthropicRenderer(Renderer):
             block["cache_control"] = result["cache_control"]
         return block
 
+    def attachment_block(self, block: Any) -> Message | None:
+        """An OpenAI image or PDF part as an Anthropic ``image`` / ``document`` block with a
+        ``base64`` or ``url`` source (Messages API reference, user content; vision and PDF
+        support), or ``None`` when it has none (another provider's file id, not a PDF)."""
+        attachment = attachment_of(block)
+        if attachment is None:
+            return None
+        if attachment.data is not None and attachment.media_type is not None:
+            source = {
+                "type": "base64",
+                "media_type": attachment.media_type,
+                "data": attachment.data,
+            }
+            if attachment.kind == "image":
+                return {"type": "image", "source": source}
+            if attachment.media_type == "application/pdf":
+                return {"type": "document", "source": source}
+        reference = attachment.reference or ""
+        if attachment.kind == "image" and reference.startswith(("https://", "http://")):
+            return {"type": "image", "source": {"type": "url", "url": reference}}
+        return None
+
+    def result_blocks(self, event: Event, output: list[Any]) -> list[Message]:
+        """A tool output of another provider's parts as ``tool_result`` content: text and
+        its images and PDFs as Anthropic blocks, the rest dropped and noted."""
+        out: list[Message] = []
+        dropped: list[str] = []
+        for part in output:
+            text = self.block_text(part)
+            converted = self.attachment_block(part) if text is None else None
+            if text:
+                out.append({"type": anthropic.TEXT_BLOCK, "text": text})
+            elif converted is not None:
+                out.append(converted)
+            elif text is None:
+                dropped.append(self.block_type(part))
+        self.dropped_blocks(event, dropped, "Anthropic tool_result")
+        return out
+
     def result(self, call: Call) -> Message:
         """The ``tool_result`` block that answers a client call (a placeholder without one)."""
         block: Message = {"type": anthropic.TOOL_RESULT_BLOCK, "tool_use_id": call.id}
@@ -222,7 +296,12 @@ class AnthropicRenderer(Renderer):
             return {**block, "content": PLACEHOLDER}
         result = answer.payload
         output = result.get("output")
-        if isinstance(output, str) or (
+        if isinstance(output, list) and any(
+            isinstance(b, dict) and b.get("type") not in ("image", "document") and attachment_of(b)
+            for b in output
+        ):  # another provider's images or files: as Anthropic's blocks
+            block["content"] = self.result_blocks(answer, output)
+        elif isinstance(output, str) or (
             isinstance(output, list) and all(isinstance(b, dict) for b in output)
         ):
             block["content"] = output

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenttrail.codec import json_line
-from agenttrail.model import output_text
+from agenttrail.model import attachments, output_text
 from agenttrail.providers import openai
 from agenttrail.replay.plan import AssistantTurn, Call, UserItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, OpenAIRenderer
@@ -41,6 +41,15 @@ class ChatRenderer(OpenAIRenderer):
         """A ``text`` part."""
         return {"type": "text", "text": text}
 
+    def image_part(self, url: str) -> Message:
+        """An ``image_url`` part (Chat Completions reference, user message content parts)."""
+        return {"type": "image_url", "image_url": {"url": url}}
+
+    def file_part(self, data_url: str, filename: str) -> Message:
+        """A ``file`` part with ``file_data`` (Chat Completions reference, user message
+        content parts: ``file_data``, ``file_id``, ``filename``)."""
+        return {"type": "file", "file": {"file_data": data_url, "filename": filename}}
+
     def turn(self, turn: AssistantTurn, at: int) -> list[Message]:
         """The assistant message with its ``tool_calls``, then one ``tool`` message per call."""
         calls = []
@@ -55,6 +64,13 @@ class ChatRenderer(OpenAIRenderer):
         message: Message = {"role": "assistant"}
         payload = turn.message.payload if turn.message is not None else {}
         text = self.text_of(payload) if turn.message is not None else ""
+        if self.order_of(turn) is not None and calls:
+            self.note(
+                turn.message,
+                "order_lost",
+                "text and tool calls interleave in this message: Chat Completions has one "
+                "content and one tool_calls, so the text is sent joined, before every call",
+            )
         if turn.message is not None:
             blocks = self.blocks_of(payload) or []
             others = [self.block_type(b) for b in blocks if self.block_text(b) is None]
@@ -98,6 +114,10 @@ class ChatRenderer(OpenAIRenderer):
             parts = [{"type": "text", "text": t} for b in output if (t := self.block_text(b))]
             dropped = [self.block_type(b) for b in output if self.block_text(b) is None]
             self.dropped_blocks(answer, dropped, f"{self.target} tool message")
+            found = attachments(output)
+            if found:  # a tool message takes text parts only: name them, never send base64
+                text = self.attachment_text(found, f"a {self.target} tool message")
+                parts.append({"type": "text", "text": text})
             return parts or ""
         text = output_text(result)
         if output is None and result.get("error") is not None and not text.startswith("error"):

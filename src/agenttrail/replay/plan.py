@@ -19,6 +19,7 @@ from typing import Any, Literal
 from agenttrail.errors import InputError
 from agenttrail.model import Actor, Event
 from agenttrail.model.parts import whole_messages
+from agenttrail.providers import openai
 
 __all__ = ["AssistantTurn", "Call", "Note", "Plan", "SystemItem", "UserItem", "plan"]
 
@@ -187,6 +188,15 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
             )
         else:
             agent_calls[call_id] = Call(event, call_id)
+            if payload.get("pairedBy") == openai.LEGACY_PAIRING:
+                notes.append(
+                    Note(
+                        event.seq,
+                        "legacy_call",
+                        f"call {name!r} was a legacy function_call with no id: sent as a tool "
+                        f"call with the synthetic id {call_id!r} the importer gave it",
+                    )
+                )
 
     agent_results: dict[int, Call] = {}
     action_results: dict[int, Event] = {}

@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, content_text, output_text, tool_status
+from agenttrail.model import (
+    Attachment,
+    ContentPart,
+    Event,
+    attachment_of,
+    content_order,
+    content_text,
+    output_text,
+    tool_status,
+)
 from agenttrail.providers import anthropic, openai
 from agenttrail.replay.plan import AssistantTurn, Call, Note, Plan, SystemItem, UserItem
 
@@ -80,6 +89,13 @@ class Renderer:
         """A block's ``type``, or the Python type's name of something that is not a block."""
         kind = block.get("type") if isinstance(block, dict) else None
         return kind if isinstance(kind, str) else type(block).__name__
+
+    @staticmethod
+    def order_of(turn: AssistantTurn) -> list[ContentPart] | None:
+        """The provider's order of the turn's message, blocks and calls interleaved
+        (:func:`~agenttrail.model.content_order`); ``None`` when it records none (blocks
+        first, then calls)."""
+        return content_order(turn.message.payload) if turn.message is not None else None
 
     def note(self, event: Event | None, kind: str, text: str) -> None:
         """Add a note about ``event`` (``None``: the whole replay)."""
@@ -237,6 +253,8 @@ class OpenAIRenderer(Renderer):
                         content.append(self.text_part(block, text))
                 elif kind in self.user_parts:
                     content.append(block)
+                elif (part := self.attachment_part(block)) is not None:
+                    content.append(part)
                 else:
                     dropped.append(kind)
             self.dropped_blocks(item.event, dropped, self.target)
@@ -256,6 +274,37 @@ class OpenAIRenderer(Renderer):
     def text_part(self, block: Any, text: str) -> Message:
         """The content part a text block of the user's becomes."""
         raise NotImplementedError
+
+    def attachment_part(self, block: Any) -> Message | None:
+        """The content part another provider's image or PDF block becomes in this API
+        (:func:`~agenttrail.model.attachment_of` reads it), or ``None`` when it has none: a
+        reference to another provider's file id, a document that is not a PDF."""
+        attachment = attachment_of(block)
+        if attachment is None:
+            return None
+        if attachment.kind == "image":
+            url = attachment.data_url() or attachment.reference
+            if url is not None and url.startswith(("data:", "https://", "http://")):
+                return self.image_part(url)
+        elif attachment.media_type == "application/pdf" and attachment.data is not None:
+            return self.file_part(attachment.data_url() or "", attachment.name or "document.pdf")
+        return None
+
+    def image_part(self, url: str) -> Message:
+        """An image part of this API for a ``data:`` URL or a link."""
+        raise NotImplementedError
+
+    def file_part(self, data_url: str, filename: str) -> Message:
+        """A file part of this API for a PDF given as a ``data:`` URL."""
+        raise NotImplementedError
+
+    def attachment_text(self, found: list[Attachment], where: str) -> str:
+        """What stands in for attachments an API cannot take in ``where``: one line naming
+        them, so that the model learns they were there and no base64 is sent as text."""
+        names = "; ".join(a.label() for a in found)
+        return (
+            f"[agenttrail] {len(found)} attachment(s) not sent ({where} takes text only): {names}"
+        )
 
     def turn(self, turn: AssistantTurn, at: int) -> list[Message]:
         """The messages or items of one assistant turn; ``at`` is the index of the first."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, output_text
+from agenttrail.model import ContentPart, Event, attachments, output_text
 from agenttrail.providers import openai
 from agenttrail.replay.plan import AssistantTurn, Call, SystemItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, OpenAIRenderer
@@ -64,23 +64,63 @@ class ResponsesRenderer(OpenAIRenderer):
         """An ``input_text`` part (the block itself when it is one)."""
         return block if block.get("type") == "input_text" else {"type": "input_text", "text": text}
 
+    def image_part(self, url: str) -> Message:
+        """An ``input_image`` part (Responses reference, input content: ``image_url``, and
+        ``detail``, here ``auto``)."""
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+    def file_part(self, data_url: str, filename: str) -> Message:
+        """An ``input_file`` part with ``file_data`` and ``filename`` (Responses reference,
+        input content)."""
+        return {"type": "input_file", "file_data": data_url, "filename": filename}
+
+    def output_parts(self, event: Event, output: list[Any]) -> list[Message]:
+        """A tool output holding attachments as ``function_call_output`` content: text as
+        ``input_text``, images and PDFs as ``input_image`` / ``input_file`` (the API takes "a
+        string or a list of output content": input text, image and file;
+        ``ResponseFunctionCallOutputItem`` in OpenAI's SDKs), the rest dropped and noted."""
+        parts: list[Message] = []
+        dropped: list[str] = []
+        for block in output:
+            text = self.block_text(block)
+            if text is not None:
+                if text:
+                    parts.append({"type": "input_text", "text": text})
+            elif block.get("type") in ("input_image", "input_file"):
+                parts.append(block)
+            elif (part := self.attachment_part(block)) is not None:
+                parts.append(part)
+            else:
+                dropped.append(self.block_type(block))
+        self.dropped_blocks(event, dropped, f"{self.target} function_call_output")
+        return parts
+
     def turn(self, turn: AssistantTurn, at: int) -> list[Message]:
         """The assistant's output items and call items, then one output per call; records
         in :attr:`marks` where each response's items end (``at`` is the index of the first)."""
         out: list[Message] = []
         response_seqs: dict[str, list[int]] = {}
+        order = self.order_of(turn)
+        rest = turn.calls
         if turn.message is not None:
             payload = turn.message.payload
             if isinstance(payload.get("responseId"), str):
                 response_seqs.setdefault(payload["responseId"], []).append(turn.message.seq)
-            out.extend(self.assistant(turn.message))
+            if order is None:
+                out.extend(self.assistant(turn.message))
+            else:  # the message's items and its calls in the order it records
+                by_id = {call.id: call for call in turn.calls}
+                referred = [by_id[p.id] for p in order if p.kind == "toolCall" and p.id in by_id]
+                rest = [call for call in turn.calls if call not in referred]
+                out.extend(self.assistant(turn.message, order, by_id))
         calls = []
         for call in turn.calls:
             if call.server:
                 self.left_out(call, "ran on the provider's side: not sent to OpenAI")
                 continue
             calls.append(call)
-            out.append(self.call(call))
+            if call in rest:
+                out.append(self.call(call))
             if isinstance(call.payload.get("responseId"), str):
                 response_seqs.setdefault(call.payload["responseId"], []).append(call.event.seq)
         if not out and turn.message is not None:
@@ -93,29 +133,54 @@ class ResponsesRenderer(OpenAIRenderer):
             out.append(self.output(call))
         return out
 
-    def assistant(self, event: Event) -> list[Message]:
-        """An assistant message: its output items verbatim, its other text as one message."""
+    def assistant(
+        self,
+        event: Event,
+        order: list[ContentPart] | None = None,
+        calls: dict[str, Call] | None = None,
+    ) -> list[Message]:
+        """An assistant message: its output items verbatim, its other text as one message.
+
+        With the message's recorded ``order``, the items, texts and the call items of
+        ``calls`` (by id; server calls excepted) in that order, each run of consecutive texts
+        as one assistant message."""
         payload = event.payload
         blocks = self.blocks_of(payload)
         if blocks is None:
             content = self.text_of(payload)
             return [{"role": "assistant", "content": content}] if content else []
+        interleave = order is not None  # else every text goes after the items, as one
+        if order is None:
+            order = [ContentPart("block", block=b) for b in blocks]
         out: list[Message] = []
         texts: list[str] = []
         dropped: list[str] = []
-        for block in blocks:
-            kind = self.block_type(block)
-            text = self.block_text(block)
+
+        def flush() -> None:
+            if texts:
+                out.append({"role": "assistant", "content": "\n".join(texts)})
+                texts.clear()
+
+        for part in order:
+            if part.block is None:
+                call = (calls or {}).get(part.id or "")
+                if part.kind == "toolCall" and call is not None and not call.server:
+                    flush()
+                    out.append(self.call(call))
+                continue
+            kind = self.block_type(part.block)
+            text = self.block_text(part.block)
             if kind in openai.OUTPUT_ITEMS_AS_INPUT:
-                out.append(block)
+                if interleave:
+                    flush()
+                out.append(part.block)
             elif text is not None:
                 if text:
                     texts.append(text)
             else:
                 dropped.append(kind)
         self.dropped_blocks(event, dropped, self.target)
-        if texts:
-            out.append({"role": "assistant", "content": "\n".join(texts)})
+        flush()
         return out
 
     def call(self, call: Call) -> Message:
@@ -164,6 +229,13 @@ class ResponsesRenderer(OpenAIRenderer):
             "custom_tool_call_output",
         ):
             item["output"] = output
+        elif (
+            output_type == "function_call_output"
+            and isinstance(output, list)
+            and all(isinstance(b, dict) for b in output)
+            and attachments(output)
+        ):
+            item["output"] = self.output_parts(answer, output)
         else:
             item["output"] = output_text(result)
         if isinstance(result.get("itemId"), str):

@@ -14,11 +14,12 @@ import anyio
 from fastapi import Depends, Header, Request
 
 from agenttrail.log.store import LogStore
-from agenttrail.server.auth import Grant, check_token
+from agenttrail.server.auth import Grant, bearer_token, check_token
 from agenttrail.server.live import Hub
 from agenttrail.server.tools import ToolRegistry
+from agenttrail.views.transcript import IndexCache
 
-__all__ = ["Auth", "HubDep", "Store", "Tools", "grant", "run"]
+__all__ = ["Auth", "HubDep", "Indexes", "Store", "Tools", "grant", "run"]
 
 T = TypeVar("T")
 
@@ -29,8 +30,7 @@ def grant(request: Request, authorization: Annotated[str | None, Header()] = Non
     Raises:
         Unauthorized: no token, or one that is forged or expired (HTTP 401).
     """
-    token = authorization.removeprefix("Bearer ").strip() if authorization else None
-    return check_token(request.app.state.secret, token)
+    return check_token(request.app.state.secret, bearer_token(authorization))
 
 
 def _store(request: Request) -> LogStore:
@@ -41,6 +41,11 @@ def _store(request: Request) -> LogStore:
 def _hub(request: Request) -> Hub:
     hub: Hub = request.app.state.hub
     return hub
+
+
+def _indexes(request: Request) -> IndexCache:
+    indexes: IndexCache = request.app.state.transcript_indexes
+    return indexes
 
 
 def _tools(request: Request) -> ToolRegistry:
@@ -56,6 +61,9 @@ Store = Annotated[LogStore, Depends(_store)]
 
 HubDep = Annotated[Hub, Depends(_hub)]
 """The live hub: publishes appends and partials to the session's subscribers."""
+
+Indexes = Annotated[IndexCache, Depends(_indexes)]
+"""The sessions' transcript indexes (the viewer's): each session's pairing, kept up to date."""
 
 Tools = Annotated[ToolRegistry, Depends(_tools)]
 """The user's tools (the symmetric half)."""

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from agenttrail.log.store import LogStore
 from agenttrail.server._deps import grant
+from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES, Guard, normal_origin
+from agenttrail.server.headers import SecurityHeaders
 from agenttrail.server.live import Hub
 from agenttrail.server.problems import add_problem_handlers
 from agenttrail.server.routes import ROUTERS
@@ -27,13 +30,25 @@ from agenttrail.server.viewer import add_viewer
 __all__ = ["create_app"]
 
 
-def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = None) -> FastAPI:
+def create_app(
+    store: LogStore,
+    *,
+    secret: bytes,
+    tools: ToolRegistry | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    allowed_origins: Collection[str] = (),
+) -> FastAPI:
     """The ASGI app over ``store``.
 
     Args:
         store: the log; shared by all requests (its calls run in worker threads).
         secret: the key tokens are signed with (:func:`agenttrail.server.auth.load_secret`).
         tools: the user's tools (the symmetric half); none when ``None``.
+        max_body_bytes: the largest request body read (bytes); a larger one is 413
+            (:mod:`agenttrail.server.guard`, which also checks the token before the body).
+        allowed_origins: browser origins (``https://app.example``) that may call the API
+            (CORS) and open the live feed besides the server's own; ``*`` for any. None by
+            default: same-origin only.
 
     Returns:
         The app: the REST API and the live feed under ``/v1``, the viewer at ``/``.
@@ -65,4 +80,23 @@ def create_app(store: LogStore, *, secret: bytes, tools: ToolRegistry | None = N
     for router in ROUTERS:
         app.include_router(router)
     add_viewer(app, store, grant=grant)  # the web viewer: its page at / and its routes
+    # Outermost last: the security headers go on every answer, the CORS preflight is
+    # answered before the guard (a preflight carries no token), then the guard.
+    app.add_middleware(
+        Guard, secret=secret, max_body_bytes=max_body_bytes, allowed_origins=allowed_origins
+    )
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=[normal_origin(o) for o in allowed_origins],
+        allow_methods=CORS_METHODS,
+        allow_headers=CORS_HEADERS,
+    )
+    app.add_middleware(SecurityHeaders)
     return app
+
+
+CORS_METHODS = ("GET", "POST", "DELETE")
+"""The methods of the API's routes, which an allowed origin may use."""
+
+CORS_HEADERS = ("Authorization", "Content-Type")
+"""The request headers an allowed origin may send: the bearer token and the JSON type."""

@@ -23,6 +23,7 @@ from agenttrail.errors import Forbidden, InputError, Unauthorized
 __all__ = [
     "RIGHTS",
     "Grant",
+    "bearer_token",
     "check_token",
     "load_secret",
     "mint_token",
@@ -45,11 +46,15 @@ class Grant:
     """A session id, or ``*`` for every session."""
     rights: frozenset[str]
 
+    def covers(self, session_id: str) -> bool:
+        """Whether the token's scope includes ``session_id``."""
+        return self.session in ("*", session_id)
+
     def require(self, right: str, session_id: str | None = None) -> None:
         """Raise :class:`Forbidden` unless the grant has ``right`` (for ``session_id``)."""
         if right not in self.rights:
             raise Forbidden(f"this token does not grant {right!r}")
-        if session_id is not None and self.session not in ("*", session_id):
+        if session_id is not None and not self.covers(session_id):
             raise Forbidden(f"this token is scoped to session {self.session!r}")
 
 
@@ -92,6 +97,12 @@ def mint_token(
     now = int(time.time())
     claims = {"sid": session, "rights": granted, "iat": now, "exp": now + int(ttl_s)}
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (RFC 6750 §2.1), or ``None``
+    without one."""
+    return authorization.removeprefix("Bearer ").strip() if authorization else None
 
 
 def check_token(secret: bytes, token: str | None) -> Grant:

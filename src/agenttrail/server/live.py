@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,9 +77,10 @@ class FeedState(enum.Enum):
     CLOSED = "closed"
 
 
-def event_message(event: Event) -> dict[str, Any]:
-    """The ``append`` message for a durable event (the export fields, plus ``type``)."""
-    return {"type": "append", **event_record(event)}
+def event_message(event: Event, anomalies: Sequence[str] | None = None) -> dict[str, Any]:
+    """The ``append`` message for a durable event (the export fields, plus ``type``); the
+    REST event JSON gives ``anomalies`` (names of why it is not paired), the live feed not."""
+    return {"type": "append", **event_record(event, anomalies)}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse
 
 from agenttrail.errors import (
     AgentTrailError,
+    BodyTooLarge,
     Forbidden,
     InputError,
     PayloadTooLarge,
@@ -37,6 +38,7 @@ STATUS: tuple[tuple[type[AgentTrailError], int, str], ...] = (
     (TurnInFlight, 409, "Conflict"),
     (SessionExists, 409, "Conflict"),
     (PayloadTooLarge, 413, "Content Too Large"),
+    (BodyTooLarge, 413, "Content Too Large"),
     (InputError, 422, "Unprocessable Content"),
 )
 """``(error class, HTTP status, title)``, most specific first; any other agenttrail error is
@@ -61,7 +63,7 @@ def problem_of(exc: AgentTrailError) -> JSONResponse:
     extra: dict[str, Any] = {}
     if isinstance(exc, TurnInFlight):
         extra = {"turn_id": exc.turn_id, "expires_at": exc.expires_at}
-    elif isinstance(exc, PayloadTooLarge):
+    elif isinstance(exc, (PayloadTooLarge, BodyTooLarge)):
         extra = {"limit": exc.limit}
     elif isinstance(exc, ToolFailed):
         # The members of a tool call's answer, so that a client finds the logged events.

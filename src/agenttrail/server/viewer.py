@@ -8,13 +8,12 @@ and as ``?token=`` on the live WebSocket. The routes here are thin: rows come fr
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures below, whose
 # ``Auth`` is local to add_viewer, so the annotations must be evaluated where they are written.
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
@@ -32,22 +31,6 @@ STATIC_DIR = Path(__file__).with_name("static")
 TRANSCRIPT_PAGE_LIMIT = 1000
 """Most rows one ``GET …/transcript`` returns: the page asks for 100 at a time, 500 when it
 catches up with the live tail."""
-
-
-_HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]+)?|\[[0-9A-Fa-f:.]+\](:[0-9]+)?")
-"""A Host header fit to name in the page's policy (a name or an address, and a port)."""
-
-
-def _csp(request: Request) -> str:
-    host = request.headers.get("host", "")
-    live = f" ws://{host} wss://{host}" if _HOST.fullmatch(host) else ""
-    # Only our own scripts and styles run; text from the log is never parsed as HTML anyway
-    # (the page builds nodes with textContent), this is the second line of defence.
-    return (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        f"connect-src 'self'{live}; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    )
 
 
 def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) -> None:
@@ -115,11 +98,10 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) ->
         return {"query": q, "sessions": [m.body() for m in found]}
 
     @app.get("/", include_in_schema=False)
-    async def index(request: Request) -> FileResponse:
+    async def index() -> FileResponse:
         """The viewer's page; it holds no data, so it needs no token."""
-        return FileResponse(
-            STATIC_DIR / "index.html",
-            headers={"Content-Security-Policy": _csp(request), "Cache-Control": "no-cache"},
-        )
+        # Its Content-Security-Policy is set with every response's security headers
+        # (agenttrail.server.headers).
+        return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

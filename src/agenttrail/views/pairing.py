@@ -15,12 +15,16 @@ by position, never by tool name. What cannot be paired is kept and marked:
     duplicate_result  two or more results name one call: the call and its results stay
                     unpaired
     no_result       a call with a unique id and no result (still running, or never recorded)
+
+The names are :class:`AnomalyKind`, defined here once; the export and the REST event JSON
+carry them as ``anomalies`` (docs/log-format.md, Anomalies).
 """
 
 from __future__ import annotations
 
+import enum
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from agenttrail.model import Event
@@ -28,20 +32,38 @@ from agenttrail.model import Event
 __all__ = [
     "ANOMALY_TEXT",
     "Anomaly",
+    "AnomalyKind",
     "Pairing",
     "SeqPairing",
     "ToolRef",
+    "anomaly_names",
     "pair_refs",
     "pair_tool_calls",
     "tool_ref",
 ]
 
+
+class AnomalyKind(enum.StrEnum):
+    """Why a tool call or result is not paired (rules in the module docstring)."""
+
+    MISSING_ID = "missing_id"
+    """A call with no or an empty ``id``, or a result with no or an empty ``toolCallId``."""
+    DUPLICATE_ID = "duplicate_id"
+    """Two or more calls share an id: they and every result naming it are ambiguous."""
+    ORPHAN_RESULT = "orphan_result"
+    """A result whose id matches no call."""
+    DUPLICATE_RESULT = "duplicate_result"
+    """Two or more results name one call: the call and its results are ambiguous."""
+    NO_RESULT = "no_result"
+    """A call with a unique id and no result (still running, or never recorded)."""
+
+
 ANOMALY_TEXT = {
-    "missing_id": "no call id: cannot be paired",
-    "duplicate_id": "call id used by more than one call: ambiguous",
-    "orphan_result": "result with no call",
-    "duplicate_result": "more than one result for this call: ambiguous",
-    "no_result": "call with no result",
+    AnomalyKind.MISSING_ID: "no call id: cannot be paired",
+    AnomalyKind.DUPLICATE_ID: "call id used by more than one call: ambiguous",
+    AnomalyKind.ORPHAN_RESULT: "result with no call",
+    AnomalyKind.DUPLICATE_RESULT: "more than one result for this call: ambiguous",
+    AnomalyKind.NO_RESULT: "call with no result",
 }
 """One-line reader-facing text for each anomaly kind."""
 
@@ -52,8 +74,8 @@ class Anomaly:
 
     seq: int
     """The event's seq."""
-    kind: str
-    """A key of :data:`ANOMALY_TEXT`."""
+    kind: AnomalyKind
+    """What is wrong (a key of :data:`ANOMALY_TEXT`)."""
     call_id: str | None
     """The id involved, if any."""
 
@@ -131,7 +153,7 @@ def pair_refs(refs: Iterable[ToolRef]) -> SeqPairing:
     pairing = SeqPairing()
     for ref in refs:
         if ref.call_id is None:
-            pairing.anomalies[ref.seq] = Anomaly(ref.seq, "missing_id", None)
+            pairing.anomalies[ref.seq] = Anomaly(ref.seq, AnomalyKind.MISSING_ID, None)
         elif ref.kind == "tool_call":
             calls[ref.call_id].append(ref.seq)
         elif ref.kind == "tool_result":
@@ -140,19 +162,19 @@ def pair_refs(refs: Iterable[ToolRef]) -> SeqPairing:
         answers = results.get(call_id, [])
         if len(group) > 1:
             for seq in group + answers:
-                pairing.anomalies[seq] = Anomaly(seq, "duplicate_id", call_id)
+                pairing.anomalies[seq] = Anomaly(seq, AnomalyKind.DUPLICATE_ID, call_id)
         elif len(answers) > 1:
             for seq in group + answers:
-                pairing.anomalies[seq] = Anomaly(seq, "duplicate_result", call_id)
+                pairing.anomalies[seq] = Anomaly(seq, AnomalyKind.DUPLICATE_RESULT, call_id)
         elif answers:
             pairing.result_seq[group[0]] = answers[0]
             pairing.call_seq[answers[0]] = group[0]
         else:
-            pairing.anomalies[group[0]] = Anomaly(group[0], "no_result", call_id)
+            pairing.anomalies[group[0]] = Anomaly(group[0], AnomalyKind.NO_RESULT, call_id)
     for call_id, answers in results.items():
         if call_id not in calls:
             for seq in answers:
-                pairing.anomalies[seq] = Anomaly(seq, "orphan_result", call_id)
+                pairing.anomalies[seq] = Anomaly(seq, AnomalyKind.ORPHAN_RESULT, call_id)
     return pairing
 
 
@@ -178,3 +200,17 @@ def pair_tool_calls(events: Iterable[Event]) -> Pairing:
         call_of={result: by_seq[call] for result, call in seqs.call_seq.items()},
         anomalies=seqs.anomalies,
     )
+
+
+def anomaly_names(anomalies: Mapping[int, Anomaly], seq: int) -> list[str]:
+    """The names (:class:`AnomalyKind` values) of event ``seq``'s anomalies, ``[]`` for none.
+
+    This is the derived ``anomalies`` field of an exported event and of the REST event JSON
+    (docs/log-format.md, Anomalies): a list, so that a later rule can add a second name.
+
+    Args:
+        anomalies: the ``anomalies`` of a :class:`Pairing` or :class:`SeqPairing`.
+        seq: the event's seq.
+    """
+    anomaly = anomalies.get(seq)
+    return [] if anomaly is None else [anomaly.kind.value]

@@ -16,8 +16,20 @@ from rich.table import Table
 from rich.text import Text
 
 from agenttrail.codec import json_line
-from agenttrail.model import Event, Session, content_text, tool_status, usage_of
+from agenttrail.model import (
+    Attachment,
+    Event,
+    Session,
+    attachment_of,
+    content_text,
+    payload_attachments,
+    prose_text,
+    text_of,
+    tool_status,
+    usage_of,
+)
 from agenttrail.model.parts import whole_messages
+from agenttrail.views.order import TextRun, reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
 
 __all__ = ["render_session", "safe", "transcript_table"]
@@ -106,11 +118,15 @@ def transcript_table(
     table.add_column("actor", no_wrap=True)
     table.add_column("event", no_wrap=True)
     table.add_column("text", ratio=1, overflow="fold")
-    for event in events:
+    for shown in reading_order(events):
+        event = shown.event
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # shown on its call's row
-        writer = _WRITERS.get(event.type or "", _generic)
-        seq, kind, text = writer(event, pairing, full)
+        if shown.run is not None:  # one run of a message whose text and calls interleave
+            seq, kind, text = _message_run(event, shown.run, shown.first)
+        else:
+            writer = _WRITERS.get(event.type or "", _generic)
+            seq, kind, text = writer(event, pairing, full)
         anomaly = pairing.anomalies.get(event.seq)
         if anomaly is not None:
             text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
@@ -131,14 +147,27 @@ Row = tuple[str, Text, Text]
 
 
 def _message(event: Event, pairing: Pairing, full: bool) -> Row:
-    payload = event.payload
+    return _message_row(event, event.payload)
+
+
+def _message_run(event: Event, run: TextRun, first: bool) -> Row:
+    """One run of an ordered message: its blocks' text, the meta on the first run only."""
+    view = {**event.payload, "content": text_of(run.blocks) or "", "blocks": run.blocks}
+    if not first:
+        view.pop("meta", None)
+    seq, kind, text = _message_row(event, view)
+    return seq if first else f"{seq} (cont.)", kind, text
+
+
+def _message_row(event: Event, payload: dict[str, Any]) -> Row:
     role = str(payload.get("role", "?"))
-    text = Text(safe(content_text(payload.get("content")).strip()))
+    text = Text(safe(prose_text(payload.get("content")).strip()))
     blocks = payload.get("blocks")
     if isinstance(blocks, list):
-        kinds = sorted({str(b.get("type")) for b in blocks if isinstance(b, dict)} - {"text"})
-        if kinds:
-            text.append(safe(f"\n[{', '.join(kinds)} blocks kept]"), style="dim")
+        kinds = {str(b.get("type")) for b in blocks if isinstance(b, dict) and not attachment_of(b)}
+        if kinds - {"text"}:
+            text.append(safe(f"\n[{', '.join(sorted(kinds - {'text'}))} blocks kept]"), style="dim")
+    text.append(_attachment_lines(payload_attachments(payload)), style="cyan")
     text.append(safe(_meta_line(payload.get("meta"))), style="dim")
     name = payload.get("character")
     label = safe(f"{role} {name}" if isinstance(name, str) and name else role)
@@ -161,12 +190,19 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
         seq = f"{event.seq}→{result.seq}"
         status = tool_status(result.payload)
         text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
-        output = content_text(result.payload.get("output"))
+        output = prose_text(result.payload.get("output"))
         if not status.ok and output.strip().removeprefix("error:").strip() == status.detail:
             output = ""  # the status line already says all of it
         if output:
             text.append("\n" + safe(_clip(output, full)), style="dim")
+        text.append(_attachment_lines(payload_attachments(result.payload)), style="cyan")
     return seq, Text("tool", style="yellow"), text
+
+
+def _attachment_lines(found: list[Attachment]) -> str:
+    """One ``[attachment: image/png, 12,345 bytes, sha256 ab12cd34]`` line per attachment
+    (:class:`agenttrail.model.Attachment`): named, never shown as base64."""
+    return "".join(safe(f"\n[attachment: {a.label()}]") for a in found)
 
 
 def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
@@ -175,7 +211,8 @@ def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
     text = Text(
         safe(f"{payload.get('name') or ''} result for {payload.get('toolCallId')!r} — {status}")
     )
-    text.append("\n" + safe(_clip(content_text(payload.get("output")), full)), style="dim")
+    text.append("\n" + safe(_clip(prose_text(payload.get("output")), full)), style="dim")
+    text.append(_attachment_lines(payload_attachments(payload)), style="cyan")
     return str(event.seq), Text("tool result", style="yellow"), text
 
 

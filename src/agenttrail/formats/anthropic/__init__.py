@@ -26,6 +26,8 @@ Mapping (the importer conventions of docs/architecture.md):
   kept verbatim, ``server=True`` for server tools) and one ``tool_result`` per server tool
   result block (``*_tool_result``; ``is_error`` true when its content is a
   ``*_tool_result_error``, https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/code-execution-tool).
+  When blocks and tool blocks interleave, the message records the content's ``order`` and
+  keeps every block (docs/log-format.md, Block order).
 - A response with HTTP status ≥ 400, or an ``error`` body / SSE ``error`` event → an ``error``
   event (``code`` = status, ``errorType`` = ``error.type``;
   https://docs.anthropic.com/en/api/errors).
@@ -57,7 +59,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import ImportedSession, decode_text, load_json
+from agenttrail.formats._common import ImportedSession, decode_text, lead, load_json
 from agenttrail.formats.anthropic._blocks import check_messages
 from agenttrail.formats.anthropic._builder import Builder
 from agenttrail.formats.anthropic._conversation import Conversation
@@ -90,7 +92,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     """
     builder = Builder(path)
     text = decode_text(path, data)
-    if text.lstrip().startswith(("event:", "data:", ":")):
+    if lead(text, 6).startswith(("event:", "data:", ":")):
         kind = "sse"
         for k, item in enumerate(assemble_sse(builder, text), start=1):
             if isinstance(item, Streamed):
@@ -98,7 +100,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             else:
                 builder.error(None, item.data, f"x{k}:error", None)
     else:
-        doc = load_json(path, data)
+        doc = load_json(path, text)
         found = document_kind(doc)
         if found is None:
             raise FormatError(

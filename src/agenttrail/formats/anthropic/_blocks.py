@@ -213,7 +213,7 @@ def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
         if kind == "text":
             if block.get("text"):
                 parts.append(("text", block.get("text")))
-        elif kind in anthropic.TOOL_CALL_BLOCKS:
+        elif isinstance(kind, str) and kind in anthropic.TOOL_CALL_BLOCKS:
             parts.append((kind, block.get("id"), block.get("name")))
         elif isinstance(kind, str) and anthropic.is_tool_result(kind):
             body = json.dumps(block.get("content"), sort_keys=True)

@@ -182,8 +182,13 @@ class Builder:
             else check_blocks(self, content, at)
         )
         others = [b for b in blocks if not is_tool_block(b["type"])]
+        order = events.block_order(_parts(blocks))
         payload = events.message(
-            "assistant", block_text(others), blocks=kept_blocks(others), **extra
+            "assistant",
+            block_text(others),
+            blocks=others if order is not None else kept_blocks(others),
+            order=order,
+            **extra,
         )
         self.add(payload, key, created)
         for j, block in enumerate(blocks):
@@ -218,8 +223,6 @@ class Builder:
         if message_id is not None and message_id in self.response_ids:
             self.again(message_id, key or f"x{k}:response", created)
             return
-        if message_id is not None:
-            self.response_ids[message_id] = fingerprint(body)
         model = optional(self, body, "model", str, at)
         meta = events.meta(
             model=model,
@@ -245,7 +248,10 @@ class Builder:
             message_id=message_id,
             arguments=arguments,
         )
-        self.conversation = [*self.conversation, fingerprint(body)]
+        known = fingerprint(body)  # after _assistant checked the blocks it reads
+        if message_id is not None:
+            self.response_ids[message_id] = known
+        self.conversation = [*self.conversation, known]
 
     def again(self, response_id: str, key: str, created: str | None) -> None:
         """A response already read (same id), recorded again: not appended a second time; a
@@ -285,3 +291,20 @@ class Builder:
     def _title(self, text: str) -> None:
         if self.title is None:
             self.title = title_from(text)
+
+
+def _parts(blocks: list[dict[str, Any]]) -> list[tuple[str, int | str]]:
+    """The parts of an assistant message for :func:`~agenttrail.model.events.block_order`:
+    its non-tool blocks by index among them, its calls and server results by id."""
+    parts: list[tuple[str, int | str]] = []
+    kept = 0
+    for block in blocks:
+        kind = block["type"]
+        if kind in anthropic.TOOL_CALL_BLOCKS:
+            parts.append(("toolCall", block.get("id") or ""))
+        elif anthropic.is_tool_result(kind):
+            parts.append(("toolResult", block.get("tool_use_id") or ""))
+        else:
+            parts.append(("block", kept))
+            kept += 1
+    return parts

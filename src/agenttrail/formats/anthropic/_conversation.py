@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from agenttrail.formats.anthropic._blocks import check_messages, fingerprint, recorded_body
 from agenttrail.formats.anthropic._builder import Builder
 from agenttrail.formats.anthropic._exchange import read_exchange
+from agenttrail.formats.http.conversation import HandsOver
 from agenttrail.formats.http.sse import last_event
 from agenttrail.model import NewEvent
 
@@ -25,16 +26,16 @@ _MESSAGES = re.compile(r"/messages/?$")
 not turns."""
 
 
-class Conversation:
-    """The state of one conversation (its messages so far, the system prompt in force, the
-    responses read) and the reading of its next exchange.
+class Conversation(HandsOver[Builder]):
+    """A Messages API conversation in progress: its message fingerprints, the system prompt
+    in force, the response ids seen, and the reading of each next request/response pair.
 
     Args:
-        source: names the conversation in errors and warnings (a file, or ``capture``).
+        source: where the exchanges come from (a recording's path, or ``capture``).
     """
 
     provider = "anthropic"
-    """``meta.provider`` of its responses, and the format name of its sessions."""
+    """``meta.provider`` of the responses; the session's ``format`` too."""
 
     def __init__(self, source: Path) -> None:
         self.builder = Builder(source)
@@ -66,9 +67,7 @@ class Conversation:
             FormatError: a body of the wrong shape; names the field.
         """
         read_exchange(self.builder, record, "", number)
-        events = list(self.builder.events)
-        del self.builder.events[:]
-        return events
+        return self.handed_over()
 
     def prints(self, record: dict[str, Any]) -> list[Hashable]:
         """What identifies each message of a record's request, as the reading compares them
@@ -99,9 +98,3 @@ class Conversation:
         ``model`` (``None`` when unknown)."""
         meta = self.builder.meta
         return {"title": self.builder.title, "agent": meta.get("agent"), "model": meta.get("model")}
-
-    def take_warnings(self) -> list[str]:
-        """The warnings since the last call (problems that did not stop the reading)."""
-        warnings = list(self.builder.warnings)
-        del self.builder.warnings[:]
-        return warnings

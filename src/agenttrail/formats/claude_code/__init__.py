@@ -22,7 +22,9 @@ Mapping (the importer conventions of docs/architecture.md):
   with its signature, text, ...) when there is anything besides one text block. Right after it
   come one ``tool_call`` per ``tool_use`` / ``server_tool_use`` block of any of those lines,
   in order (server tool result blocks in the same message become ``tool_result`` events in
-  their place). ``meta`` = model from ``message.model``, provider ``anthropic``, location
+  their place). When blocks and tool blocks interleave across those lines, the message
+  records the content's ``order`` (docs/log-format.md, Block order). ``meta`` = model from
+  ``message.model``, provider ``anthropic``, location
   ``remote``, and usage counted once, from the line with the largest ``output_tokens`` (the
   last streamed state): input = ``input_tokens``, output = ``output_tokens``, cache_read =
   ``cache_read_input_tokens``, cache_write = ``cache_creation_input_tokens`` (disjoint,

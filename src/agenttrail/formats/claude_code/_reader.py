@@ -129,6 +129,7 @@ class Reader:
             return  # emitted with the group's first line
         blocks: list[Record] = []
         tools: list[tuple[Line, int, Record]] = []
+        parts: list[tuple[str, int | str]] = []  # the order across all the group's lines
         for part in group:
             content = content_of(self.path, part)
             if isinstance(content, str):
@@ -136,9 +137,18 @@ class Reader:
             for index, block in enumerate(content):
                 if is_tool_block(block):
                     tools.append((part, index, block))
+                    ref = (
+                        "toolCall" if block["type"] in anthropic.TOOL_CALL_BLOCKS else "toolResult"
+                    )
+                    tool_id = block.get("id" if ref == "toolCall" else "tool_use_id")
+                    parts.append((ref, tool_id if isinstance(tool_id, str) else ""))
                 else:
+                    parts.append(("block", len(blocks)))
                     blocks.append(block)
+        order = events.block_order(parts)
         text, kept = text_of(blocks) if blocks else ("", None)
+        if order is not None:
+            kept = blocks  # the order refers to the blocks by index
         source: dict[str, Any]
         if len(group) == 1:
             source = line.source
@@ -149,6 +159,7 @@ class Reader:
             text,
             meta=self._meta(group),
             blocks=kept,
+            order=order,
             messageId=msg_id,
             requestId=str_or_none(line.record.get("requestId")),
         )
@@ -157,7 +168,10 @@ class Reader:
         # seen first, which stays: the log is append-only) instead of being skipped as already
         # present. Readers show the two as one (agenttrail.model.parts, docs/log-format.md,
         # Reading a session); the tool calls are keyed by their own line, so written once.
-        merged = hashlib.sha256("\0".join(p.key for p in group).encode()).hexdigest()[:16]
+        # surrogatepass: a record's id may hold a lone surrogate (JSON allows "\ud800"); the
+        # key is still one per group, and the store refuses such an id with an InputError.
+        joined = "\0".join(p.key for p in group).encode("utf-8", "surrogatepass")
+        merged = hashlib.sha256(joined).hexdigest()[:16]
         suffix = ":message" if len(group) == 1 else f":message:{merged}"
         self._emit(line, suffix, payload, source)
         for part, index, block in tools:

@@ -42,8 +42,16 @@ from agenttrail.codec import json_line
 from agenttrail.formats._common import ImportedSession
 from agenttrail.formats.fountain._reader import read_session, role_of_cue
 from agenttrail.formats.fountain._text import dialogue_lines, escape_inline, is_plain_cue
-from agenttrail.model import Event, content_text, events, tool_status
+from agenttrail.model import (
+    Event,
+    events,
+    payload_attachments,
+    prose_text,
+    text_of,
+    tool_status,
+)
 from agenttrail.model.parts import whole_messages
+from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 
 __all__ = ["NAME", "fountain_from_events", "read", "sniff"]
@@ -186,8 +194,10 @@ def _clock(created_at: str) -> str:
     return created_at[:19].replace("T", " ")
 
 
-def _title_page(session: _SessionLike, names: _Names, first: str | None) -> list[tuple[str, str]]:
-    started = session.started or first
+def _title_page(session: _SessionLike, names: _Names) -> list[tuple[str, str]]:
+    # The session's own start only: a source without a date has none, and its events carry the
+    # time they were imported, which is no date of the session's.
+    started = session.started
     pairs = [
         ("Title", session.title or "Untitled session"),
         ("Credit", str(session.metadata.get("credit") or f"Recorded by {names.agent}")),
@@ -235,7 +245,7 @@ def fountain_from_events(session: _SessionLike, items: Sequence[Event]) -> str:
     pairing = pair_tool_calls(items)
     scenes, ended = _scenes(items)
     script = _Script()
-    script.title_page(_title_page(session, names, items[0].created_at if items else None))
+    script.title_page(_title_page(session, names))
     script.transition("FADE IN:")
     for scene in scenes:
         if scene.kind == "recall":
@@ -327,21 +337,31 @@ def _write_turn(
         script.action(f"{agent} and {user} are in chat mode.{with_model}{where}")
     notes: list[str] = []
     forwarded = False
-    for event in scene.events:
+    for shown in reading_order(scene.events):
+        event = shown.event
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # its status is on its call's note
         note = _note(event, pairing)
         if note is not None:
             notes.append(note)
+            shown_result = pairing.result_of.get(event.seq) if event.type == "tool_call" else event
+            if shown_result is not None:
+                notes.extend(_attachment_notes(shown_result.payload))
             continue
         if notes:
             script.notes(notes)
             notes = []
         cue, parens = _voice(event.payload, names, model)
         mention = model if location == "remote" and _is_prompt(event) else None
-        script.dialogue(
-            cue, content_text(event.payload.get("content")), parentheticals=parens, mention=mention
-        )
+        said = prose_text(event.payload.get("content"))
+        if shown.run is not None:  # one run of a message whose text and calls interleave
+            said = text_of(shown.run.blocks) or ""
+            if not shown.first and not said.strip():
+                continue
+        script.dialogue(cue, said, parentheticals=parens, mention=mention)
+        attached = {**event.payload, "blocks": shown.run.blocks} if shown.run else event.payload
+        if named := _attachment_notes(attached):
+            script.notes(named)  # right under the dialogue they belong to
         if _is_prompt(event) and not forwarded and model and model != names.agent_cue:
             script.raw_dialogue(names.agent_cue, f"Forwarding to {escape_inline(model)}.")
             forwarded = True
@@ -394,6 +414,13 @@ def _note(event: Event, pairing: Pairing) -> str | None:
         return f"{_field(p.get('kind', 'note'))}: {_field(_cut(body, ARGS_NOTE_CHARS))}"
     rest = json_line({k: v for k, v in p.items() if k != "type"})
     return f"event {_field(kind or 'untyped')}: {_field(_cut(rest, ARGS_NOTE_CHARS))}"
+
+
+def _attachment_notes(payload: dict[str, Any]) -> list[str]:
+    """``attachment: image/png, 12,345 bytes, sha256 ab12cd34`` for each attachment of a
+    message or tool result (:func:`agenttrail.model.payload_attachments`): named, never its
+    bytes (docs/fountain-format.md)."""
+    return [f"attachment: {_field(a.label())}" for a in payload_attachments(payload)]
 
 
 def _cut(text: str, limit: int) -> str:

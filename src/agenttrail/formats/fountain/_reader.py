@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,14 +227,21 @@ class _Reader:
         rag = _RAG.fullmatch(note)
         tool = _TOOL.fullmatch(head) if found else None
         if rag:
-            store, chunks = unescape(rag.group("store")), int(rag.group("chunks"))
+            store, chunks = unescape(rag.group("store")), _whole(rag.group("chunks"))
+            if chunks is None:
+                raise FormatError(
+                    f"a chunk count of {len(rag.group('chunks'))} digits is longer than "
+                    f"agenttrail reads ({sys.get_int_max_str_digits()} digits)",
+                    path=str(self.path),
+                    line=line,
+                )
             payload = events.rag(
                 store, chunks, _number(rag.group("score")), actor=Actor.SYSTEM.value
             )
             self.add(payload, line)
         elif head.startswith("shell: ") and self.shell is not None and tail.startswith("exit "):
             code = tail[len("exit ") :]
-            self.shell["exit_code"] = int(code) if re.fullmatch(r"-?\d+", code) else None
+            self.shell["exit_code"] = _whole(code) if re.fullmatch(r"-?\d+", code) else None
         elif tool:
             self.tool_note(tool.group("who"), tool.group("call"), unescape(tail), line)
         elif head.startswith("tool result: ") and found:
@@ -405,6 +413,14 @@ def _stamp(text: str) -> str | None:
     try:
         return normalize_timestamp(text.strip())
     except InvalidTimestamp:
+        return None
+
+
+def _whole(text: str) -> int | None:
+    """``int(text)``, or ``None`` past ``sys.get_int_max_str_digits()`` digits."""
+    try:
+        return int(text)
+    except ValueError:
         return None
 
 

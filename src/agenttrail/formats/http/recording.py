@@ -191,6 +191,10 @@ def load_yaml(path: Path, text: str) -> Any:
         mark = e.problem_mark or e.context_mark
         line = mark.line + 1 if mark is not None else None
         raise fail(path, f"invalid YAML: {e.problem or e.context}", line=line) from None
+    except yaml.reader.ReaderError as e:  # a character YAML refuses; its text has 2 lines
+        line = text.count("\n", 0, e.position) + 1
+        character = f"U+{e.character:04X}" if isinstance(e.character, int) else repr(e.character)
+        raise fail(path, f"invalid YAML: {character}: {e.reason}", line=line) from None
     except yaml.YAMLError as e:
         raise fail(path, f"invalid YAML: {e}") from None
     except RecursionError:

@@ -3,6 +3,8 @@
 Inputs (recognised by :func:`sniff`, read by :func:`read`)::
 
     [{role, content, tool_calls?, tool_call_id?, name?, function_call?}, ...]   a message list
+                                               (each message may be a JSON-encoded string,
+                                               as tracing span attributes store them)
     [[message, ...], [message, ...], ...]      successive requests, no responses (ToolBench
                                                ``train_messages``)
     [{type: function_call | message | ...}, ...]   Responses API input items
@@ -35,16 +37,24 @@ Mapping (the importer conventions of docs/architecture.md):
   (``sourceRole="developer"`` kept); Responses ``instructions`` likewise
   (``sourceField="instructions"``), once per conversation and again when they change.
   ``tool`` messages and ``*_call_output`` items → ``tool_result`` with the call id verbatim
-  (``None`` when absent); legacy role ``function`` → ``tool_result`` with no id. The importer
-  never invents or repairs an id: pairing is :func:`agenttrail.views.pairing.pair_tool_calls`,
-  strictly by id.
+  (``None`` when absent). The importer never invents or repairs an id: pairing is
+  :func:`agenttrail.views.pairing.pair_tool_calls`, strictly by id. The one exception is the
+  legacy protocol, which has no ids: a ``function_call`` gets the synthetic id
+  ``legacy_call_<seq>`` (its seq in the imported session, so re-import gives the same), and
+  the next role ``function`` message, when it names the same function and comes before the
+  next assistant message, gets that id as ``toolCallId``; both carry ``pairedBy:
+  "legacy_function_call"`` (:data:`agenttrail.providers.openai.LEGACY_PAIRING`). Any other
+  ``function`` message has no id.
 - An assistant turn → one ``message`` (content ``""`` when it only called tools; ``meta`` with
   the responding model, provider ``openai``, usage, location ``remote``; ``messageId``,
   ``finishReason``; ``choice`` when the response has several) followed by one ``tool_call`` per
-  call, in order, its arguments parsed into ``input`` and kept raw as ``arguments``. Responses
-  items with a ``call_id`` (``function_call``, ``custom_tool_call``, ...) are the calls: id =
-  ``call_id``, the item id kept as ``itemId``; ``reasoning`` and other items (server-side tool
-  calls) stay on the message as ``blocks``, verbatim. A legacy ``function_call`` has id ``""``.
+  call, in order, its arguments parsed into ``input`` and kept raw as ``arguments`` (an
+  object given in place of the JSON string is the ``input`` as it is, with no ``arguments``).
+  Responses items with a ``call_id`` (``function_call``, ``custom_tool_call``, ...) are the
+  calls: id = ``call_id``, the item id kept as ``itemId``; ``reasoning`` and other items
+  (server-side tool calls) stay on the message as ``blocks``, verbatim; when they and the calls
+  interleave (reasoning between two calls) the message records the ``order``
+  (docs/log-format.md, Block order).
 - Usage (docs/log-format.md, Usage): Chat Completions ``prompt_tokens`` /
   ``completion_tokens`` / ``prompt_tokens_details.cached_tokens``; Responses ``input_tokens``
   / ``output_tokens`` / ``input_tokens_details.cached_tokens``; the cached tokens are taken
@@ -76,14 +86,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agenttrail.formats._common import ImportedSession, decode_text, load_json
-from agenttrail.formats.http.recording import fail, load_yaml
+from agenttrail.formats._common import ImportedSession, decode_text, lead, load_json
+from agenttrail.formats.http.recording import Exchange, fail, load_yaml
 from agenttrail.formats.openai._builder import Builder
 from agenttrail.formats.openai._conversation import Conversation
 from agenttrail.formats.openai._detect import exchanges, sniff
 from agenttrail.model import NewSession
 
-__all__ = ["NAME", "Conversation", "read", "sniff"]
+__all__ = ["NAME", "Conversation", "read", "read_messages", "sniff"]
 
 NAME = "openai"
 
@@ -106,8 +116,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             the line or field.
     """
     text = decode_text(path, data)
-    if text.lstrip()[:1] in ("[", "{"):
-        doc = load_json(path, data)
+    if lead(text) in ("[", "{"):
+        doc = load_json(path, text)
     else:
         doc = load_yaml(path, text)
         if not isinstance(doc, dict) or "interactions" not in doc:
@@ -120,6 +130,30 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         skipped = f" ({len(builder.warnings)} exchanges skipped)" if builder.warnings else ""
         raise fail(path, f"no messages or responses to import{skipped}")
     return [_session(builder)]
+
+
+def read_messages(path: Path, messages: list[Any], where: str) -> ImportedSession:
+    """Read one Chat Completions message list found inside another format's file into one
+    session, as :func:`read` reads a bare message list (shapes in the module docstring).
+
+    Args:
+        path: the file, named in errors and the session's ``metadata.source``.
+        messages: the message list.
+        where: its field path in the file (``answer_generation.train_messages[2]``), named in
+            errors.
+
+    Returns:
+        One :class:`ImportedSession` with ``id`` ``None`` and ``metadata.format`` ``openai``.
+
+    Raises:
+        FormatError: as :func:`read`; the field paths start at ``where``.
+    """
+    conversation = Conversation(path)
+    conversation.add(Exchange(1, where, request={"messages": messages}, list_where=where))
+    builder = conversation.builder
+    if not builder.events:
+        raise fail(path, "no messages to import", where)
+    return _session(builder)
 
 
 def _session(builder: Builder) -> ImportedSession:

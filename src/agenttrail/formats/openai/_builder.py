@@ -68,6 +68,9 @@ class Builder:
         """Number of the last exchange read."""
         self.response_ids: set[str] = set()
         """The ids of the responses read so far: a response recorded again is imported once."""
+        self.legacy_call: tuple[str, str] | None = None
+        """``(name, synthetic id)`` of the legacy ``function_call`` that the next role
+        ``function`` message answers (:data:`agenttrail.providers.openai.LEGACY_PAIRING`)."""
 
     # -- plumbing
 

@@ -13,13 +13,15 @@ from typing import Any
 
 from agenttrail.formats.http.recording import Exchange, join, type_name
 from agenttrail.formats.openai._builder import PROVIDER, Builder, Key, comparable
+from agenttrail.formats.openai._detect import decoded_message
 from agenttrail.model import events
 from agenttrail.providers import openai
 
 __all__ = ["ChatCompletions"]
 
-Call = tuple[str, str, Any, Any, str | None]
-"""``(id, name, input, raw arguments, tool type)`` of one call in an assistant message."""
+Call = tuple[str | None, str, Any, Any, str | None]
+"""``(id, name, input, raw arguments, tool type)`` of one call in an assistant message; the id
+is ``None`` for a legacy ``function_call``, which has none."""
 
 
 class ChatCompletions:
@@ -56,12 +58,17 @@ class ChatCompletions:
             raise self.builder.fail(
                 f"expected a list of messages, not {type_name(messages)}", where
             )
+        messages = [decoded_message(m) for m in messages]
         return messages, where, [self.key(m, f"{where}[{i}]") for i, m in enumerate(messages)]
 
     def key(self, message: Any, where: str) -> Key:
         """Check a message's shape and give its comparison key (role, text, call ids)."""
         if not isinstance(message, dict):
-            raise self.builder.fail(f"expected a message object, not {type_name(message)}", where)
+            raise self.builder.fail(
+                f"expected a message object (or one encoded as a JSON string), "
+                f"not {type_name(message)}",
+                where,
+            )
         role = message.get("role")
         if not isinstance(role, str):
             problem = "missing" if role is None else f"expected a string, not {type_name(role)}"
@@ -77,7 +84,7 @@ class ChatCompletions:
 
     def calls(self, message: dict[str, Any], where: str) -> list[Call]:
         """``(id, name, input, raw arguments, tool type)`` of each call in an assistant message."""
-        found = []
+        found: list[Call] = []
         calls = message.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
             raise self.builder.fail(
@@ -111,7 +118,7 @@ class ChatCompletions:
             if not isinstance(legacy, dict):
                 raise self.builder.fail(f"expected an object, not {type_name(legacy)}", at)
             parsed, raw = self.builder.arguments(legacy.get("arguments"), f"{at}.arguments")
-            found.append(("", self.name(legacy, at), parsed, raw, None))
+            found.append((None, self.name(legacy, at), parsed, raw, None))
         return found
 
     def name(self, spec: dict[str, Any], where: str) -> str:
@@ -134,7 +141,16 @@ class ChatCompletions:
             )
             self.builder.append(payload, key, time)
         elif role == "function":  # legacy result: a name, never an id
-            payload = events.tool_result(None, message.get("name"), output=message.get("content"))
+            name = message.get("name")
+            pending = self.builder.legacy_call
+            self.builder.legacy_call = None  # the next function message answers, or none does
+            answered = pending if pending is not None and pending[0] == name else None
+            payload = events.tool_result(
+                answered[1] if answered else None,
+                name,
+                output=message.get("content"),
+                pairedBy=openai.LEGACY_PAIRING if answered else None,
+            )
             self.builder.append(payload, key, time)
         else:
             self.builder.plain_message(
@@ -171,9 +187,22 @@ class ChatCompletions:
             **extra,
         )
         self.builder.append(payload, key, time)
+        self.builder.legacy_call = None  # a legacy call is answered before the model speaks again
         for j, (call_id, name, parsed, raw, kind) in enumerate(calls):
+            paired_by = None
+            if call_id is None:  # a legacy function_call: the id is the call's seq-to-be
+                call_id = f"legacy_call_{len(self.builder.events) + 1}"
+                paired_by = openai.LEGACY_PAIRING
+                if extra.get("choice") is None:  # one of several choices answers ambiguously
+                    self.builder.legacy_call = (name, call_id)
             call = events.tool_call(
-                call_id, name, parsed, arguments=raw, messageId=message_id, toolType=kind
+                call_id,
+                name,
+                parsed,
+                arguments=raw,
+                messageId=message_id,
+                toolType=kind,
+                pairedBy=paired_by,
             )
             self.builder.append(call, f"{key}:c{j}", time)
 

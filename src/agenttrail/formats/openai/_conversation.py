@@ -9,6 +9,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, cast
 
+from agenttrail.formats.http.conversation import HandsOver
 from agenttrail.formats.http.recording import Exchange, from_record
 from agenttrail.formats.http.sse import last_event
 from agenttrail.formats.openai._builder import Api, Builder, Key
@@ -27,16 +28,16 @@ _LAST_EVENTS = frozenset(
 https://platform.openai.com/docs/api-reference/responses-streaming)."""
 
 
-class Conversation:
-    """The state of one conversation (its messages so far, the instructions in force, the
-    responses read) and the reading of its next exchange.
+class Conversation(HandsOver[Builder]):
+    """A Chat Completions or Responses conversation as it goes: the messages (or input
+    items) so far, the instructions in force and the responses read, then its next exchange.
 
     Args:
-        source: names the conversation in errors and warnings (a file, or ``capture``).
+        source: the file or stream it is read from (``capture``), named in warnings.
     """
 
     provider = "openai"
-    """``meta.provider`` of its responses, and the format name of its sessions."""
+    """Who serves it (``meta.provider``), also the ``format`` of its sessions."""
 
     def __init__(self, source: Path) -> None:
         self.builder = Builder(source)
@@ -73,9 +74,9 @@ class Conversation:
         {status_code, headers, body}}`` record (bodies as text), exchange ``number`` (1-based,
         unique in the session: it names the events' keys); the events are handed over (not
         kept), so a long conversation does not grow in memory."""
-        events = self.add(from_record(record, number, "", self.builder.path))
-        del self.builder.events[:]
-        return events
+        start = len(self.builder.events)
+        self.builder.add(from_record(record, number, "", self.builder.path), self.apis)
+        return self.handed_over(start)
 
     def prints(self, record: dict[str, Any]) -> list[Hashable]:
         """What identifies each message (or input item) of a record's request, as the reading
@@ -84,7 +85,12 @@ class Conversation:
         Raises:
             FormatError: a body of the wrong shape.
         """
-        exchange = from_record(record, 0, "", self.builder.path)
+        request = record.get("request") or {}
+        body, url = request.get("body"), request.get("url")
+        if isinstance(body, dict) and isinstance(url, str):  # parsed already: only the request
+            exchange = Exchange(0, "", request=body, request_where="request.body", uri=url)
+        else:
+            exchange = from_record(record, 0, "", self.builder.path)
         api = endpoint(exchange.uri or "")
         if api == "chat":
             return list(self.chat.keyed_messages(exchange)[2])
@@ -109,9 +115,3 @@ class Conversation:
         ``model`` (``None`` when unknown)."""
         b = self.builder
         return {"title": b.title, "agent": b.agent, "model": b.model}
-
-    def take_warnings(self) -> list[str]:
-        """The warnings since the last call (problems that did not stop the reading)."""
-        warnings = list(self.builder.warnings)
-        del self.builder.warnings[:]
-        return warnings

@@ -14,11 +14,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import json_prefix
+from agenttrail.formats._common import json_prefix, lead_bytes
 from agenttrail.formats.http.recording import Exchange, fail, from_cassette, from_record
 from agenttrail.providers import anthropic, openai
 
-__all__ = ["endpoint", "exchanges", "sniff", "str_in"]
+__all__ = ["decoded_message", "endpoint", "exchanges", "sniff", "str_in"]
 
 _SNIFF_PARSE_LIMIT = 16 * 1024 * 1024
 """Largest JSON file (bytes) that :func:`sniff` parses whole to look at its shape. Recordings
@@ -68,10 +68,10 @@ def sniff(path: Path, data: bytes) -> bool:
     claimed only when its first bytes carry OpenAI markers and no Anthropic ones, so that
     ``read`` can name where it breaks.
     """
-    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-    first = body.lstrip()[:1]
+    first = lead_bytes(data)  # not data.lstrip(): a copy of the whole file
     if first in (b"[", b"{"):
-        return _sniff_json(path, body)
+        return _sniff_json(path, data)
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     return bool(_CASSETTE_START.match(body)) and bool(_OPENAI_URI.search(body))
 
 
@@ -124,7 +124,23 @@ def _is_openai_document(doc: Any, path: Path) -> bool:
 
 def _is_message_list(value: list[Any]) -> bool:
     # a role of the wrong type is still claimed, so that read() names the field
-    return all(isinstance(m, dict) and "role" in m and not _has_anthropic_blocks(m) for m in value)
+    return all(
+        isinstance(m, dict) and "role" in m and not _has_anthropic_blocks(m)
+        for m in map(decoded_message, value)
+    )
+
+
+def decoded_message(value: Any) -> Any:
+    """A message list's element as a message: a JSON-encoded object (how tracing span
+    attributes store messages, e.g. ``"{\"role\":\"user\",\"content\":\"hi\"}"``) parsed;
+    anything else, or a string that is not a JSON object, as given (``read`` names it)."""
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return value
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, dict) else value
 
 
 def _is_items_list(value: list[Any]) -> bool:

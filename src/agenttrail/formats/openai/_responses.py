@@ -187,28 +187,38 @@ class Responses:
     ) -> None:
         """One assistant turn from Responses items: text from ``message`` items, other
         non-call items kept as ``blocks``, then one ``tool_call`` per item with a ``call_id``."""
-        texts, blocks, calls = [], [], []
+        texts: list[str] = []
+        blocks: list[dict[str, Any]] = []
+        calls: list[tuple[int, dict[str, Any]]] = []
+        order: list[tuple[str, int | str]] = []
         message_id, plain = None, True
         for i, item in group:
             kind = item.get("type")
+            if "call_id" in item and kind not in (None, "message"):
+                calls.append((i, item))
+                call_id = item.get("call_id")
+                order.append(("toolCall", call_id if isinstance(call_id, str) else ""))
+                continue
+            order.append(("block", len(blocks)))
+            blocks.append(item)
             if kind in (None, "message"):
                 text, parts = self.builder.content(item.get("content"), join(at[i], "content"))
                 texts += [text] if text else []
                 plain = plain and parts is None
                 message_id = message_id or item.get("id")
-                blocks.append(item)
-            elif "call_id" in item:
-                calls.append((i, item))
-            else:
-                blocks.append(item)
+        interleaved = events.block_order(order)
         plain = (
-            plain and len(blocks) <= 1 and all(b.get("type") in (None, "message") for b in blocks)
+            interleaved is None
+            and plain
+            and len(blocks) <= 1
+            and all(b.get("type") in (None, "message") for b in blocks)
         )
         payload = events.message(
             "assistant",
             "\n".join(texts),
             meta=meta,
             blocks=None if plain else blocks,
+            order=interleaved,
             messageId=message_id,
             responseId=response_id,
             **extra,

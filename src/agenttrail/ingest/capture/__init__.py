@@ -241,9 +241,14 @@ class Capture:
                 return True
             _LOG.warning("agenttrail capture: queue full; %s not recorded", _named(exchange))
         except Exception:
-            self._failed += 1
-            _LOG.exception("agenttrail capture: %s not recorded", _named(exchange))
+            self.lost(exchange.method, exchange.url)
         return False
+
+    def lost(self, method: str, url: str) -> None:
+        """Count and log (with the current exception, URL without credentials) an exchange
+        that could not even be handed over: a failure on the caller's side, never raised."""
+        self._failed += 1
+        _LOG.exception("agenttrail capture: %s %s not recorded", method, redacted_url(url))
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued exchange is written (or has failed); False when ``timeout``
@@ -379,12 +384,23 @@ class Capture:
                 if isinstance(payload.get("responseId"), str):
                     response_ids.append(payload["responseId"])
         tip = self._index.follow(followed, conversation.provider, response_ids)
-        nonce = secrets.token_hex(4)
-        keyed = [NewEvent(e.payload, e.created_at, event_key(e.key, nonce, tip)) for e in found]
+        # Only the exchange's last event carries a key: the tip after it, read back after a
+        # restart (._recognition). A nonce keeps it unique; the others need none (an exchange
+        # is written once), and each key costs the append a lookup.
+        keyed = [NewEvent(e.payload, e.created_at) for e in found]
+        if keyed:
+            last = found[-1]
+            nonce = secrets.token_hex(4)
+            keyed[-1] = NewEvent(last.payload, last.created_at, event_key(last.key, nonce, tip))
         appended = store.append_batch(
             session_id, keyed, create=_new_session(followed, exchange, record, chosen)
         )
+        # the session's last exchange number, most recent last; as many sessions are kept as
+        # conversations are followed (one forgotten is read back from its keys if it returns)
+        self._numbers.pop(session_id, None)
         self._numbers[session_id] = number
+        while len(self._numbers) > self._index.limit:
+            del self._numbers[next(iter(self._numbers))]
         self.written += 1
         return appended
 

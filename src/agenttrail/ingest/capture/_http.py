@@ -65,6 +65,8 @@ def redacted_url(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return ""
+    if not parts.query and "@" not in parts.netloc and not parts.fragment:
+        return url  # nothing to remove (every call of an SDK's client, as a rule)
     netloc = parts.netloc.rpartition("@")[2]
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)]
     kept = urlencode([(k, v) for k, v in query if not SECRET_PARAMS.search(k)])

@@ -9,7 +9,7 @@ the conversation that response belongs to. Only a conversation's latest tip coun
 that branches from an earlier point starts a new conversation.
 
 Tips are kept in memory for the :data:`CONVERSATIONS_ENV` most recently used conversations, and
-written into the idempotency key of every captured event (``<reader key>@<nonce>#<tip>``), so
+written into the idempotency key of each exchange's last event (``<reader key>@<nonce>#<tip>``), so
 that after a restart the latest tip of each of that many recent captured sessions is read back
 from the log (:meth:`Index.recover`), once, at the first request that continues nothing known.
 """
@@ -147,9 +147,9 @@ def state_tips(provider: str, state: list[frozenset[Hashable]]) -> list[str]:
 
 
 def event_key(key: str | None, nonce: str, tip: str) -> str:
-    """The idempotency key a captured event is stored under: the reader's key (unique in the
-    exchange), a nonce unique to the exchange (two processes writing one session never share
-    a key), and the conversation's tip after the exchange."""
+    """The idempotency key an exchange's last event is stored under: the reader's key (which
+    names the exchange's number), a nonce unique to the exchange (two processes writing one
+    session never share a key), and the conversation's tip after the exchange."""
     return f"{key or 'x0:event'}@{nonce}#{tip}"
 
 

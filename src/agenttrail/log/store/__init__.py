@@ -21,7 +21,7 @@ retention, LISTEN): ``sqlite.py`` and ``postgres.py``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
@@ -29,7 +29,15 @@ from typing import Any, NamedTuple, Protocol
 from agenttrail.errors import InputError
 from agenttrail.limits import byte_limit
 from agenttrail.log.chain import ChainReader
-from agenttrail.model import LogReader, NewEvent, NewSession, NewTrace, Session, TraceRow
+from agenttrail.model import (
+    Event,
+    LogReader,
+    NewEvent,
+    NewSession,
+    NewTrace,
+    Session,
+    TraceRow,
+)
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -42,9 +50,12 @@ __all__ = [
     "LogStore",
     "Row",
     "Tombstone",
+    "TraceBuilder",
     "TraceLog",
+    "Traced",
     "TurnLease",
     "TurnLocks",
+    "byte_limit",
     "open_store",
     "payload_limit",
 ]
@@ -77,7 +88,9 @@ class TurnLease:
     session_id: str
     turn_id: str
     holder: str
-    """Who runs the turn (an agent name, a server replica)."""
+    """Who runs the turn: the holder's identity (an agent name, a server replica). A holder
+    runs one turn of a session at a time, so it may take over a lease of its own
+    (``acquire_turn(take_over=True)``)."""
     expires_at: str
     """``created_at`` form; past it, the lock is free again."""
 
@@ -92,6 +105,23 @@ class Appended:
     """The event's chain hash."""
     duplicate: bool = False
     """True when the idempotency key was already used and nothing was written."""
+
+
+@dataclass(frozen=True)
+class Traced:
+    """The outcome of :meth:`TraceLog.append_traced`."""
+
+    appended: list[Appended]
+    """One per event, in order, as :meth:`EventLog.append_batch` returns them."""
+    traces: list[TraceRow]
+    """The trace rows written, with their ids (rows already stored are not among them)."""
+
+
+TraceBuilder = Callable[[Sequence[Appended], Callable[[], list[Event]]], Sequence[NewTrace]]
+"""Builds the trace rows of an append inside its transaction (:meth:`TraceLog.append_traced`):
+called with one :class:`Appended` per event of the append (a duplicate with the seq first
+stored) and a function that reads the whole session as the transaction sees it, new events
+included (for a builder that pairs calls and results over the session); returns the rows."""
 
 
 Row = tuple[int, str, bytes, bytes]
@@ -140,6 +170,11 @@ class EventLog(LogReader, Protocol):
     def create_session(self, new: NewSession) -> Session:
         """Create a session. Raises ``SessionExists`` if the id is taken, ``InputError`` if it
         does not follow the id rule (``agenttrail.model.SESSION_ID_RULE``)."""
+        ...
+
+    def session_ids(self) -> list[str]:
+        """Every session's id, in the order they were created, without reading the rest of
+        the rows (a row changed by hand is listed too; ``sessions`` would raise)."""
         ...
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
@@ -193,6 +228,19 @@ class TraceLog(LogReader, Protocol):
         """
         ...
 
+    def append_traced(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        traces: TraceBuilder,
+        *,
+        create: NewSession | None = ...,
+    ) -> Traced:
+        """Append events and the trace rows ``traces`` builds from the seqs they get, in one
+        transaction: a tool result is never stored without its row, nor a row without its
+        result. Raises what ``append_batch`` and ``add_traces`` raise; nothing is written."""
+        ...
+
 
 class TurnLocks(Protocol):
     """The turn lock: an agent turn in flight holds a lease on its session, and a user's own
@@ -200,9 +248,16 @@ class TurnLocks(Protocol):
     holds across server replicas."""
 
     def acquire_turn(
-        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+        self,
+        session_id: str,
+        *,
+        turn_id: str,
+        holder: str,
+        ttl_s: float,
+        take_over: bool = ...,
     ) -> TurnLease:
-        """Take (or renew) the session's turn lock for ``ttl_s`` seconds.
+        """Take (or renew) the session's turn lock for ``ttl_s`` seconds; with ``take_over``
+        (default False), also when another turn of the same ``holder`` holds it.
 
         Raises ``TurnInFlight`` when another turn holds a lease that has not expired."""
         ...

@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Generic, NamedTuple, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Generic, NamedTuple, Self, TypeVar
 
 from agenttrail.codec import json_line, normalize_timestamp, now_timestamp
 from agenttrail.errors import (
@@ -42,6 +42,8 @@ from agenttrail.log.store import (
     ChainPage,
     Row,
     Tombstone,
+    TraceBuilder,
+    Traced,
     TurnLease,
 )
 from agenttrail.log.store._rules import (
@@ -62,18 +64,10 @@ from agenttrail.log.store._rules import (
     trace_row,
     with_id,
 )
-from agenttrail.log.store._sql import Statements
+from agenttrail.log.store._sql import Statements, Tx
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, Session, TraceRow
 
-__all__ = [
-    "CHAIN_PAGE_ROWS",
-    "READ_PAGE_ROWS",
-    "Backend",
-    "Cursor",
-    "LockedHead",
-    "StoreBase",
-    "Tx",
-]
+__all__ = ["CHAIN_PAGE_ROWS", "READ_PAGE_ROWS", "Backend", "LockedHead", "StoreBase"]
 
 READ_PAGE_ROWS = 1000
 """Rows fetched per query when streaming a session; keyset pages keep memory flat on large
@@ -83,27 +77,6 @@ CHAIN_PAGE_ROWS = 512
 """Rows per page of a chain snapshot (``fetchmany``): about 550 KiB of 1 KiB events, hashed
 while still in the CPU cache. With verify's read-ahead, pages of 64 to 1,024 rows were
 measured and 512 was the fastest (bench/append.py)."""
-
-
-class Cursor(Protocol):
-    """The result of a statement (a ``sqlite3`` or psycopg cursor)."""
-
-    def fetchone(self) -> Any:
-        """The next row, or ``None``."""
-        ...
-
-    def fetchall(self) -> list[Any]:
-        """The remaining rows."""
-        ...
-
-
-class Tx(Protocol):
-    """What the shared code runs statements on: a ``sqlite3`` connection, a psycopg connection
-    or cursor, inside the transaction :meth:`Backend._write` or :meth:`Backend._read` opened."""
-
-    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Cursor:
-        """Run one statement with its parameters (the dialect's placeholders)."""
-        ...
 
 
 C = TypeVar("C", bound=Tx)
@@ -238,6 +211,76 @@ class Backend(ABC, Generic[C]):
         row = tx.execute(self.sql.live_lease, (session_id, now_timestamp())).fetchone()
         return TurnLease(session_id, row[0], row[1], row[2]) if row else None
 
+    def _append(
+        self,
+        conn: C,
+        session_id: str,
+        encoded: Sequence[Encoded],
+        create: NewSession | None,
+        unless_turn: bool,
+    ) -> list[Appended]:
+        """The body of an append, inside the transaction the caller opened."""
+        keys = sorted({key for _, _, key in encoded if key is not None})
+        head = self._lock_head(conn, session_id, encoded, keys, create)
+        if unless_turn:
+            lease = self._live_lease(conn, session_id)
+            if lease is not None:
+                raise TurnInFlight(session_id, lease.turn_id, lease.expires_at)
+        plan = chain_events(
+            session_id,
+            encoded,
+            head_seq=head.seq,
+            head_hash=head.hash,
+            stored=head.stored,
+            now=now_timestamp(),
+        )
+        if plan.rows:
+            self._insert_rows(conn, session_id, plan.rows)
+            if plan.keys:
+                self._insert_keys(conn, session_id, plan.keys)
+            self._set_head(conn, session_id, plan.head_seq, plan.head_hash)
+        return plan.results
+
+    def _insert_traces(self, conn: C, rows: Iterable[NewTrace]) -> list[TraceRow]:
+        """Insert trace rows (checked by the caller); those whose result already has one are
+        skipped. Returns the rows written, with their ids."""
+        written: list[TraceRow] = []
+        for row in rows:
+            values = [getattr(row, name) for name in TRACE_FIELDS]
+            got = conn.execute(self.sql.insert_trace, values).fetchone()
+            if got is not None:
+                written.append(stored_trace(row, int(got[0])))
+        return written
+
+    def _events_in(self, conn: C, session_id: str) -> list[Event]:
+        """Every event of a session as the transaction on ``conn`` sees it (its own rows too)."""
+
+        def page(query: str, params: Sequence[Any]) -> list[Any]:
+            return conn.execute(query, params).fetchall()
+
+        rows = self._rows(page, session_id, 0, None)
+        return [Event(session_id, s, at, bytes(d), bytes(h)) for s, at, d, h in rows]
+
+    def _rows(
+        self,
+        query: Callable[[str, Sequence[Any]], list[Any]],
+        session_id: str,
+        after_seq: int,
+        limit: int | None,
+    ) -> Iterator[Row]:
+        """A session's rows after ``after_seq`` (at most ``limit``), a keyset page per
+        ``query`` call: :meth:`_query`, or statements on an open transaction."""
+        remaining = limit
+        while remaining is None or remaining > 0:
+            size = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
+            rows: list[Row] = query(self.sql.read_page, (session_id, after_seq, size))
+            yield from rows
+            if len(rows) < size:
+                return
+            after_seq = rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
 
 class EventLogBase(Backend[C]):
     """Sessions and their events (``EventLog``)."""
@@ -263,6 +306,11 @@ class EventLogBase(Backend[C]):
     def sessions(self) -> list[Session]:
         """Every session, in the order they were created."""
         return [session_from_row(row) for row in self._query(self.sql.sessions)]
+
+    def session_ids(self) -> list[str]:
+        """Every session's id, in the order they were created: the rows are not read, so a
+        row changed by hand is listed all the same (verify lists sessions with this)."""
+        return [row[0] for row in self._query(self.sql.session_ids)]
 
     def head(self, session_id: str) -> tuple[int, bytes] | None:
         """``(head_seq, head_hash)`` of the session row, or ``None`` if there is no row."""
@@ -317,30 +365,9 @@ class EventLogBase(Backend[C]):
         encoded = encode_events(events, self.max_payload_bytes)
         if create is not None:
             check_session_fields(create)
-        keys = sorted({key for _, _, key in encoded if key is not None})
-
-        def tx(conn: C) -> list[Appended]:
-            head = self._lock_head(conn, session_id, encoded, keys, create)
-            if unless_turn:
-                lease = self._live_lease(conn, session_id)
-                if lease is not None:
-                    raise TurnInFlight(session_id, lease.turn_id, lease.expires_at)
-            plan = chain_events(
-                session_id,
-                encoded,
-                head_seq=head.seq,
-                head_hash=head.hash,
-                stored=head.stored,
-                now=now_timestamp(),
-            )
-            if plan.rows:
-                self._insert_rows(conn, session_id, plan.rows)
-                if plan.keys:
-                    self._insert_keys(conn, session_id, plan.keys)
-                self._set_head(conn, session_id, plan.head_seq, plan.head_hash)
-            return plan.results
-
-        return self._write("append", tx)
+        return self._write(
+            "append", lambda conn: self._append(conn, session_id, encoded, create, unless_turn)
+        )
 
     def read(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -350,24 +377,12 @@ class EventLogBase(Backend[C]):
         Streams in keyset pages of :data:`READ_PAGE_ROWS`; an empty or unknown session
         yields nothing (use ``get_session`` to tell them apart).
         """
-        for seq, created_at, data, digest in self._rows(session_id, after_seq, limit):
+        for seq, created_at, data, digest in self._rows(self._query, session_id, after_seq, limit):
             yield Event(session_id, seq, created_at, data, digest)
 
     def read_rows(self, session_id: str) -> Iterator[Row]:
         """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
-        return self._rows(session_id, 0, None)
-
-    def _rows(self, session_id: str, after_seq: int, limit: int | None) -> Iterator[Row]:
-        remaining = limit
-        while remaining is None or remaining > 0:
-            page = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
-            rows: list[Row] = self._query(self.sql.read_page, (session_id, after_seq, page))
-            yield from rows
-            if len(rows) < page:
-                return
-            after_seq = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+        return self._rows(self._query, session_id, 0, None)
 
     def event_keys(self, session_id: str) -> list[tuple[str, int]]:
         """``(key, seq)`` of every idempotency key of a session, in seq order."""
@@ -386,17 +401,36 @@ class TraceLogBase(Backend[C]):
         """
         for row in rows:
             check_trace(row)
+        return self._write("add_traces", lambda conn: self._insert_traces(conn, rows))
 
-        def tx(conn: C) -> list[TraceRow]:
-            written: list[TraceRow] = []
+    def append_traced(
+        self,
+        session_id: str,
+        events: Sequence[NewEvent],
+        traces: TraceBuilder,
+        *,
+        create: NewSession | None = None,
+    ) -> Traced:
+        """Append events and the trace rows ``traces`` builds from the seqs they get, in one
+        transaction: both are written or neither (see :meth:`TraceLog.append_traced`; the
+        builder runs again when the transaction is retried).
+
+        Raises:
+            InputError: a trace row's text field would not be stored as given (nothing
+                written, not the events either); and what :meth:`append_batch` raises.
+        """
+        encoded = encode_events(events, self.max_payload_bytes)
+        if create is not None:
+            check_session_fields(create)
+
+        def tx(conn: C) -> Traced:
+            appended = self._append(conn, session_id, encoded, create, False)
+            rows = list(traces(appended, lambda: self._events_in(conn, session_id)))
             for row in rows:
-                values = [getattr(row, name) for name in TRACE_FIELDS]
-                got = conn.execute(self.sql.insert_trace, values).fetchone()
-                if got is not None:
-                    written.append(stored_trace(row, int(got[0])))
-            return written
+                check_trace(row)
+            return Traced(appended, self._insert_traces(conn, rows))
 
-        return self._write("add_traces", tx)
+        return self._write("append_traced", tx)
 
     def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
         """A session's trace rows in result order, or only those of the turn at ``turn_seq``."""
@@ -418,16 +452,27 @@ class TurnLocksBase(Backend[C]):
     """The turn lock (``TurnLocks``)."""
 
     def acquire_turn(
-        self, session_id: str, *, turn_id: str, holder: str, ttl_s: float
+        self,
+        session_id: str,
+        *,
+        turn_id: str,
+        holder: str,
+        ttl_s: float,
+        take_over: bool = False,
     ) -> TurnLease:
         """Take or renew the session's turn lock for ``ttl_s`` seconds.
 
         The session row is locked first, as an append locks it, so a lease and a user's
         append (``unless_turn``) are decided one after the other, on any replica.
 
+        With ``take_over``, a lease that another turn of the same ``holder`` still holds is
+        taken over at once: a holder runs one turn of a session at a time, so its other turn
+        is one it abandoned (a crashed agent restarted: docs/server.md, The turn lock).
+
         Raises:
             SessionNotFound: no such session.
-            TurnInFlight: another turn holds a lease that has not expired.
+            TurnInFlight: another turn holds a lease that has not expired (of another holder,
+                or of any holder without ``take_over``).
         """
         check_text("turn id", turn_id)
         check_text("turn holder", holder)
@@ -436,7 +481,11 @@ class TurnLocksBase(Backend[C]):
             if conn.execute(self.sql.lock_head, (session_id,)).fetchone() is None:
                 raise SessionNotFound(session_id)
             held = self._live_lease(conn, session_id)
-            if held is not None and held.turn_id != turn_id:
+            if (
+                held is not None
+                and held.turn_id != turn_id
+                and not (take_over and held.holder == holder)
+            ):
                 raise TurnInFlight(session_id, held.turn_id, held.expires_at)
             expires = normalize_timestamp(datetime.now(UTC) + timedelta(seconds=ttl_s))
             conn.execute(self.sql.take_lease, (session_id, turn_id, holder, expires))

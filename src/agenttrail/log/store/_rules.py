@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenttrail.codec import encode_payload
-from agenttrail.errors import InputError, PayloadTooLarge, StoreError
-from agenttrail.log.chain import chain_hasher
+from agenttrail.errors import InputError, PayloadTooLarge, SessionRowDamaged, StoreError
+from agenttrail.log.chain import chain_hasher, stored_type
 from agenttrail.log.store import Appended, Row
 from agenttrail.model import (
     NewEvent,
@@ -72,12 +72,12 @@ def stored_head(session_id: str, head_seq: Any, head_hash: Any) -> tuple[int, by
     edit wrote, and a head that is not an integer and 32 bytes would fail later, unnamed.
 
     Raises:
-        StoreError: naming the session and the column (the row was changed by hand).
+        SessionRowDamaged: naming the session and the column (the row was changed by hand).
     """
     if type(head_seq) is not int:
-        raise StoreError(f"session {session_id!r}: head_seq {head_seq!r} is not an integer")
+        raise SessionRowDamaged(session_id, f"head_seq {head_seq!r} is not an integer")
     if not isinstance(head_hash, bytes) or len(head_hash) != 32:
-        raise StoreError(f"session {session_id!r}: head_hash {head_hash!r} is not 32 bytes")
+        raise SessionRowDamaged(session_id, f"head_hash {head_hash!r} is not 32 bytes")
     return head_seq, head_hash
 
 
@@ -86,7 +86,8 @@ def session_from_row(values: Sequence[Any]) -> Session:
     metadata, created_at, head_seq, head_hash`` (both backends select these columns).
 
     Raises:
-        StoreError: the metadata is not a JSON object, or the head is not well-formed.
+        SessionRowDamaged: the metadata is not a JSON object, or the head is not well-formed
+            (the row was changed by hand).
     """
     session_id = values[0]
     try:
@@ -94,7 +95,7 @@ def session_from_row(values: Sequence[Any]) -> Session:
     except (TypeError, ValueError):
         metadata = None
     if not isinstance(metadata, dict):
-        raise StoreError(f"session {session_id!r}: metadata is not a JSON object")
+        raise SessionRowDamaged(session_id, "metadata is not a JSON object")
     head_seq, head_hash = stored_head(session_id, values[8], values[9])
     return Session(
         id=session_id,
@@ -309,7 +310,17 @@ def stored_trace(row: NewTrace, trace_id: int) -> TraceRow:
 
 
 def trace_row(values: Sequence[Any]) -> TraceRow:
-    """A :class:`TraceRow` from its columns in :data:`TRACE_FIELDS` order, then the id."""
+    """A :class:`TraceRow` from its columns in :data:`TRACE_FIELDS` order, then the id.
+
+    Raises:
+        StoreError: the envelope is not bytes (the row was changed by hand), naming the row.
+    """
     fields = dict(zip(TRACE_FIELDS, values[:-1], strict=True))
-    fields["envelope"] = bytes(fields["envelope"])
+    envelope = fields["envelope"]
+    if not isinstance(envelope, bytes | bytearray | memoryview):
+        raise StoreError(
+            f"session {fields['session_id']!r}: trace {values[-1]}: envelope is "
+            f"{stored_type(envelope)}, not bytes"
+        )
+    fields["envelope"] = bytes(envelope)
     return TraceRow(**fields, id=values[-1])

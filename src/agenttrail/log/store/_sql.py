@@ -18,13 +18,35 @@ inserts, retention) is the backend's own, in ``sqlite.py`` and ``postgres.py``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import assert_never
+from typing import Any, Protocol, assert_never
 
 from agenttrail.log.store._rules import TRACE_FIELDS
 
-__all__ = ["SESSION_COLUMNS", "Dialect", "Statements", "statements"]
+__all__ = ["SESSION_COLUMNS", "Cursor", "Dialect", "Statements", "Tx", "statements"]
+
+
+class Cursor(Protocol):
+    """The result of a statement (a ``sqlite3`` or psycopg cursor)."""
+
+    def fetchone(self) -> Any:
+        """The next row, or ``None``."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+        ...
+
+
+class Tx(Protocol):
+    """What the shared code runs statements on: a ``sqlite3`` connection, a psycopg connection
+    or cursor, inside the transaction a backend's ``_write`` or ``_read`` opened (``_base.py``)."""
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Cursor:
+        """Run one statement with its parameters (the dialect's placeholders)."""
+        ...
 
 
 class Dialect(Enum):
@@ -51,6 +73,7 @@ class Statements:
     """The placeholder of one parameter."""
     get_session: str
     sessions: str
+    session_ids: str
     head: str
     lock_head: str
     """The head, with the session row locked until the transaction ends (PostgreSQL)."""
@@ -85,6 +108,7 @@ def statements(dialect: Dialect) -> Statements:
         param=p,
         get_session=f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = {p}",
         sessions=f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, {order}",
+        session_ids=f"SELECT id FROM sessions ORDER BY created_at, {order}",
         head=head,
         lock_head=head + lock,
         session_taken=(

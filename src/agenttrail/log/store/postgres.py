@@ -57,7 +57,7 @@ from agenttrail.errors import (
     StoreError,
 )
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase, Tx
+from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
 from agenttrail.log.store._pg_connect import (
     CONNECT_TIMEOUT_S,
     NOTIFY_CHANNEL,
@@ -69,7 +69,7 @@ from agenttrail.log.store._pg_connect import (
     parse_url,
 )
 from agenttrail.log.store._rules import Encoded, new_events, stored_head, with_id
-from agenttrail.log.store._sql import Dialect, statements
+from agenttrail.log.store._sql import Dialect, Tx, statements
 from agenttrail.model import NewSession
 
 __all__ = [
@@ -89,7 +89,7 @@ WRITER_ROLE = "agenttrail_writer"
 """The role the store's connections work as: no UPDATE/DELETE/TRUNCATE on the evidence."""
 
 _CHAIN_PAGE = """
-SELECT s.head_seq, s.head_hash, e.seq, e.created_at, e.payload, e.hash
+SELECT s.id IS NOT NULL, s.head_seq, s.head_hash, e.seq, e.created_at, e.payload, e.hash
 FROM (VALUES (1)) AS one (x)
 LEFT JOIN sessions s ON s.id = %(id)s
 LEFT JOIN LATERAL (
@@ -378,9 +378,11 @@ class PostgresStore(StoreBase[Conn]):
                 .execute(_CHAIN_PAGE, {"id": session_id, "after": after, "n": CHAIN_PAGE_ROWS})
                 .fetchall()
             )
-            head_seq, head_hash = result[0][:2]  # the same on every row of a statement
-            head = None if head_seq is None else stored_head(session_id, head_seq, head_hash)
-            page: list[Row] = [row[2:] for row in result if row[2] is not None]
+            # The same on every row of a statement. Whether there is a session row is asked
+            # apart from its head, which a hand edit may have set to NULL (stored_head says so).
+            has_row, head_seq, head_hash = result[0][:3]
+            head = stored_head(session_id, head_seq, head_hash) if has_row else None
+            page: list[Row] = [row[3:] for row in result if row[3] is not None]
             yield ChainPage(head, page)
             if len(page) < CHAIN_PAGE_ROWS:
                 return

@@ -32,9 +32,9 @@ from agenttrail.errors import (
 )
 from agenttrail.log.chain import GENESIS_HASH
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase, Tx
+from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
 from agenttrail.log.store._rules import Encoded, stored_head, with_id
-from agenttrail.log.store._sql import Dialect, statements
+from agenttrail.log.store._sql import Dialect, Tx, statements
 from agenttrail.model import NewSession
 
 __all__ = ["SQLiteStore", "sqlite_error"]
@@ -305,7 +305,12 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
         with self._lock:
             if self._readers:
                 return self._readers.pop()
-        return self._connect()
+        conn = self._connect()
+        # SQLite keeps whatever a hand edit writes: a payload stored back as TEXT need not be
+        # UTF-8 (replace() on a BLOB gives TEXT). Such text is read as a str all the same, so
+        # that verify names its row (chain.py) instead of failing on the whole session.
+        conn.text_factory = _text_as_stored
+        return conn
 
     def _idle(self, conn: sqlite3.Connection) -> None:
         """Keep a snapshot connection for the next snapshot, or close it."""
@@ -349,6 +354,11 @@ def sqlite_error(path: Path, e: sqlite3.Error) -> AgentTrailError:
             return InputError(f"{path} is not an agenttrail database (not SQLite)")
         case _:
             return StoreError(f"{path}: {e}")
+
+
+def _text_as_stored(data: bytes) -> str:
+    """A TEXT value as a str, bytes that are not UTF-8 kept as lone surrogates (PEP 383)."""
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _pages(head: tuple[int, bytes] | None, rows: sqlite3.Cursor) -> Iterator[ChainPage]:

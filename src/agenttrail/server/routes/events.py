@@ -10,8 +10,10 @@ from pydantic import BaseModel, ConfigDict
 
 from agenttrail.errors import InputError
 from agenttrail.model import NewEvent
-from agenttrail.server._deps import Auth, HubDep, Store, run
+from agenttrail.server._deps import Auth, HubDep, Indexes, Store, run
 from agenttrail.server.live import event_message
+from agenttrail.views.pairing import anomaly_names
+from agenttrail.views.transcript import TranscriptIndex
 
 __all__ = ["PAGE_LIMIT", "AppendBody", "EventBody", "PartialBody", "router"]
 
@@ -76,17 +78,28 @@ async def read_events(
     session_id: str,
     auth: Auth,
     store: Store,
+    indexes: Indexes,
     after_seq: Annotated[int, Query(alias="afterSeq", ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=PAGE_LIMIT)] = PAGE_LIMIT,
 ) -> dict[str, Any]:
-    """Events after ``afterSeq`` in seq order, at most ``limit``; page with
-    ``next_after_seq``."""
+    """Events after ``afterSeq`` in seq order, at most ``limit``, each with ``anomalies``
+    (why a tool call or result is not paired, over the session up to the page's end); page
+    with ``next_after_seq``.
+
+    The page is read up to the head of the session's transcript index (the viewer's, kept up
+    to date), so that every event on it is paired against the same events."""
     auth.require("read", session_id)
-    await run(store.get_session, session_id)
-    page = await run(lambda: list(store.read(session_id, after_seq=after_seq, limit=limit)))
+
+    def page_of(index: TranscriptIndex) -> list[dict[str, Any]]:
+        span = min(limit, index.head - after_seq)
+        page = list(store.read(session_id, after_seq=after_seq, limit=span)) if span > 0 else []
+        anomalies = index.pairing.anomalies
+        return [event_message(e, anomaly_names(anomalies, e.seq)) for e in page]
+
+    events = await run(indexes.use, store, session_id, page_of)
     return {
-        "events": [event_message(e) for e in page],
-        "next_after_seq": page[-1].seq if len(page) == limit else None,
+        "events": events,
+        "next_after_seq": events[-1]["seq"] if len(events) == limit else None,
     }
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from agenttrail.errors import InputError
 from agenttrail.evidence.audit import SessionAudit, audit
 from agenttrail.evidence.traces import trace_record
 from agenttrail.server._deps import Auth, Store, run
@@ -26,10 +27,14 @@ async def list_traces(session_id: str, auth: Auth, store: Store) -> list[dict[st
 
 @router.get("/v1/traces/{trace_id}")
 async def get_trace(trace_id: int, auth: Auth, store: Store) -> dict[str, Any]:
-    """One trace row with its envelope verbatim (needs ``audit``)."""
+    """One trace row with its envelope verbatim (needs ``audit``).
+
+    A trace of a session outside the token's scope is answered as one that does not exist
+    (422, ``no trace row N``), so a scoped token cannot learn which trace ids are taken."""
     auth.require("audit")
-    row = await run(store.trace, trace_id)
-    auth.require("audit", row.session_id)
+    row = await run(store.trace, trace_id)  # InputError "no trace row N" when there is none
+    if not auth.covers(row.session_id):
+        raise InputError(f"no trace row {trace_id}")  # the store's words for a missing one
     return trace_record(row, envelope=True)
 
 

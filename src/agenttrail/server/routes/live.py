@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 
 import anyio
+import anyio.lowlevel
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from agenttrail.errors import Forbidden, SessionNotFound, Unauthorized
 from agenttrail.log.store import LogStore
 from agenttrail.server._deps import run
-from agenttrail.server.auth import check_token
+from agenttrail.server.auth import bearer_token, check_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription
 
 __all__ = ["router"]
@@ -30,10 +31,9 @@ async def live(websocket: WebSocket, session_id: str) -> None:
     store: LogStore = state.store
     hub: Hub = state.hub
     await websocket.accept()
-    token = websocket.query_params.get("token")
-    header = websocket.headers.get("authorization")
-    if not token and header:
-        token = header.removeprefix("Bearer ").strip()
+    token = websocket.query_params.get("token") or bearer_token(
+        websocket.headers.get("authorization")
+    )
     try:
         check_token(state.secret, token).require("read", session_id)
         after_seq = int(websocket.query_params.get("afterSeq", "0"))
@@ -72,8 +72,13 @@ async def _send_feed(
     try:
         async for message in hub.feed(sub, after_seq):
             await websocket.send_text(message.text)
+            # A send that fits the socket's buffer does not wait, so a page of the backlog
+            # would go out in one stretch: yield after each message, so that the event loop
+            # sees a client that vanished (its connection lost) before the next send, and so
+            # that other clients are served meanwhile.
+            await anyio.lowlevel.checkpoint()
         if sub.overflowed.is_set():
             await websocket.close(code=RESUME_CODE, reason="behind: resume from your last seq")
-    except (WebSocketDisconnect, RuntimeError):  # the client went away mid-send
+    except (WebSocketDisconnect, RuntimeError, OSError):  # the client went away mid-send
         pass
     scope.cancel()

@@ -64,6 +64,28 @@ function textBlock(text, cls = "text") {
   return h("div", { class: cls }, text);
 }
 
+function attachmentList(list, row, ctx) {
+  // Named attachments (kind, media type, bytes, SHA-256 prefix), never their base64. A full
+  // row carries an image's data: URL (img-src allows data:); otherwise a button loads it.
+  if (!list || !list.length) return null;
+  return h(
+    "div",
+    { class: "attachments" },
+    list.map((a) =>
+      h(
+        "div",
+        { class: "attachment" },
+        h("span", { class: "muted small" }, `[attachment: ${a.label}]`),
+        a.data_url
+          ? h("img", { class: "thumb", src: a.data_url, alt: a.label })
+          : a.kind === "image" && a.size !== null && !row.full
+            ? h("button", { class: "more", type: "button", onclick: () => ctx.loadFull(row.seq) }, "Show the image")
+            : null,
+      ),
+    ),
+  );
+}
+
 function seqLabel(row) {
   if (row.view === "tool" && row.result_seq) return `${row.seq}→${row.result_seq}`;
   if (row.view === "run" && row.call_seq) return `${row.call_seq}→${row.seq}`;
@@ -75,7 +97,20 @@ function oneLine(text, n = 160) {
   return flat.length > n ? `${flat.slice(0, n)}…` : flat;
 }
 
+function runsBody(row) {
+  // A message whose text and tool calls interleave: each run, then the calls that follow it
+  // (their own rows come after this one, in seq order).
+  const parts = [];
+  for (const run of row.runs) {
+    if (run.thinking) parts.push(h("details", { class: "thinking" }, h("summary", null, "Thinking"), textBlock(run.thinking)));
+    if (run.text) parts.push(textBlock(run.text));
+    if (run.calls.length) parts.push(h("span", { class: "muted small" }, `→ tool call ${run.calls.join(", ")}`));
+  }
+  return parts;
+}
+
 function messageBody(row, ctx) {
+  if (row.runs && row.text.length === row.text_chars) return runsBody(row);
   const parts = [];
   if (row.actor === "trigger") parts.push(h("span", { class: "label" }, "Trigger fired"));
   if (row.thinking) {
@@ -93,6 +128,7 @@ function messageBody(row, ctx) {
   else if (!row.thinking) parts.push(h("span", { class: "muted" }, row.role === "assistant" ? "(no text: tool calls follow)" : "(empty)"));
   parts.push(moreButton(row.text.length, row.text_chars, "Show all", () => ctx.loadFull(row.seq)));
   if (row.blocks && row.blocks.length) parts.push(h("span", { class: "muted small" }, `[${row.blocks.join(", ")} blocks kept]`));
+  parts.push(attachmentList(row.attachments, row, ctx));
   return parts;
 }
 
@@ -120,8 +156,9 @@ function toolBody(row, ctx) {
     row.result_seq
       ? [
           h("h4", null, `Result · seq ${row.result_seq}`),
-          h("pre", { class: "result" }, row.result_text || "(empty)"),
+          h("pre", { class: "result" }, row.result_text || ((row.result_attachments || []).length ? "" : "(empty)")),
           moreButton(row.result_text.length, row.result_chars, "Load the whole result", () => ctx.loadFull(row.seq)),
+          attachmentList(row.result_attachments, row, ctx),
         ]
       : h("p", { class: "muted small" }, row.status === "pending" ? "No result in the log yet." : "No result pairs with this call."),
   );
@@ -143,6 +180,7 @@ function resultBody(row, ctx) {
       { class: "tool-detail", hidden: !open },
       h("pre", { class: "result" }, row.result_text || "(empty)"),
       moreButton(row.result_text.length, row.result_chars, "Load the whole result", () => ctx.loadFull(row.seq)),
+      attachmentList(row.result_attachments, row, ctx),
     ),
   ];
 }
@@ -293,7 +331,7 @@ export function renderRow(row, ctx) {
     "article",
     {
       class: cls.filter(Boolean).join(" "),
-      dataset: { seq: String(row.seq), view: row.view },
+      dataset: { seq: String(row.seq), place: String(placeOf(row)), view: row.view },
       tabindex: "-1",
       "aria-label": describe(row),
     },
@@ -356,6 +394,17 @@ export function metaContent(row) {
 }
 
 // -- the virtualised list --------------------------------------------------------------------
+
+/** Where a row reads: its `place` (a tool call of a message stored in parts reads right after
+ * the message's first part, agenttrail.views.transcript), else its seq. */
+function placeOf(row) {
+  return typeof row.place === "number" ? row.place : row.seq;
+}
+
+/** Reading order of two rows: by place, then by seq. */
+function readingOrder(a, b) {
+  return placeOf(a) - placeOf(b) || a.seq - b.seq;
+}
 
 /**
  * The rows of one session. `ctx` gives what renderers need: session, sessionIds,
@@ -515,15 +564,13 @@ export class Transcript {
 
   render(chunk) {
     const start = chunk.index * CHUNK;
-    const nodes = [];
-    let drawn = 0;
+    const visible = [];
     for (let seq = start + 1; seq <= start + CHUNK; seq += 1) {
       const row = this.rowFor(seq);
-      if (row && row.view !== "hidden") {
-        nodes.push(renderRow(row, this.rowCtx));
-        drawn += 1;
-      }
+      if (row && row.view !== "hidden") visible.push(row);
     }
+    const nodes = visible.sort(readingOrder).map((row) => renderRow(row, this.rowCtx));
+    const drawn = nodes.length;
     chunk.el.classList.remove("chunk--placeholder");
     chunk.el.style.height = "";
     chunk.el.replaceChildren(...nodes);
@@ -540,7 +587,7 @@ export class Transcript {
     this.atBottom();
   }
 
-  /** Redraw one row of a drawn chunk in place (or insert it in seq order, or remove it). */
+  /** Redraw one row of a drawn chunk (or insert it in reading order, or remove it). */
   draw(chunk, seq) {
     const row = this.rowFor(seq);
     const old = chunk.el.querySelector(`:scope > .row[data-seq="${seq}"]`);
@@ -550,9 +597,12 @@ export class Transcript {
       return;
     }
     const el = renderRow(row, this.rowCtx);
-    if (old) old.replaceWith(el);
+    if (old && old.dataset.place === el.dataset.place) old.replaceWith(el);
     else {
-      const after = [...chunk.el.children].find((child) => Number(child.dataset.seq) > seq);
+      if (old) old.remove();
+      const after = [...chunk.el.children].find(
+        (child) => readingOrder({ place: Number(child.dataset.place), seq: Number(child.dataset.seq) }, row) > 0,
+      );
       chunk.el.insertBefore(el, after || null);
     }
     if (hadFocus) el.focus({ preventScroll: true });

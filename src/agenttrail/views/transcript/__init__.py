@@ -7,15 +7,23 @@ result may sit thousands of seqs later), so rows are computed from a :class:`Tra
 that holds the few facts of every event that rows depend on, built once and extended as the
 log grows (the log is append-only, so an index of seqs 1..N stays true).
 
-Every row has ``seq``, ``created_at``, ``actor``, ``type``, ``hash``, ``meta`` (model,
-provider, location, usage split into input, output, cache read and cache write tokens,
-duration in ms; ``None`` when the event has none), ``anomaly`` (from
+Every row has ``seq``, ``place`` (where the row reads in the session's order: rows are read
+by ``(place, seq)``; ``place`` is the row's own seq except for a tool call of a message read
+whole, below), ``created_at``, ``actor``, ``type``, ``hash``, ``meta`` (model, provider,
+location, usage split into input, output, cache read and cache write tokens, duration in ms;
+``None`` when the event has none), ``anomaly`` (from
 :func:`agenttrail.views.pairing.pair_refs`), ``agent_id`` (a subagent's id on its events) and a
 ``view``:
 
-    message   a user, agent, system or trigger message (``voice`` is the actor)
+    message   a user, agent, system or trigger message (``voice`` is the actor); ``runs``
+              lists, for an assistant message whose text and tool calls interleave, each
+              run's text and thinking and the ids of the calls that follow it
+              (:mod:`agenttrail.views.order`), else ``None``; ``attachments`` names its
+              images, documents and files (kind, media type, size, SHA-256, ``label``; in a
+              ``full`` row an image's ``data_url``), never as text
     tool      a tool call and its result in one row, at the call's seq: name, arguments,
-              status from :func:`agenttrail.model.tool_status`, duration, the result
+              status from :func:`agenttrail.model.tool_status`, duration, the result (its
+              attachments in ``result_attachments``, as a message's ``attachments``)
     result    a tool result that pairs with no call (orphan, duplicate, missing id)
     run       a finished run card (below), at the seq of the result that finished the run
     context   ``rag``, ``recall`` and ``shell`` events
@@ -23,7 +31,16 @@ duration in ms; ``None`` when the event has none), ``anomaly`` (from
     note      runtime annotations and ``session_end``: quiet asides
     event     any other shape, as JSON
     hidden    shown on another row: ``shown_at`` names it (a paired result on its call's row;
-              a run's call and events inside its card)
+              a run's call and events inside its card; a later part of a message read whole
+              on its first part's row)
+
+**Messages stored in parts.** An API message imported while it grew is stored as the part seen
+first and, later, the whole message (docs/log-format.md, Reading a session). The rows follow
+:class:`agenttrail.model.parts.MessageParts`, the rule every reader of messages follows: the
+first part's row shows the whole message (its text, blocks and usage, counted once there), the
+later parts are ``hidden`` at it, and the message's tool calls have ``place`` = the first
+part's seq, so they read right after it. When the whole message arrives after its part, the
+page that carries it updates the first part's row and the calls' rows (``updates``).
 
 **Runs.** A run is a subagent's piece of work that a tool call started and whose result ended
 it (Claude Code's ``Task``/``Agent`` tool: the result's ``toolUseResult.agentId``, or an

@@ -1,17 +1,19 @@
 """The transcript index: what each row depends on beyond its own event, kept as the log grows.
 
 Rows are described in :mod:`agenttrail.views.transcript`; this module decides which row shows
-each event (its own, its call's, a run's card) and which earlier rows an event changes.
+each event (its own, its call's, a run's card, its message's first part) and which earlier rows
+an event changes.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from agenttrail.model import Event, LogReader
+from agenttrail.model.parts import MessageParts
 from agenttrail.views.pairing import SeqPairing, ToolRef, pair_refs, tool_ref
 from agenttrail.views.transcript._rows import Row, event_fields, kind_row, run_card, tool_row
 from agenttrail.views.transcript._runs import Run, agent_id_of, run_id_of
@@ -30,7 +32,8 @@ class TranscriptPage:
     """One row per event with ``after_seq`` < seq, in seq order."""
     updates: list[Row]
     """Rows of earlier events whose row depends on an event in ``rows`` (a call whose result
-    arrived, a run's events once its card exists); a reader replaces what it holds."""
+    arrived, a run's events once its card exists, a message's first part once the whole
+    message arrived); a reader replaces what it holds."""
     head_seq: int
     """The last seq the index had seen when the page was made."""
     next_after_seq: int | None
@@ -44,9 +47,13 @@ class TranscriptPage:
 class TranscriptIndex:
     """What a session's rows depend on beyond their own event, for seqs 1..``head``.
 
-    Holds, per event, only its seq, type, call id and ``agentId``; pairing is recomputed from
-    those refs (:func:`agenttrail.views.pairing.pair_refs`) whenever the index grows. Not
-    thread-safe: :class:`IndexCache` serialises the use of each index.
+    Holds, per event, only its seq, type, call id and ``agentId``, and for the parts and calls
+    of an assistant message their ``messageId`` and source lines
+    (:class:`agenttrail.model.parts.MessageParts`, the rule every reader of messages follows:
+    a message stored in growing parts shows once, whole, at its first part's seq, with its
+    calls after it); pairing is recomputed from those refs
+    (:func:`agenttrail.views.pairing.pair_refs`) whenever the index grows. Not thread-safe:
+    :class:`IndexCache` serialises the use of each index.
 
     Args:
         session_id: the session.
@@ -60,6 +67,7 @@ class TranscriptIndex:
         self.head = 0
         self.pairing = SeqPairing()
         self.runs: dict[str, Run] = {}
+        self.parts = MessageParts()
         self._refs: list[ToolRef] = []
         self._by_call_id: dict[str, list[int]] = defaultdict(list)
         self._call_id_of: dict[int, str] = {}
@@ -81,6 +89,7 @@ class TranscriptIndex:
             self.head = event.seq
             grew = True
             payload = event.payload
+            self.parts.add(event)
             self._types[event.type or "(untyped)"] += 1
             ref = tool_ref(event)
             if ref is not None:
@@ -130,6 +139,7 @@ class TranscriptIndex:
 
         In the main flow (``run=None``) a chain is followed to a visible row (a paired result
         inside a run shows on the run's card). Inside run ``run``'s card, its own events show.
+        A later part of a message read whole shows on its first part's row.
         """
         inside = self.runs[run].result_seq if run is not None and run in self.runs else None
         target: int | None = None
@@ -139,6 +149,8 @@ class TranscriptIndex:
             if step is None or step == inside:
                 step = self._paired_at.get(current)
             if step is None:
+                step = self.parts.part_of(current)
+            if step is None:
                 break
             target = current = step
             if run is not None:
@@ -147,9 +159,11 @@ class TranscriptIndex:
 
     def related(self, seq: int) -> set[int]:
         """Seqs whose row may change when event ``seq`` joins the log: the events sharing its
-        call id, and every event of the run it belongs to or finishes."""
+        call id, every event of the run it belongs to or finishes, and the parts and calls of
+        the API message it is part of."""
         call_id = self._call_id_of.get(seq)
         out = set(self._by_call_id.get(call_id, ())) if call_id is not None else set()
+        out |= self.parts.related(seq)
         agent = self._run_of_seq.get(seq)
         if agent is not None:
             out |= self.runs[agent].seqs()
@@ -196,13 +210,15 @@ class TranscriptIndex:
         )
 
     def run_rows(self, store: LogReader, agent_id: str, *, full: bool = False) -> list[Row]:
-        """The rows inside run ``agent_id``'s card: its own events, seen from inside the run.
+        """The rows inside run ``agent_id``'s card: its own events, seen from inside the run,
+        in reading order (by ``place``, then seq).
 
         Raises:
             KeyError: there is no finished run with that id.
         """
         run = self.runs[agent_id]
-        return self._rows(store, {}, run.members, full, run=agent_id)
+        members = sorted(run.members, key=lambda seq: (self.parts.place(seq), seq))
+        return self._rows(store, {}, members, full, run=agent_id)
 
     def _rows(
         self,
@@ -222,6 +238,9 @@ class TranscriptIndex:
                 card = self._card(seq, run)
                 if card is not None and card.call_seq is not None:
                     wanted.add(card.call_seq)
+                whole = self.parts.read_as(seq)
+                if whole is not None:
+                    wanted.add(whole)
         found = dict(known)
         for seq in sorted(wanted - found.keys()):
             event = next(iter(store.read(self.session_id, after_seq=seq - 1, limit=1)), None)
@@ -238,9 +257,18 @@ class TranscriptIndex:
 
     def _row(self, found: dict[int, Event], seq: int, full: bool, run: str | None) -> Row:
         event = found[seq]
-        anomaly = self.pairing.anomalies.get(seq)
-        row = event_fields(event, anomaly=anomaly, agent_id=self._agent_of.get(seq), full=full)
         shown_at = self.shown_at(seq, run=run)
+        whole = self.parts.read_as(seq) if shown_at is None else None
+        if whole is not None and whole in found:  # the message's place shows it whole
+            event = replace(event, data=found[whole].data)
+        anomaly = self.pairing.anomalies.get(seq)
+        row = event_fields(
+            event,
+            anomaly=anomaly,
+            agent_id=self._agent_of.get(seq),
+            place=self.parts.place(seq),
+            full=full,
+        )
         if shown_at is not None:
             row.update(view="hidden", shown_at=shown_at)
             return row

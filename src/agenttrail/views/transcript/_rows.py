@@ -12,7 +12,20 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agenttrail.model import Event, content_text, other_blocks, text_of, tool_status, usage_of
+from agenttrail.model import (
+    Attachment,
+    Event,
+    attachment_of,
+    attachments,
+    content_text,
+    other_blocks,
+    payload_attachments,
+    prose_text,
+    text_of,
+    tool_status,
+    usage_of,
+)
+from agenttrail.views.order import text_runs
 from agenttrail.views.pairing import ANOMALY_TEXT, Anomaly
 from agenttrail.views.terminal import safe
 from agenttrail.views.transcript._runs import Run
@@ -23,6 +36,7 @@ __all__ = [
     "RESULT_CHARS",
     "TEXT_CHARS",
     "Row",
+    "attachment_fields",
     "display_text",
     "event_fields",
     "kind_row",
@@ -63,11 +77,14 @@ def _writes(kind: str) -> Callable[[RowWriter], RowWriter]:
     return register
 
 
-def event_fields(event: Event, *, anomaly: Anomaly | None, agent_id: str | None, full: bool) -> Row:
-    """The fields every row has, whatever its view: seq, time, actor, type, hash, meta, the
-    pairing anomaly and the subagent the event belongs to."""
+def event_fields(
+    event: Event, *, anomaly: Anomaly | None, agent_id: str | None, place: int, full: bool
+) -> Row:
+    """The fields every row has, whatever its view: seq, its place in reading order, time,
+    actor, type, hash, meta, the pairing anomaly and the subagent the event belongs to."""
     return {
         "seq": event.seq,
+        "place": place,
         "created_at": event.created_at,
         "actor": event.actor,
         "type": safe(event.type) if event.type is not None else None,
@@ -102,6 +119,8 @@ def display_text(value: Any) -> str:
     block without text is shown rather than left out."""
     if value is None:
         return ""
+    if attachments(value):  # named on the row (``attachments``), never shown as base64
+        return prose_text(value)
     text = text_of(value)
     if text is not None and not other_blocks(value):
         return text
@@ -136,10 +155,12 @@ def meta_fields(value: Any) -> dict[str, Any] | None:
 
 @_writes("message")
 def _message(payload: dict[str, Any], full: bool) -> Row:
-    text, chars = _clip(content_text(payload.get("content")).strip(), TEXT_CHARS, full)
+    text, chars = _clip(prose_text(payload.get("content")).strip(), TEXT_CHARS, full)
     blocks = payload.get("blocks")
     blocks = [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else []
-    kinds = sorted({str(b.get("type")) for b in blocks} - {"text", "thinking"})
+    kinds = sorted(
+        {str(b.get("type")) for b in blocks if attachment_of(b) is None} - {"text", "thinking"}
+    )
     thinking, thinking_chars = _clip(
         "\n\n".join(b["thinking"] for b in blocks if isinstance(b.get("thinking"), str)),
         TEXT_CHARS,
@@ -154,7 +175,59 @@ def _message(payload: dict[str, Any], full: bool) -> Row:
         "thinking": thinking,
         "thinking_chars": thinking_chars,
         "blocks": [safe(k) for k in kinds],
+        "runs": _runs(payload, full),
+        "attachments": attachment_fields(payload_attachments(payload), full),
     }
+
+
+_THUMBNAIL_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""Image types a row gives a ``data:`` URL for: the four the providers take as image input
+(https://platform.claude.com/docs/en/build-with-claude/vision), so a media type from the log
+never becomes anything else in an ``img`` element."""
+
+
+def attachment_fields(found: list[Attachment], full: bool) -> list[Row]:
+    """The attachments of a row, named: kind, media type, size in bytes, SHA-256, file name,
+    where a reference points, a one-line ``label``; and, in a ``full`` row, an image's
+    ``data_url`` for an ``img`` element (the viewer's CSP allows ``img-src data:``,
+    server/viewer.py), so a page of rows never carries the bytes unless asked."""
+    return [
+        {
+            "kind": a.kind,
+            "media_type": _optional_text(a.media_type),
+            "size": a.size,
+            "sha256": a.sha256,
+            "name": _optional_text(a.name),
+            "reference": _optional_text(a.reference),
+            "label": safe(a.label()),
+            "data_url": a.data_url() if full and a.media_type in _THUMBNAIL_TYPES else None,
+        }
+        for a in found
+    ]
+
+
+def _runs(payload: dict[str, Any], full: bool) -> list[Row] | None:
+    """An ordered assistant message's runs (:func:`agenttrail.views.order.text_runs`): each
+    run's text and thinking, and the ids of the calls that follow it (their rows come after
+    the message's, in seq order); ``None`` for a message whose blocks all come first."""
+    runs = text_runs(payload)
+    if runs is None:
+        return None
+    out = []
+    for run in runs:
+        text, chars = _clip(text_of(run.blocks) or "", TEXT_CHARS, full)
+        thinking = "\n\n".join(
+            b["thinking"] for b in run.blocks if isinstance(b.get("thinking"), str)
+        )
+        out.append(
+            {
+                "text": text,
+                "text_chars": chars,
+                "thinking": _clip(thinking, TEXT_CHARS, full)[0],
+                "calls": [safe(c) for c in run.calls],
+            }
+        )
+    return out
 
 
 def _arguments(call: dict[str, Any], full: bool) -> tuple[str, int]:
@@ -174,6 +247,7 @@ def _result_fields(result: dict[str, Any], full: bool) -> Row:
         "status_detail": safe(status.detail),
         "result_text": text,
         "result_chars": chars,
+        "result_attachments": attachment_fields(payload_attachments(result), full),
     }
 
 
@@ -193,6 +267,7 @@ def tool_row(call: Event, result: Event | None, anomaly: Anomaly | None, full: b
         "status_detail": "",
         "result_text": "",
         "result_chars": 0,
+        "result_attachments": [],
         "result": None,
         "duration_ms": _duration(payload, None),
     }
