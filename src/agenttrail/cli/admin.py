@@ -220,7 +220,8 @@ def proxy(
 
     Point the agent's base URL at the proxy; requests and answers (streams too) pass through
     unchanged, and each exchange is appended to the log as it ends. Credentials are never
-    stored. An unreachable upstream answers 502.
+    stored. An unreachable upstream answers 502. SIGTERM or Ctrl-C stops it (exit 0) once
+    the exchanges in flight have ended and been written.
 
     Example: `agenttrail proxy --upstream https://api.openai.com` then
     `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 python agent.py`
@@ -232,7 +233,11 @@ def proxy(
         def listening(url: str) -> None:
             out.print(f"forwarding {url} to {upstream}, recording to {store.url}", markup=False)
 
-        serve_proxy(store, upstream, host=host, port=port, timeout_s=timeout, listening=listening)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as serve: a gone client is not our end
+        with _stop_signals_end_the_server():
+            serve_proxy(
+                store, upstream, host=host, port=port, timeout_s=timeout, listening=listening
+            )
 
 
 def token(
