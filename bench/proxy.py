@@ -2,7 +2,8 @@
 
     python bench/proxy.py [--requests 2000] [--streams 500] [--think-ms 0]
 
-Three processes: a loopback upstream (this script with ``--serve``, a real uvicorn), a real
+Three processes: a loopback upstream (bench/capture.py's, a real uvicorn answering Chat
+Completions calls as JSON or as a stream of 22 chunks 2 ms apart), a real
 ``agenttrail proxy --upstream`` in front of it writing a fresh SQLite log, and this client
 (``httpx.Client``, one kept-alive connection per target). Baseline: the same client straight to
 the same upstream, in the same run, the two taking turns request by request (a shared VM's
@@ -10,8 +11,8 @@ drift falls on both alike). Measured:
 
 - a non-streaming Chat Completions call, recorded (a new conversation, so a new session, each
   time: the writer's heaviest case): the time from sending to the last byte of the answer;
-- the same request to a path capture does not record (``/v1/embeddings``): the pass-through
-  alone;
+- a request to a path capture does not record (``/v1/models``, which this upstream answers
+  with a 404): the pass-through alone;
 - time to first byte of a stream: from sending to the first byte of the first event.
 
 Each figure is given as p50 and p99 of ``--requests`` (or ``--streams``) samples after a
@@ -32,10 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
+_CHAT = "/v1/chat/completions"
 
 WARMUP = 100
 """Requests per target before measuring (connections, imports, caches)."""
@@ -61,72 +64,6 @@ _REQUEST = {
         }
     ],
 }
-_COMPLETION = {
-    "id": "chatcmpl-bench",
-    "object": "chat.completion",
-    "created": 1731368630,
-    "model": "gpt-4o-mini-2024-07-18",
-    "choices": [
-        {
-            "index": 0,
-            "message": {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_bench",
-                        "type": "function",
-                        "function": {
-                            "name": "get_current_weather",
-                            "arguments": '{"location": "Seattle, WA"}',
-                        },
-                    }
-                ],
-            },
-            "finish_reason": "tool_calls",
-        }
-    ],
-    "usage": {"prompt_tokens": 120, "completion_tokens": 17, "total_tokens": 137},
-}
-_CHUNKS = [
-    {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
-    *({"choices": [{"index": 0, "delta": {"content": f"word{i} "}}]} for i in range(20)),
-    {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-]
-_STREAM_GAP_S = 0.002
-"""Time between two streamed chunks: a model writing about 500 tokens a second."""
-
-
-def serve(port: int) -> None:
-    """The upstream: a chat completion (JSON, or a stream of chunks), and an embeddings path."""
-    import asyncio
-
-    import uvicorn
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import Response, StreamingResponse
-    from starlette.routing import Route
-
-    completion = json.dumps(_COMPLETION).encode()
-
-    async def chat(request: Request) -> Response:
-        body = json.loads(await request.body())
-        if not body.get("stream"):
-            return Response(completion, media_type="application/json")
-
-        async def events() -> AsyncIterator[bytes]:
-            for chunk in _CHUNKS:
-                yield f"data: {json.dumps({'id': 'chatcmpl-s', **chunk})}\n\n".encode()
-                await asyncio.sleep(_STREAM_GAP_S)
-            yield b"data: [DONE]\n\n"
-
-        return StreamingResponse(events(), media_type="text/event-stream")
-
-    routes = [
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/v1/embeddings", chat, methods=["POST"]),
-    ]
-    uvicorn.run(Starlette(routes=routes), host="127.0.0.1", port=port, log_level="warning")
 
 
 def _free_port() -> int:
@@ -152,7 +89,7 @@ def _whole(client: httpx.Client, path: str, body: bytes) -> float:
     start = time.perf_counter()
     response = client.post(path, content=body, headers={"content-type": "application/json"})
     elapsed = time.perf_counter() - start
-    assert response.status_code == 200, response.text
+    assert response.status_code == (200 if path == _CHAT else 404), response.text
     return elapsed
 
 
@@ -218,16 +155,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--think-ms", type=float, default=0.0)
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve(args.serve)
-        return
     up_port, proxy_port = _free_port(), _free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "proxy.db"
-        upstream = subprocess.Popen([sys.executable, __file__, "--serve", str(up_port)], env=env)
+        serving = [sys.executable, str(Path(__file__).with_name("capture.py")), "--serve"]
+        upstream = subprocess.Popen([*serving, str(up_port)], env=env)
         proxy = subprocess.Popen(
             [sys.executable, "-m", "agenttrail.cli", "proxy", "--upstream",
              f"http://127.0.0.1:{up_port}", "--port", str(proxy_port), "--db", str(db)],
@@ -245,12 +179,11 @@ def main() -> None:
                 httpx.Client(base_url=f"http://127.0.0.1:{proxy_port}", timeout=30) as proxied,
             ):
                 print(f"{args.requests} requests, {args.streams} streams, think {args.think_ms} ms")
-                chat = "/v1/chat/completions"
                 runs = [
-                    ("non-streaming call, recorded", _whole, chat, body, args.requests),
-                    ("non-streaming call, passed through only", _whole, "/v1/embeddings", body,
+                    ("non-streaming call, recorded", _whole, _CHAT, body, args.requests),
+                    ("non-streaming call, passed through only", _whole, "/v1/models", body,
                      args.requests),
-                    ("time to first byte of a stream, recorded", _first_byte, chat, stream,
+                    ("time to first byte of a stream, recorded", _first_byte, _CHAT, stream,
                      args.streams),
                 ]  # fmt: skip
                 for what, measure, path, sent, n in runs:
