@@ -15,6 +15,7 @@ client sent, and what the client got with the recorded reply. Recordings
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import signal
@@ -256,6 +257,25 @@ def test_curl_gets_the_upstreams_bytes_and_headers(upstream: Upstream, proxy: Ru
     assert headers["x-api-key"] == key
     proxy.logged("tool_call", "the exchange to be logged")
     assert key.encode() not in _database_bytes(proxy.db)
+
+
+def test_a_compressed_answer_passes_compressed_and_is_recorded_decoded(
+    upstream: Upstream, proxy: Running
+) -> None:
+    item = recorded(CHAT_TOOLS)[0]
+    packed = gzip.compress(item.reply.body)
+    upstream.script(Reply(200, packed, {**item.reply.headers, "content-encoding": "gzip"}))
+    headers = {"accept-encoding": "gzip"}
+    with httpx.stream(
+        "POST", f"{proxy.url}/v1/chat/completions", json=item.body, headers=headers
+    ) as response:
+        raw = b"".join(response.iter_raw())
+    assert raw == packed  # the upstream's bytes, not decoded on the way
+    assert response.headers["content-encoding"] == "gzip"
+    assert upstream.requests[0][1]["accept-encoding"] == "gzip"  # the client's, nothing added
+    calls = proxy.logged("tool_call", "the decoded answer to be logged", count=2)
+    wanted = json.loads(item.reply.body)["choices"][0]["message"]["tool_calls"]
+    assert [c["id"] for c in calls] == [c["id"] for c in wanted]
 
 
 # -- failures ----------------------------------------------------------------------------------
