@@ -45,10 +45,12 @@ WAIT_S = 30.0
 """Bound on any one wait (seconds)."""
 
 # The importable files of the corpus (the real data's SOURCES.md): every session each holds.
+# glob, not iterdir: without the corpus this is empty and the tests that use it are skipped
+# (tests/_environment.py), where iterdir would stop the whole run at collection.
 IMPORTED = sorted(
     p
     for folder in ("claude-code-spotter", "claude-code-simonw", "anthropic-sdk-python", "harvey")
-    for p in (REALDATA / folder).iterdir()
+    for p in (REALDATA / folder).glob("*")
 )
 
 
