@@ -96,3 +96,41 @@ def test_anthropic_stream_of_one_message_twice(store: LogStore, tmp_path: Path) 
     doubled = tmp_path / SSE.name
     doubled.write_text(text.rstrip("\n") + "\n\n" + text, encoding="utf-8")
     _twice(store, tmp_path, SSE, doubled, rid)
+
+
+# -- a response id used again for another exchange is not a copy ---------------------------
+# Some OpenAI-compatible servers give every response the same id; a request that brings a new
+# message under such an id must be imported whole (before, it was skipped as a copy, the
+# user's new message with it).
+
+
+def test_an_openai_response_id_reused_for_a_new_request_is_imported(tmp_path: Path) -> None:
+    doc = yaml.safe_load(TOOL_CALLS.read_text(encoding="utf-8"))
+    first = doc["interactions"][0]
+    again = json.loads(json.dumps(first))
+    request = json.loads(again["request"]["body"])
+    request["messages"] = [{"role": "user", "content": "a new question"}]
+    again["request"]["body"] = json.dumps(request)
+    doc["interactions"] = [first, again]
+    path = tmp_path / TOOL_CALLS.name
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    [read] = read_file(path)
+    assert not [w for w in read.warnings if "already recorded" in w]
+    texts = [str(e.payload.get("content")) for e in read.events if e.payload.get("role") == "user"]
+    assert texts[-1] == "a new question"
+    replies = [e for e in read.events if e.payload.get("role") == "assistant"]
+    assert len(replies) == 2
+
+
+def test_an_anthropic_response_id_reused_for_a_new_request_is_imported(tmp_path: Path) -> None:
+    records = json.loads(TOOL_ERROR.read_text(encoding="utf-8"))
+    again = json.loads(json.dumps(records[0]))
+    again["request"]["body"]["messages"] = [{"role": "user", "content": "a new question"}]
+    path = tmp_path / TOOL_ERROR.name
+    path.write_text(json.dumps([records[0], again]), encoding="utf-8")
+    [read] = read_file(path)
+    assert not [w for w in read.warnings if "already recorded" in w]
+    texts = [str(e.payload.get("content")) for e in read.events if e.payload.get("role") == "user"]
+    assert texts[-1] == "a new question"
+    replies = [e for e in read.events if e.payload.get("role") == "assistant"]
+    assert len(replies) == 2

@@ -22,6 +22,7 @@ __all__ = [
     "JSONValueError",
     "content_session_id",
     "decode_text",
+    "exchange_digest",
     "first_line",
     "first_line_bytes",
     "import_warning",
@@ -435,6 +436,15 @@ def import_warning(text: str) -> dict[str, Any]:
     ``import_warning``, actor ``system``, the warning's ``text`` (docs/log-format.md, Payload
     types). The same text goes in :attr:`ImportedSession.warnings`, printed on stderr."""
     return {"type": "annotation", "kind": "import_warning", "text": text, "actor": "system"}
+
+
+def exchange_digest(request: Any, response: Any) -> str:
+    """What makes two recorded exchanges the same one recorded twice: the SHA-256 of the
+    request and the response as recorded (JSON, keys sorted). A response id alone does not:
+    OpenAI-compatible servers exist that give every response the same id, and a request that
+    brings a new message under a reused id is a new exchange, never one to skip."""
+    text = json.dumps([request, response], sort_keys=True, ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def recorded_again(response_id: str) -> str:

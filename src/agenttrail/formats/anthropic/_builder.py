@@ -53,6 +53,9 @@ class Builder:
     exchanges: int = 0
     """How many recorded exchanges were read."""
     response_ids: dict[str, Any] = field(default_factory=dict)
+    exchange_digests: dict[str, str] = field(default_factory=dict)
+    """Response id → :func:`~agenttrail.formats._common.exchange_digest` of the exchange that
+    first brought it: the same exchange again is a copy, another one under that id is not."""
     """The id of each response read so far, with its fingerprint: a response recorded again
     is imported once."""
 
@@ -211,8 +214,13 @@ class Builder:
         *,
         arguments: dict[int, str] | None = None,
         key: str | None = None,
+        again_by_id: bool = True,
     ) -> None:
-        """A successful response: one assistant message with meta, then its tool events."""
+        """A successful response: one assistant message with meta, then its tool events.
+
+        With ``again_by_id``, a response whose id and content were read before is a copy
+        (a stream or message file recorded twice) and is not appended again; a recorded
+        exchange decides that itself, request included, and passes ``False``."""
         if body.get("type") == "error":
             self.error(None, body, f"{key or f'x{k}'}:error", created, request_id)
             return
@@ -220,7 +228,11 @@ class Builder:
         if not isinstance(content, list):
             raise self.fail("expected a list of content blocks", f"{at}.content")
         message_id = optional(self, body, "id", str, at)
-        if message_id is not None and message_id in self.response_ids:
+        if (
+            again_by_id
+            and message_id is not None
+            and self.response_ids.get(message_id) == fingerprint(body)
+        ):
             self.again(message_id, key or f"x{k}:response", created)
             return
         model = optional(self, body, "model", str, at)
@@ -250,7 +262,7 @@ class Builder:
         )
         known = fingerprint(body)  # after _assistant checked the blocks it reads
         if message_id is not None:
-            self.response_ids[message_id] = known
+            self.response_ids.setdefault(message_id, known)
         self.conversation = [*self.conversation, known]
 
     def again(self, response_id: str, key: str, created: str | None) -> None:

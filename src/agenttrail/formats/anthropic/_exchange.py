@@ -12,6 +12,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from agenttrail.formats._common import exchange_digest
 from agenttrail.formats.anthropic._blocks import is_error_body, mapping, recorded_body
 from agenttrail.formats.anthropic._builder import Builder
 from agenttrail.formats.anthropic._stream import Streamed, assemble_sse
@@ -59,7 +60,8 @@ def read_exchange(builder: Builder, item: dict[str, Any], at: str, k: int) -> No
     streamed = None
     if isinstance(reply, str) and reply.lstrip().startswith(("event:", "data:")):
         streamed = assemble_sse(builder, reply, f"{at}.response.body")
-    again = _recorded_again(builder, reply, streamed)
+    digest = exchange_digest(body, reply)
+    again = _recorded_again(builder, reply, streamed, digest)
     if again is not None:  # a retried recording: its request and response are already in
         builder.again(again, f"x{k}:response", created)
         return
@@ -78,29 +80,40 @@ def read_exchange(builder: Builder, item: dict[str, Any], at: str, k: int) -> No
                     request_id,
                     arguments=part.arguments,
                     key=key,
+                    again_by_id=False,
                 )
+                _remember(builder, part.body, digest)
             else:  # an error event inside a stream that began with HTTP 200
                 builder.error(None, part.data, f"{key}:error", created, request_id)
     elif (status is not None and status >= 400) or is_error_body(reply):
         builder.error(status, reply, f"x{k}:error", created, request_id)
     else:
         reply = mapping(builder, reply, f"{at}.response.body")
-        builder.response(reply, f"{at}.response.body", k, created, request_id)
+        builder.response(reply, f"{at}.response.body", k, created, request_id, again_by_id=False)
+        _remember(builder, reply, digest)
 
 
-def _recorded_again(builder: Builder, reply: Any, streamed: list[Any] | None) -> str | None:
-    """The id of a response already read, when this exchange's response is that one again."""
+def _remember(builder: Builder, reply: dict[str, Any], digest: str) -> None:
+    """Keep the digest of the exchange that first brought this response id."""
+    response_id = reply.get("id")
+    if isinstance(response_id, str):
+        builder.exchange_digests.setdefault(response_id, digest)
+
+
+def _recorded_again(
+    builder: Builder, reply: Any, streamed: list[Any] | None, digest: str
+) -> str | None:
+    """The id of a response already read, when this whole exchange (request and response, as
+    recorded: :func:`~agenttrail.formats._common.exchange_digest`) is the one that brought it."""
     if streamed is not None:
         bodies = [part.body for part in streamed if isinstance(part, Streamed)]
         reply = bodies[0] if len(bodies) == 1 and len(streamed) == 1 else None
     if not isinstance(reply, dict) or is_error_body(reply):
         return None
     response_id = reply.get("id")
-    return (
-        response_id
-        if isinstance(response_id, str) and response_id in builder.response_ids
-        else None
-    )
+    if not isinstance(response_id, str) or response_id not in builder.response_ids:
+        return None
+    return response_id if builder.exchange_digests.get(response_id) == digest else None
 
 
 def _session_meta(builder: Builder, request: dict[str, Any]) -> None:

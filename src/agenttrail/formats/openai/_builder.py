@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from agenttrail.errors import FormatError
 from agenttrail.formats._common import (
+    exchange_digest,
     import_warning,
     is_json,
     loads,
@@ -66,7 +67,7 @@ class Builder:
         accepts any of them)."""
         self.previous: int | None = None
         """Number of the last exchange read."""
-        self.response_ids: set[str] = set()
+        self.response_ids: dict[str, str] = {}
         """The ids of the responses read so far: a response recorded again is imported once."""
         self.legacy_call: tuple[str, str] | None = None
         """``(name, synthetic id)`` of the legacy ``function_call`` that the next role
@@ -112,7 +113,8 @@ class Builder:
             error and not answered
         )
         response_id = body.get("id") if isinstance(body, dict) and not failed else None
-        if isinstance(response_id, str) and response_id in self.response_ids:
+        digest = exchange_digest(request, body)
+        if isinstance(response_id, str) and self.response_ids.get(response_id) == digest:
             # a retried recording: its request and response are already in the session
             text = recorded_again(response_id)
             self.warn(exchange, text)
@@ -126,7 +128,7 @@ class Builder:
         elif isinstance(body, dict):
             part.response(exchange, body, time)
             if isinstance(response_id, str):
-                self.response_ids.add(response_id)
+                self.response_ids.setdefault(response_id, digest)
         self.previous = exchange.number
 
     def api(self, exchange: Exchange) -> str | None:
