@@ -152,7 +152,8 @@ class Follower:
                     self._warned.add(warning)
                     notes.append(WatchNote("warning", warning, path, sid))
             if report.written:
-                text = f"+{report.written} events  {sid}  {title}"
+                noun = "event" if report.written == 1 else "events"
+                text = f"+{report.written} {noun}  {sid}  {title}"
                 notes.append(WatchNote("appended", text, path, sid, report.written))
         return notes
 
