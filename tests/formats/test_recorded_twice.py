@@ -104,6 +104,17 @@ def test_anthropic_stream_of_one_message_twice(store: LogStore, tmp_path: Path) 
 # user's new message with it).
 
 
+def _imported_whole(path: Path) -> None:
+    """The second exchange of ``path`` (its request changed, its response id the first's) is
+    read as its own: no copy warning, its new question, two replies."""
+    [read] = read_file(path)
+    assert not [w for w in read.warnings if "already recorded" in w]
+    texts = [str(e.payload.get("content")) for e in read.events if e.payload.get("role") == "user"]
+    assert texts[-1] == "a new question"
+    replies = [e for e in read.events if e.payload.get("role") == "assistant"]
+    assert len(replies) == 2
+
+
 def test_an_openai_response_id_reused_for_a_new_request_is_imported(tmp_path: Path) -> None:
     doc = yaml.safe_load(TOOL_CALLS.read_text(encoding="utf-8"))
     first = doc["interactions"][0]
@@ -114,12 +125,7 @@ def test_an_openai_response_id_reused_for_a_new_request_is_imported(tmp_path: Pa
     doc["interactions"] = [first, again]
     path = tmp_path / TOOL_CALLS.name
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    [read] = read_file(path)
-    assert not [w for w in read.warnings if "already recorded" in w]
-    texts = [str(e.payload.get("content")) for e in read.events if e.payload.get("role") == "user"]
-    assert texts[-1] == "a new question"
-    replies = [e for e in read.events if e.payload.get("role") == "assistant"]
-    assert len(replies) == 2
+    _imported_whole(path)
 
 
 def test_an_anthropic_response_id_reused_for_a_new_request_is_imported(tmp_path: Path) -> None:
@@ -128,9 +134,4 @@ def test_an_anthropic_response_id_reused_for_a_new_request_is_imported(tmp_path:
     again["request"]["body"]["messages"] = [{"role": "user", "content": "a new question"}]
     path = tmp_path / TOOL_ERROR.name
     path.write_text(json.dumps([records[0], again]), encoding="utf-8")
-    [read] = read_file(path)
-    assert not [w for w in read.warnings if "already recorded" in w]
-    texts = [str(e.payload.get("content")) for e in read.events if e.payload.get("role") == "user"]
-    assert texts[-1] == "a new question"
-    replies = [e for e in read.events if e.payload.get("role") == "assistant"]
-    assert len(replies) == 2
+    _imported_whole(path)

@@ -49,9 +49,14 @@ from starlette.routing import Mount
 from starlette.types import Message, Receive, Scope, Send
 
 from agenttrail.errors import FormatError, InputError
-from agenttrail.ingest.capture import DEFAULT_QUEUE, QUEUE_ENV, Capture, HttpExchange
-from agenttrail.ingest.capture._http import redacted_url
-from agenttrail.ingest.capture._writer import Writer
+from agenttrail.ingest.capture import (
+    DEFAULT_QUEUE,
+    QUEUE_ENV,
+    Capture,
+    HttpExchange,
+    Writer,
+    redacted_url,
+)
 from agenttrail.limits import count_limit
 from agenttrail.log.store import LogStore
 

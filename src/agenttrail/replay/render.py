@@ -13,6 +13,7 @@ everything it leaves out or fills in. Each rule is cited in the public function'
 from __future__ import annotations
 
 import html
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -206,10 +207,11 @@ class Renderer:
         return latest, older
 
 
-class OpenAIRenderer(Renderer):
+class OpenAIRenderer(Renderer, ABC):
     """What the two OpenAI targets share: system prompts and the runtime's messages as
     messages with role ``system``, the user's as text or parts, the list in plan order, and
-    function-call arguments as a string."""
+    function-call arguments as a string. Each target supplies the parts and the assistant
+    turn in its own shape (the abstract methods: ``replay/chat.py``, ``replay/responses.py``)."""
 
     target: ClassVar[str]
     """The API's name in notes (``Chat Completions``, ``Responses``)."""
@@ -271,9 +273,9 @@ class OpenAIRenderer(Renderer):
             return None
         return {"role": "system" if item.kind == "runtime" else "user", "content": text}
 
+    @abstractmethod
     def text_part(self, block: Any, text: str) -> Message:
         """The content part a text block of the user's becomes."""
-        raise NotImplementedError
 
     def attachment_part(self, block: Any) -> Message | None:
         """The content part another provider's image or PDF block becomes in this API
@@ -290,13 +292,13 @@ class OpenAIRenderer(Renderer):
             return self.file_part(attachment.data_url() or "", attachment.name or "document.pdf")
         return None
 
+    @abstractmethod
     def image_part(self, url: str) -> Message:
         """An image part of this API for a ``data:`` URL or a link."""
-        raise NotImplementedError
 
+    @abstractmethod
     def file_part(self, data_url: str, filename: str) -> Message:
         """A file part of this API for a PDF given as a ``data:`` URL."""
-        raise NotImplementedError
 
     def attachment_text(self, found: list[Attachment], where: str) -> str:
         """What stands in for attachments an API cannot take in ``where``: one line naming
@@ -306,9 +308,9 @@ class OpenAIRenderer(Renderer):
             f"[agenttrail] {len(found)} attachment(s) not sent ({where} takes text only): {names}"
         )
 
+    @abstractmethod
     def turn(self, turn: AssistantTurn, at: int) -> list[Message]:
         """The messages or items of one assistant turn; ``at`` is the index of the first."""
-        raise NotImplementedError
 
     def system_role(self, payload: dict[str, Any]) -> str:
         """``developer`` for a developer message, else ``system``."""

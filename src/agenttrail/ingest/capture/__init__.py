@@ -71,7 +71,9 @@ __all__ = [
     "QUEUE_ENV",
     "Capture",
     "HttpExchange",
+    "Writer",
     "current_session",
+    "redacted_url",
     "session",
 ]
 
