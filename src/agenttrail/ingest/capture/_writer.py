@@ -88,7 +88,10 @@ class _Counts:
         return True
 
     def settle(self, why: str | None, *, lost: int = 0) -> None:
-        """One item written (``why`` None) or failed; or ``lost`` items gone with a writer."""
+        """One item written (``why`` None) or failed; or ``lost`` items gone with a writer.
+        A failure is logged before it is counted: a flush that returns has seen it logged."""
+        if why is not None and not lost:
+            _LOG.warning("agenttrail capture: %s", why)
         with self.done:
             if lost:
                 self.crashed += lost
@@ -100,8 +103,6 @@ class _Counts:
                 self.failed += 1
                 self.pending -= 1
             self.done.notify_all()
-        if why is not None and not lost:
-            _LOG.warning("agenttrail capture: %s", why)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every pending item is written or failed; False when ``timeout``
@@ -199,6 +200,7 @@ class ProcessWriter(_Counts):
         self.pending = 0
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._feeder: threading.Thread | None = None
+        self._child: _Child | None = None
 
     def put(self, item: Any) -> bool:
         """Queue ``item``; False (and nothing queued) when the writer is :attr:`size` behind."""
@@ -214,6 +216,12 @@ class ProcessWriter(_Counts):
                 self._feeder.start()
         self.queue.put(item)
         return True
+
+    @property
+    def pid(self) -> int | None:
+        """The writer process's id while one runs (for a supervisor or a test)."""
+        child = self._child
+        return child.process.pid if child is not None and not child.dead else None
 
     def close(self, timeout: float | None = None) -> bool:
         """Write what is queued (up to ``timeout`` seconds), then end the child: it writes
@@ -247,7 +255,7 @@ class ProcessWriter(_Counts):
                     if child is not None and not child.dead:
                         child.sent += 1
                         break
-                child = _Child(self)  # not under the lock: the agent's put never waits on it
+                child = self._child = _Child(self)  # not under the lock: put never waits
             child.send(frame)
 
 
@@ -291,6 +299,9 @@ class _Child:
             self.writer.settle(None if answer == "+" else answer[1:])
         self.process.stdout.close()
         self.process.wait()
+        assert self.process.stdin is not None
+        with contextlib.suppress(OSError):  # a send on it now fails, and is seen as lost
+            self.process.stdin.close()
         with self.writer.done:
             self.dead, lost, self.sent = True, self.sent, 0
         if lost:
