@@ -187,12 +187,12 @@ def test_a_growing_transcript_reads_as_its_import_after_every_line_and_a_restart
         expected = _view(whole, sid)
     with watching(root.parent, db) as watch:
         _until(db, sid, expected)
-        assert watch.terminate()[0] == 0
+        assert watch.terminate() == 0
     with open_store(str(db)) as store:
         head = store.get_session(sid).head_seq
     with watching(root.parent, db) as watch:  # nothing new: the file is read, nothing written
         watch.wait_for_line(lambda line: line.startswith(f"session  {sid}  "))
-        assert watch.terminate()[0] == 0
+        assert watch.terminate() == 0
     with open_store(str(db)) as store:
         assert store.get_session(sid).head_seq == head
         assert _view(store, sid) == expected
