@@ -171,9 +171,14 @@ class _Session:
 
     def __init__(self) -> None:
         self.events: list[NewEvent] = []
+        self.keys: set[str] = set()
 
     def append(self, payload: dict[str, Any], key: str, time: str | None) -> None:
-        self.events.append(NewEvent(payload, time, key))
+        # The store would skip a key already written too; skipping it here spares encoding
+        # the history that every inference span of a request repeats.
+        if key not in self.keys:
+            self.keys.add(key)
+            self.events.append(NewEvent(payload, time, key))
 
     def add(self, s: _Span) -> None:
         operation = _operation(s)
@@ -387,4 +392,3 @@ def _meta(s: _Span) -> dict[str, Any]:
     return events.meta(
         model=model, provider=provider, usage=usage, duration_ms=duration, location="remote"
     )
-
