@@ -380,3 +380,11 @@ def test_an_otlp_json_file_imports_as_the_receiver_writes(
         (e.type, e.payload.get("role")) for e in receiver.session_events()
     ]
     assert conversation(imported) == conversation(receiver.session_events())
+
+
+def test_a_token_scoped_to_another_session_writes_nothing(receiver: Receiver) -> None:
+    receiver.token = mint_token(SECRET, rights=["append"], session="another")
+    response = receiver.post(one_span_request().SerializeToString(), "application/x-protobuf")
+    assert response.status_code == 403
+    assert "scoped to session 'another'" in response.json()["detail"]
+    assert receiver.store.sessions() == []

@@ -172,6 +172,8 @@ class _Session:
     def __init__(self) -> None:
         self.events: list[NewEvent] = []
         self.keys: set[str] = set()
+        self.history: set[str] = set()
+        """The keys of the messages read so far (a tool message's results have their own)."""
 
     def append(self, payload: dict[str, Any], key: str, time: str | None) -> None:
         # The store would skip a key already written too; skipping it here spares encoding
@@ -215,11 +217,15 @@ class _Session:
         history = inputs + outputs[:1]
         tips = prefix_tips(_SCOPE, [m.print() for m in history])
         for message, tip in zip(inputs, tips, strict=False):
-            self.message(message, f"otlp:m:{tip}", time)
+            key = f"otlp:m:{tip}"
+            if key not in self.history:  # the history an earlier span of the request sent
+                self.history.add(key)
+                self.message(message, key, time)
         end = _time(s.span.end_time_unix_nano) or time
         meta = _meta(s) if inference else None
         for c, message in enumerate(outputs):
             key = f"otlp:m:{tips[-1]}" if c == 0 else f"otlp:m:{tips[-1]}:{c}"
+            self.history.add(key)
             self.message(message, key, end, meta=meta, choice=c if len(outputs) > 1 else None)
 
     def message(
