@@ -243,3 +243,36 @@ def test_a_bad_file_names_what_is_wrong(tmp_path: Path, text: str, message: str)
     path.write_text(text)
     with pytest.raises(FormatError, match=message):
         read_file(path, "otlp")
+
+
+def test_an_agent_span_says_its_messages_only_when_no_model_span_does(tmp_path: Path) -> None:
+    asked = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
+    answered = [{"role": "assistant", "parts": [{"type": "text", "content": "Rainy."}]}]
+    agent = span(
+        1,
+        "invoke_agent weather",
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "weather",
+            "gen_ai.input.messages": json.dumps(asked),
+            "gen_ai.output.messages": json.dumps(answered),
+        },
+    )
+    alone = tmp_path / "agent.json"
+    alone.write_text(json.dumps(request(agent)))
+    assert said(alone) == [("user", "Weather in Paris?"), ("assistant", "Rainy.")]
+    chat = span(
+        2,
+        "chat gpt-4o",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
+            "gen_ai.input.messages": json.dumps(asked),
+            "gen_ai.output.messages": json.dumps(answered),
+        },
+    )
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps(request(agent, chat)))
+    assert said(both) == [("system", "Be brief."), *said(alone)]
+    [session] = read_file(both)
+    assert session.session.agent == "weather"

@@ -85,6 +85,9 @@ def sessions_from_request(request: ExportTraceServiceRequest) -> Mapped:
         conversation = _conversation(s.attrs)
         if conversation is not None:
             by_trace.setdefault(s.trace, conversation)
+    # Traces whose model calls are spans of their own: their agent spans' messages (the
+    # user's request, the final answer) are the same messages again, in another history.
+    inferred = {s.trace for s in spans if _operation(s) in _INFERENCE}
     grouped: dict[str, list[_Span]] = {}
     for s in spans:
         session_id = (
@@ -94,7 +97,7 @@ def sessions_from_request(request: ExportTraceServiceRequest) -> Mapped:
     sessions = []
     for session_id, members in grouped.items():
         members.sort(key=lambda s: (s.span.start_time_unix_nano, s.span.end_time_unix_nano))
-        builder = _Session()
+        builder = _Session(inferred)
         for s in members:
             builder.add(s)
         agent = next((a for s in members if (a := _str(s.attrs.get("gen_ai.agent.name")))), None)
@@ -169,7 +172,9 @@ def _operation(s: _Span) -> str | None:
 class _Session:
     """The events of one session, span by span."""
 
-    def __init__(self) -> None:
+    def __init__(self, inferred: set[str]) -> None:
+        self.inferred = inferred
+        """Traces with inference spans (in this request)."""
         self.events: list[NewEvent] = []
         self.keys: set[str] = set()
         self.history: set[str] = set()
@@ -185,13 +190,19 @@ class _Session:
     def add(self, s: _Span) -> None:
         operation = _operation(s)
         time = _time(s.span.start_time_unix_nano)
-        if operation in _INFERENCE or operation == "invoke_agent":
+        if operation == "invoke_agent":
+            # The agent's name is the session's (gen-ai-agent-spans.md); its messages are kept
+            # only when no inference span of its trace says them too.
+            if s.trace not in self.inferred:
+                inputs = input_messages(s.attrs, s.events)
+                outputs = output_messages(s.attrs, s.events)
+                self.conversation(s, inputs, outputs, time, inference=False)
+            self.failure(s, time)
+        elif operation in _INFERENCE:
             inputs = input_messages(s.attrs, s.events)
             outputs = output_messages(s.attrs, s.events)
             if inputs or outputs:
-                self.conversation(s, inputs, outputs, time, inference=operation != "invoke_agent")
-            elif operation == "invoke_agent":
-                return  # the agent's name is the session's; its calls are spans of their own
+                self.conversation(s, inputs, outputs, time, inference=True)
             else:
                 self.verbatim(s, time)
             self.failure(s, time)
