@@ -7,11 +7,15 @@ should become is read off the same documents (docs/otel.md, What maps to what)."
 
 from __future__ import annotations
 
+import contextlib
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agenttrail.errors import FormatError
 from agenttrail.formats import detect, otlp, read_file
@@ -276,3 +280,41 @@ def test_an_agent_span_says_its_messages_only_when_no_model_span_does(tmp_path: 
     assert said(both) == [("system", "Be brief."), *said(alone)]
     [session] = read_file(both)
     assert session.session.agent == "weather"
+
+
+def _sample() -> dict[str, Any]:
+    calls = json.dumps([{"type": "tool_call", "id": "c1", "name": "f", "arguments": {"a": 1}}])
+    return request(
+        span(1, "chat", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": calls}),
+        span(
+            2,
+            "execute_tool f",
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.call.id": "c1",
+                "gen_ai.conversation.id": "s",
+            },
+        ),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=st.lists(st.tuples(st.integers(0, 10_000), st.binary(max_size=3)), max_size=3))
+def test_a_damaged_request_is_read_or_refused_in_one_line(cuts: list[tuple[int, bytes]]) -> None:
+    """Bytes replaced or cut in a request, as protobuf and as an OTLP JSON file: sessions, or
+    the error the receiver and the importer name (never another exception)."""
+    text = json.dumps(_sample()).encode()
+    binary = otlp.request_from_json(_sample()).SerializeToString()
+    for data in (text, binary):
+        damaged = bytearray(data)
+        for at, replacement in cuts:
+            at %= len(damaged) + 1
+            damaged[at : at + len(replacement)] = replacement
+        if data is binary:
+            with contextlib.suppress(ValueError):
+                otlp.sessions_from_request(otlp.request_from_protobuf(bytes(damaged)))
+        else:
+            with tempfile.TemporaryDirectory() as tmp, contextlib.suppress(FormatError):
+                path = Path(tmp) / "damaged.json"
+                path.write_bytes(bytes(damaged))
+                read_file(path, "otlp")

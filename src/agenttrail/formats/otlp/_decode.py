@@ -62,6 +62,16 @@ def request_from_json(document: Any) -> ExportTraceServiceRequest:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
     except json_format.ParseError as e:
         raise ValueError(f"not an OTLP ExportTraceServiceRequest in JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(
+            "not an OTLP ExportTraceServiceRequest in JSON: nested too deeply"
+        ) from None
+    except (SystemError, UnicodeError):
+        # upb raises SystemError (its own UnicodeEncodeError inside) for a field name holding a
+        # lone surrogate, which JSON text can spell (\ud800) and UTF-8 cannot carry
+        raise ValueError(
+            "not an OTLP ExportTraceServiceRequest in JSON: a name or text is not valid Unicode"
+        ) from None
     return request
 
 
