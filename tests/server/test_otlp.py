@@ -30,7 +30,7 @@ from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
 from agenttrail.server import create_app, mint_token
 from tests.conftest import serving
-from tests.formats._recordings import import_events
+from tests.formats._recordings import CASSETTES, import_events
 from tests.ingest._upstream import KEY, TOOL_LOOP, Upstream, recorded, upstream
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
@@ -102,10 +102,14 @@ def conversation(found: list[Event]) -> list[tuple[Any, ...]]:
     return out
 
 
-def replay_tool_loop(up: Upstream, provider: TracerProvider) -> None:
-    """The two Chat Completions calls of TOOL_LOOP through the real client, under one
-    ``invoke_agent`` span (one trace, so one session)."""
-    items = recorded(TOOL_LOOP)
+STREAMED = CASSETTES / "test_chat_completion_multiple_tools_streaming_with_content.yaml"
+"""The same tool loop, streamed: each call's arguments arrive in fragments."""
+
+
+def replay(up: Upstream, provider: TracerProvider, recording: Path) -> None:
+    """The Chat Completions calls of a recording through the real client (streams read to
+    their end), under one ``invoke_agent`` span (one trace, so one session)."""
+    items = recorded(recording)
     up.replies.clear()
     up.script(*(item.reply for item in items))
     client = openai.OpenAI(base_url=f"{up.url}/v1", api_key=KEY, max_retries=0)
@@ -114,11 +118,18 @@ def replay_tool_loop(up: Upstream, provider: TracerProvider) -> None:
         span.set_attribute("gen_ai.operation.name", "invoke_agent")
         span.set_attribute("gen_ai.agent.name", "weather")
         for item in items:
-            client.chat.completions.create(**item.body)
+            answer = client.chat.completions.create(**item.body)
+            if item.body.get("stream"):
+                list(answer)
 
 
+@pytest.mark.parametrize("recording", [TOOL_LOOP, STREAMED], ids=lambda p: p.stem)
 def test_openai_v2_spans_make_the_session_import_makes(
-    receiver: Receiver, up_server: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    receiver: Receiver,
+    up_server: Upstream,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    recording: Path,
 ) -> None:
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
@@ -130,26 +141,40 @@ def test_openai_v2_spans_make_the_session_import_makes(
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
-        replay_tool_loop(up_server, provider)
+        replay(up_server, provider, recording)
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
     got = receiver.session_events()
     with open_store(tmp_path / "import.db") as other:
-        assert conversation(got) == conversation(import_events(other, TOOL_LOOP))
+        imported = import_events(other, recording)
+    assert conversation(got) == conversation(imported)
     [session] = receiver.store.sessions()
     assert session.agent == "weather"
-    answers = [e.payload for e in got if e.type == "message" and e.payload["role"] == "assistant"]
-    # usage as the recording's two responses report it (prompt, completion tokens)
-    assert [(a["meta"]["usage"]["input"], a["meta"]["usage"]["output"]) for a in answers] == [
-        (75, 51),
-        (99, 25),
+    # model, usage and finish reason as the recorded responses give them (the importer reads
+    # them from the response bodies; the receiver from the instrumentation's attributes)
+    assert answers(got) == answers(imported)
+    if recording == TOOL_LOOP:  # the two responses' usage, read off the cassette
+        assert [a[1:3] for a in answers(got)] == [(75, 51), (99, 25)]
+
+
+def answers(found: list[Event]) -> list[tuple[Any, ...]]:
+    """Each assistant message's model, input and output tokens, and finish reason."""
+    return [
+        (
+            e.payload["meta"]["model"],
+            e.payload["meta"]["usage"]["input"],
+            e.payload["meta"]["usage"]["output"],
+            e.payload.get("finishReason"),
+        )
+        for e in found
+        if e.type == "message" and e.payload["role"] == "assistant"
     ]
-    assert [a["finishReason"] for a in answers] == ["tool_calls", "stop"]
 
 
+@pytest.mark.parametrize("recording", [TOOL_LOOP, STREAMED], ids=lambda p: p.stem)
 def test_openinference_spans_make_the_session_import_makes(
-    receiver: Receiver, up_server: Upstream, tmp_path: Path
+    receiver: Receiver, up_server: Upstream, tmp_path: Path, recording: Path
 ) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
@@ -158,14 +183,14 @@ def test_openinference_spans_make_the_session_import_makes(
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:
-        replay_tool_loop(up_server, provider)
+        replay(up_server, provider, recording)
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
     with open_store(tmp_path / "import.db") as other:
-        assert conversation(receiver.session_events()) == conversation(
-            import_events(other, TOOL_LOOP)
-        )
+        imported = import_events(other, recording)
+    assert conversation(receiver.session_events()) == conversation(imported)
+    assert answers(receiver.session_events()) == answers(imported)
 
 
 def agent_run(provider: TracerProvider) -> None:

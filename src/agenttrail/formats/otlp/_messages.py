@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = ["Call", "Message", "input_messages", "output_messages"]
@@ -96,7 +96,24 @@ def input_messages(
 def output_messages(
     attrs: dict[str, Any], span_events: list[tuple[str, dict[str, Any]]]
 ) -> list[Message]:
-    """The messages (choices) the model answered with."""
+    """The messages (choices) the model answered with, each with its finish reason: its own,
+    else the span's (``gen_ai.response.finish_reasons``, one per choice; OpenInference's
+    ``llm.finish_reason``)."""
+    found = _outputs(attrs, span_events)
+    reasons = _decoded(attrs.get("gen_ai.response.finish_reasons", attrs.get("llm.finish_reason")))
+    if isinstance(reasons, str):
+        reasons = [reasons]
+    if not isinstance(reasons, list):
+        return found
+    return [
+        replace(m, finish_reason=reasons[c])
+        if m.finish_reason is None and c < len(reasons) and isinstance(reasons[c], str)
+        else m
+        for c, m in enumerate(found)
+    ]
+
+
+def _outputs(attrs: dict[str, Any], span_events: list[tuple[str, dict[str, Any]]]) -> list[Message]:
     if "gen_ai.output.messages" in attrs:
         return _semconv(attrs["gen_ai.output.messages"])
     for name, event_attrs in span_events:
