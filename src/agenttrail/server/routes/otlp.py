@@ -31,7 +31,7 @@ from agenttrail.ingest.importer import fitting_id
 from agenttrail.ingest.otlp import append_traces
 from agenttrail.server._deps import Auth, HubDep, Store, run
 
-__all__ = ["JSON", "PROTOBUF", "router"]
+__all__ = ["JSON", "PROTOBUF", "REJECTIONS_SHOWN", "router"]
 
 router = APIRouter()
 
@@ -40,6 +40,10 @@ PROTOBUF = "application/x-protobuf"
 
 JSON = "application/json"
 """The JSON encoding's media type (OTLP/HTTP, JSON Protobuf Encoding)."""
+
+REJECTIONS_SHOWN = 10
+"""Refused spans named in ``partial_success.error_message``; the rest are counted. A batch
+of thousands of spans without ids would otherwise answer with a message of the same size."""
 
 
 @router.post("/v1/traces", response_model=None)
@@ -65,7 +69,11 @@ async def receive_traces(request: Request, auth: Auth, store: Store, hub: HubDep
     answer = ExportTraceServiceResponse()
     if received.rejected:
         answer.partial_success.rejected_spans = received.rejected
-        answer.partial_success.error_message = "; ".join(received.errors)
+        shown = received.errors[:REJECTIONS_SHOWN]
+        more = received.rejected - len(shown)
+        answer.partial_success.error_message = "; ".join(
+            shown + ([f"and {more} more"] if more > 0 else [])
+        )
     if media == PROTOBUF:
         return Response(answer.SerializeToString(), media_type=PROTOBUF)
     text = json_format.MessageToJson(answer, indent=None)
