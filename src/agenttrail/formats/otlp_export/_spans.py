@@ -345,8 +345,6 @@ class _SessionSpans:
         event = turn.opener
         first = next(iter(turn.chats), {})
         agent = self.session.agent
-        prompt = _sum(c.get("gen_ai.usage.input_tokens") for c in turn.chats)
-        completion = _sum(c.get("gen_ai.usage.output_tokens") for c in turn.chats)
         inputs = [turn.first_input] if turn.first_input is not None else []
         outputs = [turn.last_output] if turn.last_output is not None else []
         attrs: Attributes = {
@@ -354,14 +352,9 @@ class _SessionSpans:
             "gen_ai.provider.name": first.get("gen_ai.provider.name"),
             "gen_ai.agent.name": agent,
             "gen_ai.request.model": first.get("gen_ai.request.model"),
-            "gen_ai.usage.input_tokens": prompt,
-            "gen_ai.usage.output_tokens": completion,
             "gen_ai.input.messages": json_line(inputs) if inputs else None,
             "gen_ai.output.messages": json_line(outputs) if outputs else None,
             **self.common(event, "AGENT"),
-            "llm.token_count.prompt": prompt,
-            "llm.token_count.completion": completion,
-            "llm.token_count.total": _total(prompt, completion),
             "input.value": _plain(inputs[0]) if inputs else None,
             "input.mime_type": "text/plain" if inputs else None,
             "output.value": _plain(outputs[0]) if outputs else None,
@@ -383,11 +376,6 @@ def _item_event(item: SystemItem | UserItem | AssistantTurn) -> Event:
 
 def _string(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _sum(counts: Iterable[int | None]) -> int | None:
-    known = [c for c in counts if c is not None]
-    return sum(known) if known else None
 
 
 def _total(prompt: int | None, completion: int | None) -> int | None:
