@@ -30,6 +30,7 @@ from tests.conftest import REALDATA, run_cli
 OPENAI = REALDATA / "otel-openai-v2-cassettes" / "test_chat_completion_tool_calls_with_content.yaml"
 ANTHROPIC = REALDATA / "anthropic-sdk-python" / "10e53c1d-51be-4c64-b5bf-99adb3fa4719.json"
 CLAUDE_CODE = REALDATA / "claude-code-simonw" / "sample_session.jsonl"
+TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 
 GEN_AI_NAMES = {
     value
@@ -303,3 +304,40 @@ def test_the_semconv_schema_url_and_scope(path: Path, tmp_path: Path) -> None:
     (scope,) = resource.scope_spans
     assert scope.scope.name == "agenttrail"
     assert resource.schema_url == scope.schema_url == "https://opentelemetry.io/schemas/1.41.0"
+
+
+def test_a_claude_code_message_written_over_several_lines_is_one_model_call(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "log.db"
+    session = _import(TOOL_HEAVY, db)
+    spans = check_conventions(decode(_export(session, db)), db, session)
+    # Read from the transcript: Claude Code writes one line per content block of a response,
+    # every line repeating message.id, model and usage; a model call is one message.id.
+    lines = [json.loads(line) for line in TOOL_HEAVY.read_text().splitlines()]
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        if line.get("type") == "assistant":
+            by_id.setdefault(line["message"]["id"], []).append(line["message"])
+    uses = {
+        b["id"]: b["name"]
+        for parts in by_id.values()
+        for m in parts
+        for b in m["content"]
+        if b["type"] == "tool_use"
+    }
+    chats = _of(spans, "chat")
+    assert [c["gen_ai.response.id"] for c in chats] == list(by_id)
+    for chat, parts in zip(chats, by_id.values(), strict=True):
+        assert chat["gen_ai.request.model"] == parts[0]["model"]
+        prompts = {
+            u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+            for u in (m["usage"] for m in parts)
+        }
+        assert chat["gen_ai.usage.input_tokens"] in prompts
+        assert chat["gen_ai.usage.output_tokens"] in {m["usage"]["output_tokens"] for m in parts}
+        assert chat["gen_ai.usage.cache_read.input_tokens"] in {
+            m["usage"]["cache_read_input_tokens"] for m in parts
+        }
+    tools = _of(spans, "execute_tool")
+    assert {t["gen_ai.tool.call.id"]: t["gen_ai.tool.name"] for t in tools} == uses
