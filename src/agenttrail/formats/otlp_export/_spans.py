@@ -182,9 +182,7 @@ class _SessionSpans:
         return Span(
             trace_id=trace_id(self.session.id, turn.opener.seq),
             span_id=span_id(self.session.id, event.seq, operation),
-            parent_span_id=b""
-            if root
-            else span_id(self.session.id, turn.opener.seq, "invoke_agent"),
+            parent_span_id=b"" if root else span_id(self.session.id, turn.opener.seq, _ROOT),
             name=name,
             kind=Span.SPAN_KIND_CLIENT if operation == "chat" else Span.SPAN_KIND_INTERNAL,
             start_time_unix_nano=min(start, end),
