@@ -25,12 +25,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from agenttrail.formats.otlp.export import request_from_log
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
 from agenttrail.server import create_app, mint_token
 from tests.conftest import serving
-from tests.formats._recordings import CASSETTES, import_events
+from tests.formats._recordings import CASSETTES, REALDATA, TOOL_ERROR, import_events
 from tests.ingest._upstream import KEY, TOOL_LOOP, Upstream, recorded, upstream
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
@@ -416,3 +417,24 @@ def test_a_token_scoped_to_another_session_writes_nothing(receiver: Receiver) ->
     assert response.status_code == 403
     assert "scoped to session 'another'" in response.json()["detail"]
     assert receiver.store.sessions() == []
+
+
+@pytest.mark.parametrize(
+    "recording",
+    [TOOL_LOOP, TOOL_ERROR, REALDATA / "claude-code-simonw" / "sample_session.jsonl"],
+    ids=lambda p: p.stem,
+)
+def test_a_session_exported_as_otlp_comes_back_through_the_receiver(
+    receiver: Receiver, tmp_path: Path, recording: Path
+) -> None:
+    # export -> our receiver -> the same session: same id, and what was said, asked and
+    # answered, in the same order (the spans carry the history; the receiver stores it once).
+    with open_store(tmp_path / "source.db") as source:
+        original = import_events(source, recording)
+        session = source.get_session(original[0].session_id)
+        request = request_from_log(source, [session])
+    answer = receiver.post(request.SerializeToString(), "application/x-protobuf")
+    assert answer.status_code == 200, answer.text
+    received = receiver.session_events()
+    assert received[0].session_id == session.id
+    assert conversation(received) == conversation(original)

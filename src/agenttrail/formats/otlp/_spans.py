@@ -55,7 +55,7 @@ class Mapped:
     """What one export request maps to."""
 
     sessions: list[ImportedSession]
-    """One per session, events in the order their spans started."""
+    """One per session, events in the order they happened (:func:`_in_time_order`)."""
     rejected: int = 0
     """Spans refused (a missing or malformed trace or span id)."""
     errors: list[str] = field(default_factory=list)
@@ -106,8 +106,18 @@ def sessions_from_request(request: ExportTraceServiceRequest) -> Mapped:
         if service:
             metadata["service"] = service
         new = NewSession(session_id, agent=agent, metadata=metadata)
-        sessions.append(ImportedSession(new, builder.events))
+        sessions.append(ImportedSession(new, _in_time_order(builder.events)))
     return Mapped(sessions, len(errors), errors)
+
+
+def _in_time_order(found: list[NewEvent]) -> list[NewEvent]:
+    """``found`` (in the order their spans started) in the order they happened, when each has
+    a time: a tool's result when its span ended, so parallel calls' results keep the order
+    they came in; events of one instant keep their order (a stable sort; the times are
+    fixed-width UTC text, :func:`agenttrail.codec.normalize_timestamp`)."""
+    if not all(e.created_at for e in found):
+        return found
+    return sorted(found, key=lambda e: e.created_at or "")
 
 
 def _valid_spans(request: ExportTraceServiceRequest) -> tuple[list[_Span], list[str]]:

@@ -236,7 +236,8 @@ class _SessionSpans:
         results = tool_message(item)
         if results is not None:
             self.history.append((False, results))
-        for call in item.calls:
+        # in the order the results came (the log's), which the calls' order need not be
+        for call in sorted(item.calls, key=lambda c: (c.result or c.event).seq):
             turn.children.append(self.tool(turn, call))
         self.seen(turn, [e for e in (item.message,) if e is not None])
         self.seen(turn, [c.event for c in item.calls])
