@@ -233,10 +233,10 @@ def main() -> None:
         return
 
     import openai
+    from _serve import free_port  # bench/_serve.py, beside this script
 
     import agenttrail
     from agenttrail.ingest.instrument import capture_of
-    from tests.conftest import free_port
 
     port = free_port()
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])

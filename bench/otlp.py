@@ -26,16 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
+from _serve import serving  # bench/_serve.py, beside this script
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -45,12 +41,6 @@ from agenttrail.log.store import open_store
 
 BATCH = 512
 """Spans per export request: the SDK ``BatchSpanProcessor``'s default batch."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _workload(provider: TracerProvider, conversations: int, turns: int) -> None:
@@ -130,37 +120,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=8)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        port = _free_port()
         db = Path(tmp) / "bench.db"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "agenttrail.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--db",
-                str(db),
-                "--workspace",
-                tmp,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        try:
-            assert proc.stdout is not None
-            token = proc.stdout.readline().split(": ", 1)[1].strip()
-            base = f"http://127.0.0.1:{port}"
-            headers = {"Authorization": f"Bearer {token}"}
-            for _ in range(200):
-                try:
-                    httpx.get(f"{base}/v1/sessions", headers=headers)
-                    break
-                except httpx.ConnectError:
-                    time.sleep(0.05)
+        with serving(db, Path(tmp)) as served:
+            base, headers = served.base, served.headers
             memory = InMemorySpanExporter()
             provider = TracerProvider()
             provider.add_span_processor(SimpleSpanProcessor(memory))
@@ -173,13 +135,7 @@ def main() -> None:
             for i in range(0, len(spans), BATCH):
                 assert exporter.export(spans[i : i + BATCH]).name == "SUCCESS"
             otlp_s = time.perf_counter() - start
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            peak_kib = int(
-                next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]
-            )
-        finally:
-            proc.terminate()
-            proc.wait(10)
+            peak_mib = served.peak_mib()
         with open_store(db) as store:
             sessions = [[e.data for e in store.read(s.id)] for s in store.sessions()]
         raw_s = _raw_sqlite(Path(tmp) / "raw.db", sessions)
@@ -189,7 +145,7 @@ def main() -> None:
     print(f"OTLP ingest: {stored / otlp_s:,.0f} events/s ({len(spans) / otlp_s:,.0f} spans/s)")
     print(f"raw sqlite3 inserts of the same events: {stored / raw_s:,.0f} events/s")
     print(f"ratio OTLP / raw: {raw_s / otlp_s:.3f}")
-    print(f"server peak RSS: {peak_kib / 1024:.0f} MiB")
+    print(f"server peak RSS: {peak_mib:.0f} MiB")
 
 
 if __name__ == "__main__":

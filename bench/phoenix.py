@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _serve import free_port  # bench/_serve.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("AGENTTRAIL_SHARED", ROOT.parent / "shared"))
@@ -61,12 +61,6 @@ QUERY = """
 } } } }
 """
 """What is asked of Phoenix's GraphQL API (its schema: Project, ProjectSession, Span)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _agenttrail(*args: str) -> str:
@@ -128,7 +122,7 @@ def main() -> int:
         capture_output=True,
         text=True,
     ).stdout.strip()
-    port = args.port or _free_port()
+    port = args.port or free_port()
     with tempfile.TemporaryDirectory(prefix="agenttrail-phoenix-") as tmp:
         db = str(Path(tmp) / "log.db")
         sessions = _agenttrail("import", *map(str, RECORDINGS), "--db", db).split()
@@ -136,7 +130,7 @@ def main() -> int:
             **os.environ,
             "PHOENIX_HOST": "127.0.0.1",
             "PHOENIX_PORT": str(port),
-            "PHOENIX_GRPC_PORT": str(_free_port()),
+            "PHOENIX_GRPC_PORT": str(free_port()),
             "PHOENIX_WORKING_DIR": str(Path(tmp) / "phoenix"),
         }
         log = open(Path(tmp) / "phoenix.log", "w+")  # noqa: SIM115 (read back on failure)

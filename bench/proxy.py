@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from _serve import free_port  # bench/_serve.py, beside this script
 
 _CHAT = "/v1/chat/completions"
 
@@ -64,12 +65,6 @@ _REQUEST = {
         }
     ],
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _wait(port: int, proc: subprocess.Popen[bytes]) -> None:
@@ -171,7 +166,7 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--think-ms", type=float, default=0.0)
     args = parser.parse_args()
-    up_port, proxy_port = _free_port(), _free_port()
+    up_port, proxy_port = free_port(), free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "proxy.db"

@@ -14,27 +14,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import httpx
+from _serve import serving  # bench/_serve.py, beside this script
 from websockets.sync.client import connect
 
 BATCH = 100
 """Events per batched POST."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _post_all(url: str, token: str, bodies: list[dict[str, object]], clients: int) -> float:
@@ -91,64 +82,31 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--samples", type=int, default=400)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        port = _free_port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "agenttrail.cli",
-                "serve",
-                "--port",
-                str(port),
-                "--db",
-                str(Path(tmp) / "bench.db"),
-                "--workspace",
-                tmp,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        try:
-            assert proc.stdout is not None
-            token = proc.stdout.readline().split(": ", 1)[1].strip()
-            base, ws = f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}"
-            headers = {"Authorization": f"Bearer {token}"}
-            for _ in range(200):
-                try:
-                    httpx.get(f"{base}/v1/sessions", headers=headers)
-                    break
-                except httpx.ConnectError:
-                    time.sleep(0.05)
-            payload = {"type": "message", "role": "assistant", "content": "x" * 960}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        serving(Path(tmp) / "bench.db", Path(tmp)) as served,
+    ):
+        base, headers, token = served.base, served.headers, served.token
+        ws = base.replace("http://", "ws://")
+        payload = {"type": "message", "role": "assistant", "content": "x" * 960}
 
-            def session() -> str:
-                return str(httpx.post(f"{base}/v1/sessions", json={}, headers=headers).json()["id"])
+        def session() -> str:
+            return str(httpx.post(f"{base}/v1/sessions", json={}, headers=headers).json()["id"])
 
-            sid = session()
-            singles = [{"payload": payload} for _ in range(args.events // 4)]
-            single_s = _post_all(f"{base}/v1/sessions/{sid}/events", token, singles, args.clients)
-            sid = session()
-            batches = [
-                {"events": [{"payload": payload}] * BATCH} for _ in range(args.events // BATCH)
-            ]
-            batch_s = _post_all(f"{base}/v1/sessions/{sid}/events", token, batches, args.clients)
-            delays = sorted(_latency(base, ws, token, session(), args.samples))
-            status = Path(f"/proc/{proc.pid}/status").read_text()
-            peak_kib = int(
-                next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]
-            )
-        finally:
-            proc.terminate()
-            proc.wait(10)
+        sid = session()
+        singles = [{"payload": payload} for _ in range(args.events // 4)]
+        single_s = _post_all(f"{base}/v1/sessions/{sid}/events", token, singles, args.clients)
+        sid = session()
+        batches = [{"events": [{"payload": payload}] * BATCH} for _ in range(args.events // BATCH)]
+        batch_s = _post_all(f"{base}/v1/sessions/{sid}/events", token, batches, args.clients)
+        delays = sorted(_latency(base, ws, token, session(), args.samples))
+        peak_mib = served.peak_mib()
     print(f"single appends ({args.clients} clients): {len(singles) / single_s:,.0f} events/s")
     rate = args.events / batch_s
     print(f"batched appends ({BATCH}/request, {args.clients} clients): {rate:,.0f} events/s")
     p99 = delays[max(0, int(len(delays) * 0.99) - 1)]
     print(f"append -> subscriber latency: p50 {statistics.median(delays):.1f} ms, p99 {p99:.1f} ms")
-    print(f"server peak RSS: {peak_kib / 1024:.0f} MiB")
+    print(f"server peak RSS: {peak_mib:.0f} MiB")
 
 
 if __name__ == "__main__":

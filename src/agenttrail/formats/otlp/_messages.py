@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["Call", "Message", "input_messages", "output_messages"]
+__all__ = ["Call", "Message", "input_messages", "output_messages", "parsed_arguments"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,9 @@ def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-def _arguments(value: Any) -> tuple[Any, str | None]:
+def parsed_arguments(value: Any) -> tuple[Any, str | None]:
+    """Tool-call arguments as sent: JSON text parsed (and the text kept, as the payload's
+    ``arguments``), text that is not JSON kept as text, anything else as it is (no text)."""
     if isinstance(value, str):
         try:
             return json.loads(value), value
@@ -183,7 +185,7 @@ def _semconv(value: Any) -> list[Message]:
             if kind == "text":
                 texts.append(_text(part.get("content")))
             elif kind == "tool_call":
-                parsed, raw = _arguments(part.get("arguments"))
+                parsed, raw = parsed_arguments(part.get("arguments"))
                 calls.append(Call(str(part.get("id") or ""), str(part.get("name")), parsed, raw))
             elif kind == "tool_call_response":
                 # "result" in the current conventions, "response" in earlier ones
@@ -214,7 +216,7 @@ def _openai_calls(value: Any) -> tuple[Call, ...]:
         if isinstance(call, dict):
             spec = call.get("function")
             function: dict[str, Any] = spec if isinstance(spec, dict) else call
-            parsed, raw = _arguments(function.get("arguments"))
+            parsed, raw = parsed_arguments(function.get("arguments"))
             found.append(Call(str(call.get("id") or ""), str(function.get("name")), parsed, raw))
     return tuple(found)
 
@@ -265,7 +267,7 @@ def _openinference(fields: dict[str, Any]) -> Message:
         )
     calls = []
     for call in _indexed(fields, "message.tool_calls."):
-        parsed, raw = _arguments(call.get("tool_call.function.arguments"))
+        parsed, raw = parsed_arguments(call.get("tool_call.function.arguments"))
         calls.append(
             Call(
                 str(call.get("tool_call.id") or ""),
@@ -283,7 +285,7 @@ def _flattened(fields: dict[str, Any]) -> Message:
     role = str(fields.get("role") or "user")
     calls = []
     for call in _indexed(fields, "tool_calls."):
-        parsed, raw = _arguments(call.get("arguments"))
+        parsed, raw = parsed_arguments(call.get("arguments"))
         calls.append(Call(str(call.get("id") or ""), str(call.get("name")), parsed, raw))
     reason = fields.get("finish_reason")
     if role == "tool":

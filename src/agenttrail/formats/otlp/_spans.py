@@ -17,7 +17,6 @@ other event's is its span's id.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +26,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from agenttrail.codec import normalize_timestamp
 from agenttrail.formats._common import ImportedSession, prefix_tips
 from agenttrail.formats.otlp._decode import attributes, hex_id
-from agenttrail.formats.otlp._messages import Message, input_messages, output_messages
+from agenttrail.formats.otlp._messages import (
+    Message,
+    input_messages,
+    output_messages,
+    parsed_arguments,
+)
 from agenttrail.model import NewEvent, NewSession, events
 
 __all__ = ["SPAN_TYPE", "Mapped", "sessions_from_request"]
@@ -296,7 +300,7 @@ class _Session:
         )
         name = _str(a.get("gen_ai.tool.name")) or _str(a.get("tool.name")) or s.span.name
         raw = a.get("gen_ai.tool.call.arguments", a.get("tool.parameters", a.get("input.value")))
-        parsed, text = _parsed(raw)
+        parsed, text = parsed_arguments(raw)
         output = a.get("gen_ai.tool.call.result", a.get("output.value"))
         ident = call_id or f"span:{s.trace}:{s.id}"
         self.append(events.tool_call(ident, name, parsed, arguments=text), f"otlp:c:{ident}", time)
@@ -344,21 +348,12 @@ class _Session:
         self.append(payload, f"otlp:s:{s.trace}:{s.id}", time)
 
 
-def _parsed(value: Any) -> tuple[Any, str | None]:
-    if isinstance(value, str):
-        try:
-            return json.loads(value), value
-        except ValueError:
-            return value, value
-    return value, None
-
-
 def _records(attrs: dict[str, Any], name: str, flattened: str) -> list[dict[str, Any]]:
     """Retrieved documents or memory records: the structured attribute (or its JSON text),
     else OpenInference's ``retrieval.documents.N.document.*``."""
     value = attrs.get(name)
     if isinstance(value, str):
-        value, _ = _parsed(value)
+        value, _ = parsed_arguments(value)
     if isinstance(value, list):
         return [v for v in value if isinstance(v, dict)]
     found: dict[int, dict[str, Any]] = {}
