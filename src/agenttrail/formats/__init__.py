@@ -18,7 +18,16 @@ from pathlib import Path
 from types import ModuleType
 
 from agenttrail.errors import FormatError
-from agenttrail.formats import anthropic, claude_code, fountain, jsonl, openai, toolbench
+from agenttrail.formats import (
+    anthropic,
+    claude_code,
+    fountain,
+    inspect,
+    jsonl,
+    langfuse,
+    openai,
+    toolbench,
+)
 from agenttrail.formats._common import (
     ImportedSession,
     content_session_id,
@@ -39,7 +48,8 @@ __all__ = [
 ]
 
 FORMATS: dict[str, ModuleType] = {
-    module.NAME: module for module in (jsonl, fountain, claude_code, anthropic, toolbench, openai)
+    module.NAME: module
+    for module in (jsonl, fountain, inspect, claude_code, anthropic, langfuse, toolbench, openai)
 }
 """Format name → module, in the order ``detect`` asks them."""
 
