@@ -162,11 +162,15 @@ class _Sample:
         self.sample: dict[str, Any] = self.resolved(sample)
         self.events: list[NewEvent] = []
         self.messages = self.list_of("messages")
-        self.position = {m.get("id"): i for i, m in enumerate(self.messages) if m.get("id")}
+        self.position = {m["id"]: i for i, m in enumerate(self.messages) if _is_id(m.get("id"))}
         self.done = 0
         """Messages written so far (the next one to write is ``messages[done]``)."""
         pools = as_object(self.sample.get("events_data"))
         self.pool = pools.get("messages") or self.sample.get("message_pool") or []
+        if not isinstance(self.pool, list):
+            raise fail(
+                path, f"expected a list, not {type_name(self.pool)}", self.at("message_pool")
+            )
         self.calls = pools.get("calls") or self.sample.get("call_pool") or []
 
     def resolved(self, value: Any) -> Any:
@@ -207,7 +211,10 @@ class _Sample:
         for number, event in enumerate(transcript):
             self.transcript_event(number, event)
         self.write_messages(len(self.messages), None)
-        for name, score in (self.sample.get("scores") or {}).items():
+        scores = self.sample.get("scores") or {}
+        if not isinstance(scores, dict):
+            raise fail(self.path, f"expected an object, not {type_name(scores)}", self.at("scores"))
+        for name, score in scores.items():
             text = f"{name}: {score.get('value') if isinstance(score, dict) else score}"
             self.add({"type": "annotation", "kind": "score", "text": text, "data": score}, None)
         error = self.sample.get("error")
@@ -267,9 +274,8 @@ class _Sample:
     def tool_message(self, event: dict[str, Any]) -> int | None:
         """The index of the tool message a tool event produced: by ``message_id``, else (logs
         before that field) the first message not written yet that answers the event's call."""
-        index = self.position.get(event.get("message_id"))
-        if index is not None:
-            return index
+        if _is_id(event.get("message_id")):
+            return self.position.get(event["message_id"])
         return next(
             (
                 i
@@ -284,9 +290,11 @@ class _Sample:
         """Write the messages up to the one this model call produced; False if it is not one
         of the sample's messages (the event is then kept whole, its input expanded)."""
         output = as_object(event.get("output"))
-        choices = output.get("choices") or [{}]
-        produced = choices[0].get("message") if isinstance(choices[0], dict) else None
-        index = self.position.get(produced.get("id")) if isinstance(produced, dict) else None
+        choices = output.get("choices")
+        first = choices[0] if isinstance(choices, list) and choices else None
+        produced = first.get("message") if isinstance(first, dict) else None
+        produced_id = produced.get("id") if isinstance(produced, dict) else None
+        index = self.position.get(produced_id) if _is_id(produced_id) else None
         inputs = self.model_input(number, event)
         if index is None or index < self.done:
             whole = {k: v for k, v in event.items() if k != "input_refs"}
@@ -356,7 +364,10 @@ class _Sample:
             raise fail(self.path, f"unknown role {role!r}", f"{where}.role")
         meta = _meta(model_event, message) if role == "assistant" else None
         self.add(events.message(role, text, meta=meta, **extra), time)
-        for i, call in enumerate(message.get("tool_calls") or []):
+        calls = message.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise fail(self.path, f"expected a list, not {type_name(calls)}", f"{where}.tool_calls")
+        for i, call in enumerate(calls):
             if not isinstance(call, dict) or not isinstance(call.get("function"), str):
                 raise fail(
                     self.path,
@@ -393,6 +404,10 @@ class _Sample:
             error=error_text,
             **fields,
         )
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
 
 
 def _content(value: Any) -> tuple[str, list[Any] | None]:

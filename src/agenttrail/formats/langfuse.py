@@ -155,7 +155,11 @@ class _Session:
         self.answered: set[str] = set()
 
     def add(self, payload: dict[str, Any], time: Any, key: str) -> None:
-        self.events.append(NewEvent(payload, timestamp_or_none(time), key=f"langfuse:{key}"))
+        # the position makes the key unique even if an export repeats an observation's id
+        number = len(self.events)
+        self.events.append(
+            NewEvent(payload, timestamp_or_none(time), key=f"langfuse:{number}:{key}")
+        )
 
     def read(self) -> ImportedSession:
         for trace, observations in self.traces:
@@ -164,11 +168,12 @@ class _Session:
             ordered = sorted(observations, key=lambda o: (str(o.get("startTime") or ""), o["id"]))
             for obs in ordered:
                 self.observation(obs)
-            for score in trace.get("scores") or []:
-                if isinstance(score, dict):
-                    text = f"{score.get('name')}: {score.get('stringValue') or score.get('value')}"
-                    payload = {"type": "annotation", "kind": "score", "text": text, "data": score}
-                    self.add(payload, score.get("timestamp"), f"score:{score.get('id')}")
+            scores = trace.get("scores") or []
+            for score in scores if isinstance(scores, list) else [scores]:
+                named = as_object(score)
+                text = f"{named.get('name')}: {named.get('stringValue') or named.get('value')}"
+                payload = {"type": "annotation", "kind": "score", "text": text, "data": score}
+                self.add(payload, named.get("timestamp"), f"score:{named.get('id')}")
         first = self.traces[0][0]
         metadata: dict[str, Any] = {"format": NAME, "traceIds": [t["id"] for t, _ in self.traces]}
         if first.get("sessionId"):
@@ -336,7 +341,12 @@ def _items(value: Any, default_role: str) -> list[_Item]:
         return [_Item("message", "assistant", calls=[call], raw=value)]
     if kind == "function_call_output":
         return [
-            _Item("result", call_id=value.get("call_id"), output=value.get("output"), raw=value)
+            _Item(
+                "result",
+                call_id=_call_id(value.get("call_id")),
+                output=value.get("output"),
+                raw=value,
+            )
         ]
     role = _ROLES.get(str(value.get("role") or ("assistant" if kind == "message" else "")))
     if isinstance(value.get("parts"), list):
@@ -364,7 +374,9 @@ def _parts(value: dict[str, Any], role: str | None) -> list[_Item]:
             calls.append((str(part.get("id")), str(part.get("name")), _args(part.get("arguments"))))
         elif kind == "tool_call_response":
             items.append(
-                _Item("result", call_id=part.get("id"), output=part.get("result"), raw=part)
+                _Item(
+                    "result", call_id=_call_id(part.get("id")), output=part.get("result"), raw=part
+                )
             )
         else:
             items.append(_Item("unmapped", raw=part))
@@ -389,10 +401,8 @@ def _text(content: Any) -> str | None:
 
 def _calls(message: dict[str, Any]) -> list[tuple[str, str, Any]]:
     """Calls of a Chat Completions or LangChain assistant message."""
-    listed = (
-        message.get("tool_calls")
-        or (message.get("additional_kwargs") or {}).get("tool_calls")
-        or []
+    listed = message.get("tool_calls") or as_object(message.get("additional_kwargs")).get(
+        "tool_calls"
     )
     calls = []
     for call in listed if isinstance(listed, list) else []:
@@ -403,6 +413,11 @@ def _calls(message: dict[str, Any]) -> list[tuple[str, str, Any]]:
         arguments = function.get("arguments") if function else call.get("args")
         calls.append((str(call.get("id")), str(name), _args(arguments)))
     return calls
+
+
+def _call_id(value: Any) -> str | None:
+    """A call id as given, if it is text."""
+    return value if isinstance(value, str) else None
 
 
 def _fingerprint(item: _Item) -> str:
