@@ -34,6 +34,7 @@ from agenttrail.errors import FormatError
 from agenttrail.formats import detect, inspect, read_file
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event
+from agenttrail.replay import to_anthropic, to_openai_chat, to_openai_responses, validate
 from agenttrail.views.pairing import pair_tool_calls
 from tests.conftest import run_cli
 from tests.formats._recordings import (
@@ -167,3 +168,22 @@ def test_a_json_that_is_not_an_inspect_log_is_refused_by_name(tmp_path: Path) ->
     other.write_text('{"version": 2, "status": "success"}')
     with pytest.raises(FormatError, match=r"other.json: not an Inspect log"):
         read_file(other, "inspect")
+
+
+@pytest.mark.parametrize("path", [INSPECT_BROWSER, INSPECT_DEDUPLICATION], ids=["json", "eval"])
+def test_a_sample_replays_valid_for_every_provider(store: LogStore, path: Path) -> None:
+    events = import_events(store, path)
+    for replayed, provider in [
+        (to_openai_chat(events), "openai"),
+        (to_anthropic(events), "anthropic"),
+        (to_openai_responses(events), "responses"),
+    ]:
+        assert validate(replayed.messages, provider) == [], provider
+    if path.suffix == ".eval":
+        with zipfile.ZipFile(path) as archive:
+            sample = json.loads(archive.read("samples/0_epoch_1.json"))
+    else:
+        sample = json.loads(path.read_text())["samples"][0]
+    # the model is sent the sample's own conversation, role for role
+    roles = [m["role"] for m in to_openai_chat(events).messages]
+    assert roles == [m["role"] for m in sample["messages"]]

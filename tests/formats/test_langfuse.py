@@ -33,6 +33,7 @@ from agenttrail.errors import FormatError
 from agenttrail.formats import detect, langfuse, read_file
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event
+from agenttrail.replay import to_anthropic, to_openai_chat, to_openai_responses, validate
 from agenttrail.views.pairing import pair_tool_calls
 from tests.conftest import run_cli
 from tests.formats._recordings import LANGFUSE, import_events
@@ -166,3 +167,16 @@ def test_observations_that_are_not_a_list_are_named(tmp_path: Path) -> None:
     bad.write_text('{"trace": {"id": "t1"}, "observations": {"id": "o1"}}')
     with pytest.raises(FormatError, match=r"bad.json: field 'observations': expected a list"):
         read_file(bad)
+
+
+@pytest.mark.parametrize("path", [LANGGRAPH, OPENAI_AGENTS], ids=["langgraph", "openai-agents"])
+def test_a_trace_replays_valid_for_every_provider(store: LogStore, path: Path) -> None:
+    events = import_events(store, path)
+    for replayed, provider in [
+        (to_openai_chat(events), "openai"),
+        (to_anthropic(events), "anthropic"),
+        (to_openai_responses(events), "responses"),
+    ]:
+        assert validate(replayed.messages, provider) == [], provider
+    roles = [m["role"] for m in to_openai_chat(events).messages]
+    assert roles.count("tool") == 1 and roles[-1] == "assistant"
