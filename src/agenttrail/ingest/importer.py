@@ -126,11 +126,22 @@ def expand_paths(paths: Iterable[Path], *, suffixes: Sequence[str] = IMPORT_SUFF
     order, skipping hidden entries; of its files, those whose name ends in one of ``suffixes``
     (or one of them and ``.gz``) are taken. Any other path is kept as it is (reading a
     missing file names it, :func:`read_paths`).
+
+    Raises:
+        InputError: a folder holds no such file.
     """
     endings = tuple(suffixes) + tuple(f"{s}.gz" for s in suffixes)
     found: list[Path] = []
     for path in paths:
-        found.extend(_walk(path, endings) if path != STDIN and path.is_dir() else [path])
+        if path == STDIN or not path.is_dir():
+            found.append(path)
+            continue
+        below = _walk(path, endings)
+        if not below:  # a mistyped folder, not a successful import of nothing
+            raise InputError(
+                f"{path}: no file to import in this folder (looked for {', '.join(suffixes)})"
+            )
+        found.extend(below)
     return found
 
 
