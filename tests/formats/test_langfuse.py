@@ -115,6 +115,8 @@ def test_generations_keep_model_usage_and_cost_as_recorded(store: LogStore) -> N
     assert [a["meta"]["cost"] for a in assistants] == [g["costDetails"] for g in generations]
     assert [a["meta"]["usage_raw"] for a in assistants] == [g["usageDetails"] for g in generations]
     assert assistants[0]["meta"]["model"] == "gpt-4o-mini-2024-07-18"
+    # jq '.observations[].metadata.attributes["gen_ai.system"] // empty': openai on all four
+    assert {a["meta"]["provider"] for a in assistants} == {"openai"}
     assert assistants[0]["meta"]["usage"] == {
         "input": 265,
         "output": 73,

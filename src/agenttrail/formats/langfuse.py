@@ -297,9 +297,21 @@ def _meta(obs: dict[str, Any]) -> dict[str, Any]:
             total("cache_creation", "cache_write"),
         )
     model = obs.get("model")
+    attributes = as_object(as_object(obs.get("metadata")).get("attributes"))
+    # OpenTelemetry GenAI names the provider gen_ai.provider.name (gen_ai.system before
+    # semantic conventions 1.37); OpenInference names it llm.system.
+    provider = next(
+        (
+            attributes[k]
+            for k in ("gen_ai.provider.name", "gen_ai.system", "llm.system")
+            if isinstance(attributes.get(k), str)
+        ),
+        None,
+    )
     start, end = timestamp_or_none(obs.get("startTime")), timestamp_or_none(obs.get("endTime"))
     meta = events.meta(
         model=model if isinstance(model, str) else None,
+        provider=provider,
         usage=usage,
         usage_raw=raw if isinstance(raw, dict) and raw else None,
         duration_ms=_milliseconds(start, end),
