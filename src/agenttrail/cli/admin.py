@@ -228,16 +228,15 @@ def proxy(
     """
     from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
 
-    with open_log(db, create=True) as store:
+    with open_log(db, create=True) as store:  # a log that cannot be opened fails here
+        where = store.url
 
-        def listening(url: str) -> None:
-            out.print(f"forwarding {url} to {upstream}, recording to {store.url}", markup=False)
+    def listening(url: str) -> None:
+        out.print(f"forwarding {url} to {upstream}, recording to {where}", markup=False)
 
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as serve: a gone client is not our end
-        with _stop_signals_end_the_server():
-            serve_proxy(
-                store, upstream, host=host, port=port, timeout_s=timeout, listening=listening
-            )
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as serve: a gone client is not our end
+    with _stop_signals_end_the_server():
+        serve_proxy(db, upstream, host=host, port=port, timeout_s=timeout, listening=listening)
 
 
 def token(

@@ -28,6 +28,7 @@ from agenttrail.formats import (
     jsonl,
     langfuse,
     openai,
+    otlp,
     toolbench,
 )
 from agenttrail.formats._common import (
@@ -54,7 +55,17 @@ __all__ = [
 
 FORMATS: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (jsonl, fountain, inspect, claude_code, anthropic, langfuse, toolbench, openai)
+    for module in (
+        jsonl,
+        otlp,
+        fountain,
+        inspect,
+        claude_code,
+        anthropic,
+        langfuse,
+        toolbench,
+        openai,
+    )
 }
 """Format name → module, in the order ``detect`` asks them."""
 
