@@ -137,6 +137,19 @@ def _truncated_zip(tmp_path: Path) -> Path:
     return bad
 
 
+def _damaged_member(tmp_path: Path) -> Path:
+    """The sample's deflate data scrambled 100 bytes in (the zip directory intact)."""
+    with zipfile.ZipFile(INSPECT_DEDUPLICATION) as archive:
+        member = archive.getinfo("samples/0_epoch_1.json")
+    data = bytearray(INSPECT_DEDUPLICATION.read_bytes())
+    start = member.header_offset + 30 + len(member.filename) + len(member.extra) + 100
+    for i in range(start, start + 300, 5):
+        data[i] ^= 0x55
+    bad = tmp_path / "damaged.eval"
+    bad.write_bytes(bytes(data))
+    return bad
+
+
 def _sample_without_messages_list(tmp_path: Path) -> Path:
     doc: dict[str, Any] = json.loads(INSPECT_TOOL_ERRORS.read_text())
     doc["samples"][0]["messages"] = "oops"
@@ -149,6 +162,7 @@ def _sample_without_messages_list(tmp_path: Path) -> Path:
     ("make", "expected"),
     [
         (_truncated_zip, "cut.eval: not a complete .eval zip"),
+        (_damaged_member, "damaged.eval: samples/0_epoch_1.json: cannot unzip"),
         (_sample_without_messages_list, "field 'samples[0].messages': expected a list, not str"),
     ],
 )

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,8 @@ def _read_zip(path: Path, data: bytes) -> tuple[dict[str, Any], list[tuple[str, 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
     try:
         raw = archive.read(name)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:  # CRC, truncation
+    # a bad CRC (BadZipFile), a cut member (EOFError), damaged deflate data (zlib.error)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as e:
         raise fail(path, f"{name}: cannot unzip ({e})") from None
     return load_json(Path(f"{path}:{name}"), raw)
 
