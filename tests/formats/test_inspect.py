@@ -201,3 +201,14 @@ def test_a_sample_replays_valid_for_every_provider(store: LogStore, path: Path) 
     # the model is sent the sample's own conversation, role for role
     roles = [m["role"] for m in to_openai_chat(events).messages]
     assert roles == [m["role"] for m in sample["messages"]]
+
+
+def test_an_attachment_the_log_lacks_is_kept_as_written_and_warned(tmp_path: Path) -> None:
+    doc = json.loads(INSPECT_TOOL_ERRORS.read_text())
+    doc["samples"][0]["messages"][0]["content"] = "attachment://deadbeef"
+    log = tmp_path / "log.json"
+    log.write_text(json.dumps(doc))
+    [session] = read_file(log)
+    assert session.events[0].payload["output"] == "attachment://deadbeef"
+    assert session.warnings == [f"{log}: samples[0]: attachments not in the log: deadbeef"]
+    assert session.events[-1].payload["kind"] == "import_warning"

@@ -51,6 +51,7 @@ from agenttrail.formats._common import (
     ImportedSession,
     as_object,
     content_session_id,
+    import_warning,
     json_prefix,
     lead_bytes,
     load_json,
@@ -161,7 +162,10 @@ class _Sample:
         attachments = sample.get("attachments")
         self.attachments: dict[str, Any] = attachments if isinstance(attachments, dict) else {}
         self.missing: set[str] = set()
-        self.sample: dict[str, Any] = self.resolved(sample)
+        # the attachments are written inline where they are referenced, not kept again
+        self.sample: dict[str, Any] = self.resolved(
+            {k: v for k, v in sample.items() if k != "attachments"}
+        )
         self.events: list[NewEvent] = []
         self.messages = self.list_of("messages")
         self.position = {m["id"]: i for i, m in enumerate(self.messages) if _is_id(m.get("id"))}
@@ -187,7 +191,7 @@ class _Sample:
         if isinstance(value, list):
             return [self.resolved(v) for v in value]
         if isinstance(value, dict):
-            return {k: self.resolved(v) for k, v in value.items() if k != "attachments"}
+            return {k: self.resolved(v) for k, v in value.items()}
         return value
 
     def list_of(self, name: str) -> list[dict[str, Any]]:
@@ -229,6 +233,7 @@ class _Sample:
         if self.missing:
             names = ", ".join(sorted(self.missing))
             warnings.append(f"{self.path}: {self.where}: attachments not in the log: {names}")
+            self.add(import_warning(warnings[-1]), None)
         return ImportedSession(self.session(), self.events, warnings)
 
     def session(self) -> NewSession:
