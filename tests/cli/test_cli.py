@@ -256,7 +256,7 @@ def test_writing_to_a_bad_path_is_one_line_and_exit_2(tmp_path: Path, target: st
 def test_quickstart_takes_named_paths_strictly_and_shows_what_it_imported(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path)}
     missing = run_cli("quickstart", str(tmp_path / "nope"), cwd=tmp_path, env=env)
-    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
+    assert missing.returncode == 2 and "nope: cannot read file: No such file" in missing.stderr
     # otel-openai-v2-cassettes of the real data (SOURCES.md): OpenAI, not Claude Code.
     cassette = (
         REALDATA / "otel-openai-v2-cassettes" / "test_chat_completion_tool_calls_with_content.yaml"

@@ -19,6 +19,13 @@ cites its ``SOURCES.md`` row:
   10_ChatGPT_DFS_woFilter_w2.json | d56fdd89faf8 | 86e25c56f825 | Apache-2.0 | 22570", a
   ToolBench answer tree whose ``answer_generation.train_messages`` use the legacy
   ``function_call`` / role ``function`` format.
+- ``inspect_ai/*``: SOURCES.md rows "inspect_ai/<file> | UKGovernmentBEIS/inspect_ai |
+  tests/analysis/test_logs/2025-05-12T20-27-36-04-00_browser.json, tests/log/test_eval_log/
+  log_message_deduplication.eval, tests/log/test_eval_log/log_tool_call_error.json |
+  499e6152e7b8 | MIT", Inspect AI eval logs (JSON, and the zip form with a message pool).
+- ``langfuse-framework-traces/*.json``: SOURCES.md rows "langfuse-framework-traces/<file> |
+  langfuse/langfuse | packages/shared/scripts/seeder/utils/framework-traces/<file> |
+  62751446149b | MIT (Expat; outside ee/)", Langfuse trace exports (trace + observations).
 """
 
 from __future__ import annotations
@@ -35,6 +42,10 @@ __all__ = [
     "BAD_HISTORY",
     "CASSETTES",
     "CLAUDE_CODE_SPOTTER",
+    "INSPECT_BROWSER",
+    "INSPECT_DEDUPLICATION",
+    "INSPECT_TOOL_ERRORS",
+    "LANGFUSE",
     "PROGRAMMATIC",
     "RESPONSES_OUTPUT",
     "SSE",
@@ -70,6 +81,17 @@ CLAUDE_CODE_SPOTTER = REALDATA / "claude-code-spotter"
 TOOLBENCH = REALDATA / "toolbench" / "10_ChatGPT_DFS_woFilter_w2.json"
 """A ToolBench answer tree: three ``train_messages`` lists (3, 5, 7 messages), each a prefix of
 the next, with two answered legacy calls and a final ``Finish`` call."""
+
+INSPECT = REALDATA / "inspect_ai"
+INSPECT_BROWSER = INSPECT / "2025-05-12T20-27-36-04-00_browser.json"
+"""A JSON log (version 2): one sample, gpt-4o-mini driving a browser tool, its transcript."""
+INSPECT_DEDUPLICATION = INSPECT / "log_message_deduplication.eval"
+"""A ``.eval`` zip: one sample whose model events name their input by ``input_refs`` ranges
+into ``message_pool``."""
+INSPECT_TOOL_ERRORS = INSPECT / "log_tool_call_error.json"
+"""A hand-made JSON log: 11 ``tool`` messages with errors and no assistant message."""
+
+LANGFUSE = REALDATA / "langfuse-framework-traces"
 
 
 def import_events(store: LogStore, path: Path) -> list[Event]:

@@ -294,18 +294,19 @@ def _import_capped(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_import_reads_regular_files_only(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.jsonl"
     os.mkfifo(fifo)
-    folder = tmp_path / "folder"
-    folder.mkdir()
-    for path, kind in (
-        ("/dev/zero", "a character device"),
-        (str(fifo), "a FIFO"),
-        (str(folder), "a directory"),
-    ):
+    for path, kind in (("/dev/zero", "a character device"), (str(fifo), "a FIFO")):
         result = _import_capped(path, cwd=tmp_path)
         assert (result.returncode, result.stdout) == (2, ""), result.stderr
         assert result.stderr == (
             f"error: {path}: not a regular file ({kind}); import reads regular files only\n"
         )
+    # a folder is walked (tests/cli/test_import_input.py); one with nothing to import is named
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "notes.md").write_text("no transcript")
+    result = _import_capped(str(folder), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr.startswith(f"error: {folder}: no file to import in this folder (looked")
     assert not (tmp_path / "log.db").exists()
 
 

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
 from agenttrail.cli._options import DbOption, JsonOption, MaxBytesOption, SessionArg
+from agenttrail.cli._progress import import_progress
 from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
 from agenttrail.formats import FORMATS
@@ -21,6 +22,7 @@ from agenttrail.formats.jsonl import jsonl_from_log
 from agenttrail.formats.otlp.export import otlp_json, request_from_log
 from agenttrail.ingest.importer import (
     ImportReport,
+    expand_paths,
     read_paths,
     write_sessions,
 )
@@ -35,7 +37,12 @@ __all__ = ["export", "fountain", "import_command", "quickstart", "replay", "sess
 
 def import_command(
     files: Annotated[
-        list[Path], typer.Argument(metavar="FILE", help="Transcript files to import.")
+        list[Path],
+        typer.Argument(
+            metavar="PATH",
+            help="Files or folders to import (a folder is walked for transcript files); "
+            "- reads standard input. gzip input is decompressed.",
+        ),
     ],
     format: Annotated[
         str | None,
@@ -48,16 +55,25 @@ def import_command(
 
     Every file is read before anything is written; each session is written in one
     transaction. Importing a file again writes nothing new. Only regular files are read,
-    each up to --max-bytes.
+    each up to --max-bytes. A folder is walked for the files formats read (.jsonl, .json,
+    .eval, .yaml, .yml, .txt, .spmd, .fountain, each also .gz); a long import shows a
+    progress bar on a terminal.
 
-    Example: `agenttrail import ~/.claude/projects/*/*.jsonl`
+    Example: `agenttrail import ~/.claude/projects/`
     """
+    paths = expand_paths(files)
     # Read everything first: a bad file leaves the database, or its absence, as it was.
-    parsed = read_paths(
-        files, format=format, max_payload_bytes=payload_limit(), max_bytes=max_bytes
-    )
-    with open_log(db, create=True) as store:
-        reports = write_sessions(store, parsed)
+    with import_progress(paths) as progress:
+        parsed = read_paths(
+            paths,
+            format=format,
+            max_payload_bytes=payload_limit(),
+            max_bytes=max_bytes,
+            on_read=progress.read,
+        )
+        progress.writing(len(parsed))
+        with open_log(db, create=True) as store:
+            reports = write_sessions(store, parsed, on_written=progress.written)
     for report in reports:
         _print_report(report)
 
@@ -241,7 +257,7 @@ def quickstart(
     """
     limit = payload_limit()
     if paths:  # named by the user: a bad one is bad input
-        parsed = read_paths(_expand(paths), max_payload_bytes=limit)
+        parsed = read_paths(expand_paths(paths, suffixes=(".jsonl",)), max_payload_bytes=limit)
     else:  # found under ~/.claude/projects: one odd file does not stop the others
         parsed = []
         for path in _claude_transcripts():
@@ -276,19 +292,6 @@ def quickstart(
     )
     if broken:
         raise typer.Exit(1)
-
-
-def _expand(paths: list[Path]) -> list[Path]:
-    """Files named, with folders replaced by the ``*.jsonl`` files below them."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(sorted(path.rglob("*.jsonl")))
-        elif path.exists():
-            found.append(path)
-        else:
-            raise InputError(f"{path}: no such file or folder")
-    return found
 
 
 def _claude_transcripts() -> list[Path]:

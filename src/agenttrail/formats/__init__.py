@@ -13,12 +13,24 @@ from __future__ import annotations
 import json
 import os
 import stat
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
+from typing import BinaryIO
 
 from agenttrail.errors import FormatError
-from agenttrail.formats import anthropic, claude_code, fountain, jsonl, openai, otlp, toolbench
+from agenttrail.formats import (
+    anthropic,
+    claude_code,
+    fountain,
+    inspect,
+    jsonl,
+    langfuse,
+    openai,
+    otlp,
+    toolbench,
+)
 from agenttrail.formats._common import (
     ImportedSession,
     content_session_id,
@@ -32,15 +44,28 @@ from agenttrail.formats._common import (
 __all__ = [
     "DEFAULT_MAX_IMPORT_BYTES",
     "FORMATS",
+    "IMPORT_SUFFIXES",
     "ImportedSession",
     "detect",
+    "read_data",
     "read_file",
     "read_input",
+    "read_stream",
 ]
 
 FORMATS: dict[str, ModuleType] = {
     module.NAME: module
-    for module in (jsonl, otlp, fountain, claude_code, anthropic, toolbench, openai)
+    for module in (
+        jsonl,
+        otlp,
+        fountain,
+        inspect,
+        claude_code,
+        anthropic,
+        langfuse,
+        toolbench,
+        openai,
+    )
 }
 """Format name → module, in the order ``detect`` asks them."""
 
@@ -50,6 +75,16 @@ DEFAULT_MAX_IMPORT_BYTES = 256 * 1024 * 1024
 takes several times its size in memory, so a few hundred MiB is already a lot of memory for
 one import; larger files are refused before a byte is read (``--max-bytes``,
 ``AGENTTRAIL_MAX_IMPORT_BYTES``)."""
+
+IMPORT_SUFFIXES = (".jsonl", ".json", ".eval", ".yaml", ".yml", ".txt", ".spmd", ".fountain")
+"""Name endings of the files ``agenttrail import DIR`` reads below a folder (each also with
+``.gz``): the formats' own files (JSON Lines transcripts and exports, JSON recordings and logs,
+Inspect's ``.eval`` zips, VCR cassettes, raw server-sent event text, Fountain screenplays).
+Other files there (notes, ``SOURCES.md``) are left alone."""
+
+_GZIP_MAGIC = b"\x1f\x8b"
+"""The first bytes of a gzip member (RFC 1952 §2.3.1): compressed input is recognised by its
+bytes, not its name."""
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -94,7 +129,33 @@ def read_file(
         FormatError: the file is missing, unreadable, not a regular file, over ``max_bytes``,
             empty, of unknown format or malformed.
     """
-    data = read_input(path, max_bytes)
+    return read_data(path, read_input(path, max_bytes), format, max_bytes=max_bytes)
+
+
+def read_data(
+    path: Path,
+    data: bytes,
+    format: str | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_IMPORT_BYTES,
+) -> list[ImportedSession]:
+    """Read a file's bytes (or standard input's) into sessions, as :func:`read_file` does.
+
+    gzip-compressed bytes (RFC 1952, recognised by their first two bytes) are decompressed
+    first, to at most ``max_bytes``.
+
+    Args:
+        path: the name errors and content-derived ids use (``<stdin>`` for standard input).
+        data: the bytes.
+        format: a name of :data:`FORMATS`, or ``None`` to detect.
+        max_bytes: largest input, in bytes, after decompression.
+
+    Raises:
+        FormatError: as :func:`read_file`, or a gzip stream that is damaged, cut short or
+            larger than ``max_bytes`` once decompressed.
+    """
+    if data.startswith(_GZIP_MAGIC):
+        data = _gunzip(path, data, max_bytes)
     if not data or data.isspace():  # not data.strip(): that copies the whole file
         raise FormatError("empty file", path=str(path))
     if format is None:
@@ -149,6 +210,51 @@ def read_input(path: Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise _too_large(path, len(data), max_bytes)
     return data
+
+
+def read_stream(stream: BinaryIO, max_bytes: int, name: str = "<stdin>") -> bytes:
+    """All bytes of ``stream`` (standard input), refused past ``max_bytes``.
+
+    Raises:
+        FormatError: the stream is over the limit or cannot be read; names ``name``.
+    """
+    try:
+        data = stream.read(max_bytes + 1)
+    except OSError as e:
+        raise FormatError(f"cannot read: {e.strerror or e}", path=name) from None
+    if len(data) > max_bytes:
+        raise FormatError(
+            f"input is over the import limit of {max_bytes:,} bytes "
+            "(--max-bytes / AGENTTRAIL_MAX_IMPORT_BYTES)",
+            path=name,
+        )
+    return data
+
+
+def _gunzip(path: Path, data: bytes, max_bytes: int) -> bytes:
+    """Decompress gzip members (RFC 1952 §2.2: a file may hold several) to ``max_bytes`` at
+    most: a small file can expand to far more than the limit, so it is checked as it grows."""
+    parts: list[bytes] = []
+    size = 0
+    rest = data
+    try:
+        while rest:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # 16: expect a gzip header
+            part = inflater.decompress(rest, max_bytes + 1 - size)
+            size += len(part)
+            parts.append(part)
+            if size > max_bytes:
+                raise FormatError(
+                    f"decompresses to more than the import limit of {max_bytes:,} bytes "
+                    "(--max-bytes / AGENTTRAIL_MAX_IMPORT_BYTES)",
+                    path=str(path),
+                )
+            if not inflater.eof:
+                raise FormatError("gzip stream is cut short (truncated file?)", path=str(path))
+            rest = inflater.unused_data
+    except zlib.error as e:
+        raise FormatError(f"damaged gzip stream ({e})", path=str(path)) from None
+    return b"".join(parts)
 
 
 def _too_large(path: Path, size: int, limit: int) -> FormatError:

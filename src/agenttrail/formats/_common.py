@@ -20,6 +20,7 @@ from agenttrail.model import NewEvent, NewSession
 __all__ = [
     "ImportedSession",
     "JSONValueError",
+    "as_object",
     "content_session_id",
     "conversation_start",
     "conversation_step",
@@ -60,6 +61,12 @@ class ImportedSession:
     """True when the source states every session field, ``None`` included (an export's
     ``session`` line): the importer then fills in no title or start time of its own, so that
     export → import → export gives the same bytes."""
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object (a dict), else an empty one: for optional objects
+    whose absence and wrong type mean the same to a reader."""
+    return value if isinstance(value, dict) else {}
 
 
 _BOM = b"\xef\xbb\xbf"

@@ -9,13 +9,23 @@ carries an idempotency key, and agenttrail's own export is matched by its chain 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
-from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES, ImportedSession, read_file
+from agenttrail.formats import (
+    DEFAULT_MAX_IMPORT_BYTES,
+    IMPORT_SUFFIXES,
+    ImportedSession,
+    read_data,
+    read_file,
+    read_stream,
+)
 from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.ingest import traces
 from agenttrail.limits import byte_limit
@@ -24,13 +34,22 @@ from agenttrail.model import SESSION_ID_RULE, NewEvent, NewSession, is_session_i
 
 __all__ = [
     "DEFAULT_MAX_IMPORT_BYTES",
+    "STDIN",
     "ImportReport",
+    "expand_paths",
     "fitting_id",
     "import_paths",
     "import_sessions",
     "read_paths",
     "write_sessions",
 ]
+
+
+STDIN = Path("-")
+"""The path that stands for standard input in :func:`read_paths` (``agenttrail import -``)."""
+
+STDIN_NAME = "<stdin>"
+"""What errors, reports and content-derived ids call standard input."""
 
 
 @dataclass(frozen=True)
@@ -99,14 +118,61 @@ def import_sessions(
     return write_sessions(store, [(path, imported) for imported in parsed])
 
 
+def expand_paths(paths: Iterable[Path], *, suffixes: Sequence[str] = IMPORT_SUFFIXES) -> list[Path]:
+    """The files to import: each path named, with a folder replaced by the files below it.
+
+    A folder is walked whole (Claude Code keeps a project's transcripts in
+    ``~/.claude/projects/<project>/``, its subagents' in ``<session>/subagents/``), in name
+    order, skipping hidden entries; of its files, those whose name ends in one of ``suffixes``
+    (or one of them and ``.gz``) are taken. Any other path is kept as it is (reading a
+    missing file names it, :func:`read_paths`).
+
+    Raises:
+        InputError: a folder holds no such file.
+    """
+    endings = tuple(suffixes) + tuple(f"{s}.gz" for s in suffixes)
+    found: list[Path] = []
+    for path in paths:
+        if path == STDIN or not path.is_dir():
+            found.append(path)
+            continue
+        below = _walk(path, endings)
+        if not below:  # a mistyped folder, not a successful import of nothing
+            raise InputError(
+                f"{path}: no file to import in this folder (looked for {', '.join(suffixes)})"
+            )
+        found.extend(below)
+    return found
+
+
+def _walk(root: Path, endings: tuple[str, ...]) -> list[Path]:
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(
+            Path(folder, name)
+            for name in sorted(files)
+            if not name.startswith(".") and name.lower().endswith(endings)
+        )
+    return found
+
+
 def read_paths(
     paths: Iterable[Path],
     *,
     format: str | None = None,
     max_payload_bytes: int,
     max_bytes: int | None = None,
+    stdin: BinaryIO | None = None,
+    on_read: Callable[[Path], None] | None = None,
 ) -> list[tuple[Path, ImportedSession]]:
     """Read and check every file without touching a store: ``(path, session)`` pairs.
+
+    Args:
+        paths: files to read; :data:`STDIN` reads ``stdin`` (gzip input is decompressed,
+            :func:`agenttrail.formats.read_data`).
+        stdin: the stream :data:`STDIN` stands for; ``None`` for ``sys.stdin.buffer``.
+        on_read: called with each path once it is read and checked (a progress display).
 
     Raises:
         FormatError: as :func:`import_paths`; every file is checked against the import limit
@@ -118,14 +184,25 @@ def read_paths(
     limit = byte_limit(max_bytes, variable, DEFAULT_MAX_IMPORT_BYTES, "import limit")
     parsed: list[tuple[Path, ImportedSession]] = []
     for path in paths:
-        for imported in read_file(path, format, max_bytes=limit):
+        if path == STDIN:
+            path = Path(STDIN_NAME)
+            data = read_stream(stdin or sys.stdin.buffer, limit, STDIN_NAME)
+            sessions = read_data(path, data, format, max_bytes=limit)
+        else:
+            sessions = read_file(path, format, max_bytes=limit)
+        for imported in sessions:
             _check_payloads(max_payload_bytes, path, imported)
             parsed.append((path, imported))
+        if on_read is not None:
+            on_read(path)
     return parsed
 
 
 def write_sessions(
-    store: LogStore, parsed: Iterable[tuple[Path, ImportedSession]]
+    store: LogStore,
+    parsed: Iterable[tuple[Path, ImportedSession]],
+    *,
+    on_written: Callable[[ImportReport], None] | None = None,
 ) -> list[ImportReport]:
     """Write sessions read by :func:`read_paths`, one transaction each: a session's events
     and its trace rows (:func:`agenttrail.ingest.traces.rows_for`) commit together.
@@ -138,10 +215,17 @@ def write_sessions(
         FormatError: an export's session id does not follow the id rule and the session is
             not in the log yet (its chain hashes cover the id, so it cannot be changed);
             raised before anything is written.
+
+    ``on_written`` is called with each session's report once it is committed.
     """
     sessions = list(parsed)
     placed = [(path, _placed(store, path, imported)) for path, imported in sessions]
-    return [_write(store, path, imported) for path, imported in placed]
+    reports = []
+    for path, imported in placed:
+        reports.append(_write(store, path, imported))
+        if on_written is not None:
+            on_written(reports[-1])
+    return reports
 
 
 def fitting_id(source_id: str) -> str:

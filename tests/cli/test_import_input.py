@@ -1,0 +1,104 @@
+"""``agenttrail import`` as people use it: a folder walked (Claude Code's project folders), ``-``
+for standard input, gzip input, and a progress bar on a terminal only.
+
+The transcripts are the real Claude Code files of ``../shared/realdata`` (``tests/formats/
+_recordings.py`` cites them), laid out in a temporary folder the way Claude Code keeps them:
+``projects/<project>/<session>.jsonl`` and ``<session>/subagents/agent-<id>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import pty
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REALDATA, run_cli
+from tests.formats._recordings import CLAUDE_CODE_SPOTTER, INSPECT_DEDUPLICATION
+
+SHORT = CLAUDE_CODE_SPOTTER / "short.jsonl"
+HEAVY = CLAUDE_CODE_SPOTTER / "tool_heavy.jsonl"
+SUBAGENT = CLAUDE_CODE_SPOTTER / "agent-aac57f5.jsonl"
+
+
+def _session_ids(*paths: Path, db: Path) -> list[str]:
+    done = run_cli("import", *map(str, paths), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_a_projects_folder_is_walked_for_its_transcripts(tmp_path: Path) -> None:
+    project = tmp_path / "projects" / "-home-me-code"
+    (project / "ae4a77f8" / "subagents").mkdir(parents=True)
+    (project / ".cache").mkdir()
+    shutil.copy(SHORT, project / "55604662.jsonl")
+    shutil.copy(SUBAGENT, project / "ae4a77f8" / "subagents" / SUBAGENT.name)
+    (project / "d6e0bada.jsonl.gz").write_bytes(gzip.compress(HEAVY.read_bytes()))
+    (project / "notes.md").write_text("not a transcript")
+    (project / ".cache" / "x.jsonl").write_text("not JSON")  # hidden: never read
+    walked = _session_ids(tmp_path / "projects", db=tmp_path / "walked.db")
+    one_by_one = _session_ids(SHORT, HEAVY, SUBAGENT, db=tmp_path / "files.db")
+    assert sorted(walked) == sorted(one_by_one) and len(walked) == 3
+
+
+def _agenttrail(*args: str, input: bytes) -> subprocess.CompletedProcess[bytes]:
+    """The real command in a subprocess, fed ``input`` as bytes on a pipe."""
+    return subprocess.run(
+        [sys.executable, "-m", "agenttrail.cli", *args],
+        input=input,
+        capture_output=True,
+        check=False,
+    )
+
+
+def test_stdin_is_read_plain_or_gzipped(tmp_path: Path) -> None:
+    expected = _session_ids(SHORT, INSPECT_DEDUPLICATION, db=tmp_path / "files.db")
+    db = str(tmp_path / "stdin.db")
+    plain = _agenttrail("import", "-", "--db", db, input=SHORT.read_bytes())
+    assert plain.returncode == 0, plain.stderr
+    zipped = _agenttrail(
+        "import", "-", "--db", db, input=gzip.compress(INSPECT_DEDUPLICATION.read_bytes())
+    )
+    assert zipped.returncode == 0, zipped.stderr
+    assert [plain.stdout.decode().strip(), zipped.stdout.decode().strip()] == expected
+    assert zipped.stderr.decode() == "<stdin>: 55 events written\n"
+
+
+def test_a_truncated_gzip_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    cut = tmp_path / "short.jsonl.gz"
+    cut.write_bytes(gzip.compress(SHORT.read_bytes())[:-40])
+    db = tmp_path / "log.db"
+    done = run_cli("import", str(SHORT), str(cut), "--db", str(db))
+    assert done.returncode == 2
+    assert done.stderr == f"error: {cut}: gzip stream is cut short (truncated file?)\n"
+    assert not db.exists()
+
+
+def test_the_progress_bar_shows_on_a_terminal_and_never_on_a_pipe(tmp_path: Path) -> None:
+    args = [sys.executable, "-m", "agenttrail.cli", "import", str(REALDATA)]
+    piped = subprocess.run(
+        [*args, "--db", str(tmp_path / "a.db")], capture_output=True, check=False
+    )
+    assert piped.returncode == 0
+    assert "reading" not in piped.stderr.decode() and b"\x1b[" not in piped.stderr
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [*args, "--db", str(tmp_path / "b.db")], stdout=subprocess.PIPE, stderr=follower
+    ) as shown:
+        os.close(follower)
+        terminal = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the command closed the terminal
+                break
+            if not chunk:
+                break
+            terminal += chunk
+        ids = shown.communicate()[0].split()
+    os.close(leader)
+    assert shown.returncode == 0 and len(ids) == 37  # the ids still go to stdout, alone
+    assert b"reading" in terminal and b"writing" in terminal and b"37/37" in terminal
