@@ -28,6 +28,7 @@ from agenttrail.log.chain import verify as verify_chain
 from agenttrail.log.store import payload_limit
 from agenttrail.replay import replay as replay_events
 from agenttrail.views.terminal import render_session, safe
+from agenttrail.views.usage import usage_totals_of
 
 __all__ = ["export", "fountain", "import_command", "quickstart", "replay", "sessions", "show"]
 
@@ -70,33 +71,55 @@ def _print_report(report: ImportReport) -> None:
     err.print(f"{report.path}: {written}{note}", markup=False)
 
 
-def sessions(db: DbOption = None, json: JsonOption = False) -> None:
+def sessions(
+    db: DbOption = None,
+    json: JsonOption = False,
+    usage: Annotated[
+        bool,
+        typer.Option("--usage", help="Add each session's tokens and cost (reads every event)."),
+    ] = False,
+) -> None:
     """List sessions: id, started, agent, events, title.
 
     Oldest start first; a session whose source gave no date has no start time (blank, or
-    null in JSON) and comes after the others, in the order they were created.
+    null in JSON) and comes after the others, in the order they were created. With --usage,
+    a column of tokens and cost (and `usage` in JSON, as `agenttrail usage --json` gives it).
 
-    Example: `agenttrail sessions --json | jq -r .id`
+    Example: `agenttrail sessions --usage`
     """
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
         rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
+        totals = {s.id: usage_totals_of(s, store.read(s.id)) for s in rows} if usage else {}
     if json:
         for s in rows:
-            out.print(json_line(s.record()), markup=False)
+            record = s.record()
+            if usage:
+                record["usage"] = totals[s.id].record()
+            out.print(json_line(record), markup=False)
         return
     table = Table(expand=True)
     table.add_column("id", no_wrap=True)  # whole, so it can be copied
     table.add_column("started", no_wrap=True)
     table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=14)
     table.add_column("events", justify="right", no_wrap=True)
+    if usage:
+        table.add_column("tokens", justify="right", no_wrap=True)
+        table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("title", overflow="fold", ratio=3)
     for s in rows:
         title = (s.title or "").splitlines()[0] if s.title else ""
         started = (s.started or "")[:16].replace("T", " ")
+        spent = totals.get(s.id)
+        tokens = spent.token_total() if spent is not None else None
         table.add_row(
             *(escape(safe(v)) for v in (s.id, started, s.agent or "")),
             str(s.head_seq),
+            *(
+                ()
+                if spent is None
+                else ("-" if tokens is None else f"{tokens:,}", spent.cost_text())
+            ),
             escape(safe(title)),
         )
     out.print(table)
