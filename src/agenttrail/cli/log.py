@@ -27,6 +27,7 @@ from agenttrail.ingest.sample import record_sample
 from agenttrail.log.chain import verify as verify_chain
 from agenttrail.log.store import payload_limit
 from agenttrail.replay import replay as replay_events
+from agenttrail.views.document import DOCUMENT_FORMATS, document_from_events
 from agenttrail.views.terminal import render_session, safe
 from agenttrail.views.usage import usage_totals_of
 
@@ -153,24 +154,35 @@ def show(
 
 def export(
     session: SessionArg,
-    format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
+    format: Annotated[
+        str, typer.Option("--format", help="Export format: jsonl, md or html.")
+    ] = "jsonl",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Export a session, one JSON object per event.
+    """Export a session: one JSON object per event (jsonl), or a transcript to read (md, html).
 
-    Each line holds session_id, seq, created_at, actor, payload, hash and anomalies (why a
-    tool call or result is not paired; derived, not hashed), then the event's idempotency key
-    (key) and, on the first line, the session's fields (session).
+    Each jsonl line holds session_id, seq, created_at, actor, payload, hash and anomalies (why
+    a tool call or result is not paired; derived, not hashed), then the event's idempotency
+    key (key) and, on the first line, the session's fields (session). md and html write the
+    transcript `show` prints, whole; the HTML file is self-contained, runs no script, and
+    shows everything from the log as text (docs/usage.md).
 
-    Example: `agenttrail export sample-harvey-session > harvey.jsonl`
+    Example: `agenttrail export sample-harvey-session --format html -o harvey.html`
     """
-    if format != "jsonl":
-        raise InputError(f"unknown export format {format!r} (use jsonl)")
+    if format != "jsonl" and format not in DOCUMENT_FORMATS:
+        raise InputError(f"unknown export format {format!r} (use jsonl, md or html)")
     with open_log(db) as store:
         found = find_session(store, session)
+        if format in DOCUMENT_FORMATS:
+            text = document_from_events(found, store.read(found.id), format)
+            if output is None:
+                sys.stdout.write(text)
+            else:
+                write_atomically(output, [text.removesuffix("\n")])
+            return
         keys = {seq: key for key, seq in store.event_keys(found.id)}
         lines = jsonl_from_log(store, found.id, session=found, keys=keys)
         if output is None:
