@@ -45,6 +45,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("export", log.export),
     ("fountain", log.fountain),
     ("usage", report.usage),
+    ("diff", report.diff),
     ("verify", evidence.verify),
     ("reconcile", evidence.reconcile_command),
     ("claims", evidence.claims),
