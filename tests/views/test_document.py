@@ -138,6 +138,12 @@ def test_markdown_keeps_structure_whatever_the_content(exported: tuple[str, str]
         "### 5 · agent · assistant",
     ]
     assert f"```\n{HOSTILE_OUTPUT}\n```" in text
+    # the reply's unclosed fence is closed at its end: a CommonMark parser reads the next
+    # entries as headings, not as code
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(text)
+    assert "<h3>5 · agent · assistant</h3>" in rendered
 
 
 def test_a_real_session_exports_every_tool_call_with_its_result(db_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -203,3 +204,22 @@ def test_usage_command(db_path: Path, store: LogStore) -> None:
     listed = run_cli("sessions", "--usage", "--json", "--db", db)
     by_id = {r["id"]: r["usage"] for r in map(json.loads, listed.stdout.splitlines())}
     assert by_id["55604662-cf2a-4331-851a-ec234028f8ca"]["tokens"]["cache_write"] == 13835
+
+
+def test_prices_are_read_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cost is computed with every socket refused: the table is the package's own data."""
+    import socket
+
+    from agenttrail.providers.prices import price_of
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"a network call: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    price = price_of(
+        "gpt-4o-mini", "openai", input=1000, output=100, cache_read=0, cache_write=0, at=at
+    )
+    assert price == (1000 * Decimal("0.15") + 100 * Decimal("0.6")) / MTOK

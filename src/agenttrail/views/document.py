@@ -23,9 +23,7 @@ import html
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from markdown_it import MarkdownIt
+from typing import TYPE_CHECKING, Any, Literal
 
 from agenttrail.codec import json_line
 from agenttrail.model import (
@@ -42,6 +40,9 @@ from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, pair_tool_calls
 from agenttrail.views.terminal import ANNOTATION_CHARS
 from agenttrail.views.usage import Totals, usage_totals_of
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 __all__ = ["DOCUMENT_FORMATS", "document_from_events"]
 
@@ -208,6 +209,27 @@ def _fenced(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+
+
+def _closed(markdown: str) -> str:
+    """A message's Markdown with a code fence it leaves open closed at its end, so that it
+    cannot swallow the entries after it (CommonMark, Fenced code blocks: a fence closes with
+    the same character, at least as many of them, and nothing after but spaces)."""
+    open_fence: str | None = None
+    for line in markdown.splitlines():
+        found = _FENCE.match(line)
+        if found is None:
+            continue
+        fence = found.group(1)
+        if open_fence is None:
+            if not (fence[0] == "`" and "`" in line[found.end() :]):  # a backtick info string
+                open_fence = fence  # may not hold backticks: such a line opens nothing
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence):
+            open_fence = open_fence if line[found.end() :].strip() else None
+    return markdown if open_fence is None else f"{markdown}\n{open_fence}"
+
+
 def _markdown(session: Session, facts: list[tuple[str, str]], entries: list[_Entry]) -> str:
     lines = [f"# {_inline(session.title or '(untitled session)')}", ""]
     lines += [f"- **{label}**: {_inline(value)}" for label, value in facts]
@@ -215,7 +237,11 @@ def _markdown(session: Session, facts: list[tuple[str, str]], entries: list[_Ent
         lines += ["", f"### {_inline(f'{entry.seq} · {entry.actor} · {entry.title}')}"]
         for kind, text in entry.parts:
             body = (
-                text if kind == "markdown" else _fenced(text) if kind == "code" else _inline(text)
+                _closed(text)
+                if kind == "markdown"
+                else _fenced(text)
+                if kind == "code"
+                else _inline(text)
             )
             lines += ["", body]
     return "\n".join(lines) + "\n"
@@ -243,6 +269,8 @@ _CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-act
 
 def _renderer() -> MarkdownIt:
     """CommonMark with raw HTML off (markdown-it-py's ``html`` option) and images off."""
+    from markdown_it import MarkdownIt  # loaded for an HTML export only: CLI start-up is kept short
+
     md = MarkdownIt("commonmark", {"html": False})
     md.disable("image")
     return md
