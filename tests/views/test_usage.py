@@ -223,3 +223,13 @@ def test_prices_are_read_offline(monkeypatch: pytest.MonkeyPatch) -> None:
         "gpt-4o-mini", "openai", input=1000, output=100, cache_read=0, cache_write=0, at=at
     )
     assert price == (1000 * Decimal("0.15") + 100 * Decimal("0.6")) / MTOK
+
+
+def test_the_installed_price_table_has_its_date() -> None:
+    from importlib.metadata import version
+
+    from agenttrail.providers.prices import PUBLISHED
+
+    installed = version("genai-prices")
+    assert installed in PUBLISHED  # pyproject.toml pins it; PUBLISHED dates it
+    assert f"genai-prices {installed} (published {PUBLISHED[installed]})" == PRICE_SOURCE

@@ -17,13 +17,16 @@ from datetime import datetime
 from decimal import Decimal
 from importlib.metadata import version
 
-__all__ = ["PRICE_SOURCE", "long_cache_writes", "price_of"]
+__all__ = ["PRICE_SOURCE", "PUBLISHED", "long_cache_writes", "price_of"]
 
-_PRICES_RELEASED = "2026-11"
-"""The month the pinned ``genai-prices`` release (0.2.3, ``pyproject.toml``) was published:
-its table holds the prices known then. Update with the pin."""
+PUBLISHED = {"0.2.3": "2026-11"}
+"""When each ``genai-prices`` release agenttrail has pinned was published (PyPI), so that a
+cost says how recent its prices are; a new pin adds its line (a test checks the installed
+release has one)."""
 
-PRICE_SOURCE = f"genai-prices {version('genai-prices')} (published {_PRICES_RELEASED})"
+_VERSION = version("genai-prices")
+
+PRICE_SOURCE = f"genai-prices {_VERSION} (published {PUBLISHED.get(_VERSION, 'date unknown')})"
 """The price table named where a cost is shown: the package, its version and its date."""
 
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}
