@@ -66,6 +66,26 @@ def _openai_usage(path: Path) -> dict[str, int]:
     return dict(sums)
 
 
+def _anthropic_usage(path: Path) -> dict[str, int | None]:
+    """Token sums of a recorded Messages exchange (a list of request/response records), from
+    each response body's ``usage``: Anthropic's four counts are already disjoint; a count no
+    response reports stays ``None`` (one response here reports no cache counts at all)."""
+    names = {
+        "input": "input_tokens",
+        "output": "output_tokens",
+        "cache_read": "cache_read_input_tokens",
+        "cache_write": "cache_creation_input_tokens",
+    }
+    sums: dict[str, int | None] = dict.fromkeys(names)
+    records = json.loads(path.read_text())
+    for record in records:
+        usage = record["response"]["body"]["usage"]
+        for kind, name in names.items():
+            if name in usage:
+                sums[kind] = (sums[kind] or 0) + usage[name]
+    return {**sums, "calls": len(records)}
+
+
 def _imported(store: LogStore, path: Path) -> str:
     (report,) = import_paths(store, [path])
     return report.session_id
@@ -76,6 +96,19 @@ def test_claude_code_totals_match_the_transcript(store: LogStore, name: str) -> 
     sid = _imported(store, SPOTTER / name)
     totals = usage_totals_of(store.get_session(sid), store.read(sid))
     expected = _claude_code_usage(SPOTTER / name)
+    assert totals.calls == expected.pop("calls")
+    assert totals.tokens == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["10e53c1d-51be-4c64-b5bf-99adb3fa4719.json", "092be1de-d3f8-4c22-a4ea-a7ad54689836.json"],
+)
+def test_anthropic_totals_match_the_recording(store: LogStore, name: str) -> None:
+    path = REALDATA / "anthropic-sdk-python" / name
+    sid = _imported(store, path)
+    totals = usage_totals_of(store.get_session(sid), store.read(sid))
+    expected = _anthropic_usage(path)
     assert totals.calls == expected.pop("calls")
     assert totals.tokens == expected
 
