@@ -263,6 +263,9 @@ def test_a_claude_code_session_pairs_tool_rows_with_actors_and_meta(viewer: View
     expect(_row(page, 1)).to_have_class(_has_class("row--note"))
     expect(page.locator("#chain-badge")).to_have_text("✓ chain verified")
     expect(page.locator("#event-count")).to_have_text("40 events")
+    # usage from GET …/summary: tool_heavy.jsonl's four responses (one usage per message.id,
+    # summed from the file in tests/views/test_usage.py) hold 54 + 212 + 88,231 + 17,696 tokens
+    expect(page.locator("#usage-badge")).to_contain_text("106,193 tokens · $")
 
     _row(page, 5).locator(".info").click()
     pop = page.locator("#meta-pop")

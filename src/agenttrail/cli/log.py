@@ -30,7 +30,9 @@ from agenttrail.ingest.sample import record_sample
 from agenttrail.log.chain import verify as verify_chain
 from agenttrail.log.store import payload_limit
 from agenttrail.replay import replay as replay_events
+from agenttrail.views.document import DOCUMENT_FORMATS, document_from_events
 from agenttrail.views.terminal import render_session, safe
+from agenttrail.views.usage import usage_totals_of
 
 __all__ = ["export", "fountain", "import_command", "quickstart", "replay", "sessions", "show"]
 
@@ -87,33 +89,55 @@ def _print_report(report: ImportReport) -> None:
     err.print(f"{report.path}: {written}{note}", markup=False)
 
 
-def sessions(db: DbOption = None, json: JsonOption = False) -> None:
+def sessions(
+    db: DbOption = None,
+    json: JsonOption = False,
+    usage: Annotated[
+        bool,
+        typer.Option("--usage", help="Add each session's tokens and cost (reads every event)."),
+    ] = False,
+) -> None:
     """List sessions: id, started, agent, events, title.
 
     Oldest start first; a session whose source gave no date has no start time (blank, or
-    null in JSON) and comes after the others, in the order they were created.
+    null in JSON) and comes after the others, in the order they were created. With --usage,
+    a column of tokens and cost (and `usage` in JSON, as `agenttrail usage --json` gives it).
 
-    Example: `agenttrail sessions --json | jq -r .id`
+    Example: `agenttrail sessions --usage`
     """
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
         rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
+        totals = {s.id: usage_totals_of(s, store.read(s.id)) for s in rows} if usage else {}
     if json:
         for s in rows:
-            out.print(json_line(s.record()), markup=False)
+            record = s.record()
+            if usage:
+                record["usage"] = totals[s.id].record()
+            out.print(json_line(record), markup=False)
         return
     table = Table(expand=True)
     table.add_column("id", no_wrap=True)  # whole, so it can be copied
     table.add_column("started", no_wrap=True)
     table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=14)
     table.add_column("events", justify="right", no_wrap=True)
+    if usage:
+        table.add_column("tokens", justify="right", no_wrap=True)
+        table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("title", overflow="fold", ratio=3)
     for s in rows:
         title = (s.title or "").splitlines()[0] if s.title else ""
         started = (s.started or "")[:16].replace("T", " ")
+        spent = totals.get(s.id)
+        tokens = spent.token_total() if spent is not None else None
         table.add_row(
             *(escape(safe(v)) for v in (s.id, started, s.agent or "")),
             str(s.head_seq),
+            *(
+                ()
+                if spent is None
+                else ("-" if tokens is None else f"{tokens:,}", spent.cost_text())
+            ),
             escape(safe(title)),
         )
     out.print(table)
@@ -145,20 +169,21 @@ def show(
         out.print(line, style="bold red", markup=False)
 
 
-_EXPORT_FORMATS = ("jsonl", "otlp")
+_EXPORT_FORMATS = ("jsonl", "otlp", *DOCUMENT_FORMATS)
 
 
 def export(
     session: SessionArg,
     format: Annotated[
-        str, typer.Option("--format", help="Export format: jsonl, or otlp (OTLP/JSON traces).")
+        str,
+        typer.Option("--format", help="Export format: jsonl, otlp (OTLP/JSON traces), md or html."),
     ] = "jsonl",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Export a session, one JSON object per event (jsonl) or as OpenTelemetry traces (otlp).
+    """Export a session as events (jsonl), OpenTelemetry traces (otlp) or a transcript (md, html).
 
     jsonl: each line holds session_id, seq, created_at, actor, payload, hash and anomalies
     (why a tool call or result is not paired; derived, not hashed), then the event's
@@ -167,10 +192,13 @@ def export(
     otlp: one OTLP/JSON ExportTraceServiceRequest on one line, GenAI spans a turn at a time
     (docs/otel.md, Export); `agenttrail push` sends the same spans to a collector.
 
-    Example: `agenttrail export sample-harvey-session > harvey.jsonl`
+    md and html: the transcript `show` prints, whole; the HTML file is self-contained, runs no
+    script, and shows everything from the log as text (docs/usage.md).
+
+    Example: `agenttrail export sample-harvey-session --format html -o harvey.html`
     """
     if format not in _EXPORT_FORMATS:
-        raise InputError(f"unknown export format {format!r} (use jsonl or otlp)")
+        raise InputError(f"unknown export format {format!r} (use {', '.join(_EXPORT_FORMATS)})")
     with open_log(db) as store:
         found = find_session(store, session)
         if format == "otlp":
@@ -179,6 +207,13 @@ def export(
                 sys.stdout.write(text + "\n")
             else:
                 write_atomically(output, [text])
+            return
+        if format in DOCUMENT_FORMATS:
+            text = document_from_events(found, store.read(found.id), format)
+            if output is None:
+                sys.stdout.write(text)
+            else:
+                write_atomically(output, [text.removesuffix("\n")])
             return
         keys = {seq: key for key, seq in store.event_keys(found.id)}
         lines = jsonl_from_log(store, found.id, session=found, keys=keys)

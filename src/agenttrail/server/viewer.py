@@ -22,6 +22,7 @@ from agenttrail.log.store import LogStore
 from agenttrail.server.auth import Grant
 from agenttrail.views.search import search
 from agenttrail.views.transcript import IndexCache
+from agenttrail.views.usage import usage_totals_of
 
 __all__ = ["STATIC_DIR", "TRANSCRIPT_PAGE_LIMIT", "add_viewer"]
 
@@ -79,10 +80,13 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) ->
 
     @app.get("/v1/sessions/{session_id}/summary")
     async def summary(session_id: str, auth: Auth) -> dict[str, Any]:
-        """Counts for the sessions list (events, tool calls, runs, anomalies by kind) and the
-        chain status, verified now."""
+        """Counts for the sessions list (events, tool calls, runs, anomalies by kind), the
+        chain status, verified now, and ``usage``: tokens and cost (docs/usage.md)."""
         auth.require("read", session_id)
         result: dict[str, Any] = await run(lambda: indexes.overview(store, session_id))
+        session = await run(lambda: store.get_session(session_id))
+        spent = await run(lambda: usage_totals_of(session, store.read(session_id)))
+        result["usage"] = spent.record()
         return result
 
     @app.get("/v1/search")

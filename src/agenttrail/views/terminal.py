@@ -31,6 +31,7 @@ from agenttrail.model import (
 from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import TextRun, reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
+from agenttrail.views.usage import usage_totals_of
 
 __all__ = ["render_session", "safe", "transcript_table"]
 
@@ -97,8 +98,16 @@ def render_session(
     ):
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
+    shown = whole_messages(events)
+    usage = usage_totals_of(session, shown)
+    if usage.calls:
+        calls = f"{usage.calls} model call{'' if usage.calls == 1 else 's'}"
+        line = f"\nusage: {calls} · {usage.tokens_text()} · cost {usage.cost_text()}"
+        if usage.sources:
+            line += f" ({', '.join(sorted(usage.sources))})"
+        header.append(line, style="dim")
     console.print(header)
-    console.print(transcript_table(whole_messages(events), full=full, broken_at=broken_at))
+    console.print(transcript_table(shown, full=full, broken_at=broken_at))
 
 
 def transcript_table(

@@ -7,7 +7,17 @@ the order of the paths in the OpenAPI document. The viewer's own routes are
 
 from fastapi import APIRouter
 
-from agenttrail.server.routes import events, evidence, live, otlp, outputs, sessions, tools, turns
+from agenttrail.server.routes import (
+    compare,
+    events,
+    evidence,
+    live,
+    otlp,
+    outputs,
+    sessions,
+    tools,
+    turns,
+)
 
 __all__ = ["ROUTERS"]
 
@@ -18,6 +28,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     outputs.router,
     turns.router,
     tools.router,
+    compare.router,
     live.router,
     otlp.router,
 )

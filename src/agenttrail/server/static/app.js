@@ -321,6 +321,12 @@ function renderBadges() {
         ),
       );
     }
+    const usage = summary.usage;
+    if (usage && usage.calls) {
+      const tokens = Object.entries(usage.tokens).filter(([, n]) => n !== null);
+      const title = `${usage.calls} model calls: ${tokens.map(([k, n]) => `${count(n)} ${k.replace("_", " ")}`).join(", ")}; cost ${usage.cost_text}${usage.cost_sources.length ? ` (${usage.cost_sources.join(", ")})` : ""}`;
+      badges.push(h("span", { class: "badge", id: "usage-badge", title }, `${count(tokens.reduce((sum, [, n]) => sum + n, 0))} tokens · ${usage.cost_text}`));
+    }
     const chain = summary.chain;
     badges.push(
       h(

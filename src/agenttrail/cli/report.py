@@ -1,0 +1,153 @@
+"""Commands that report across sessions: usage (tokens and cost) and diff (where two sessions
+part)."""
+
+from __future__ import annotations
+
+import difflib
+from datetime import date
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from agenttrail.cli._common import find_session, open_log, out
+from agenttrail.cli._options import DbOption, JsonOption
+from agenttrail.codec import json_line
+from agenttrail.errors import InputError
+from agenttrail.providers.prices import PRICE_SOURCE
+from agenttrail.views.diff import Change, Divergence, diff_sessions
+from agenttrail.views.terminal import safe
+from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
+
+__all__ = ["diff", "usage"]
+
+DIFF_LINES = 12
+"""Lines of a changed text shown per field in ``diff``'s report (``--json`` has them whole)."""
+
+
+def usage(
+    sessions: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[SESSION]...", help="Sessions (ids or prefixes); default all."),
+    ] = None,
+    by: Annotated[str, typer.Option("--by", help=f"Group by: {', '.join(GROUPS)}.")] = "session",
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="DATE", help="Only calls made on or after this UTC date."),
+    ] = None,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Tokens by kind (input, output, cache read, cache write) and cost, grouped.
+
+    Cost is what the source recorded (a Langfuse export's cost), else the price of the tokens
+    in the offline price table at the call's date; `unknown` for a model it does not price.
+
+    Example: `agenttrail usage sample-harvey-session --by turn`
+    """
+    group = next((g for g in GROUPS if g == by), None)
+    if group is None:
+        raise InputError(f"--by {by!r}: use one of {', '.join(GROUPS)}")
+    if since is not None and not _is_date(since):
+        raise InputError(f"--since {since!r}: expected a date, YYYY-MM-DD")
+    calls: list[Call] = []
+    with open_log(db) as store:
+        chosen = [find_session(store, s) for s in sessions] if sessions else store.sessions()
+        for session in chosen:
+            calls += calls_of(session, store.read(session.id))
+    if since is not None:
+        calls = [c for c in calls if c.created_at[:10] >= since]
+    groups = totals_by(calls, group)
+    if json:
+        for key, totals in groups.items():
+            out.print(json_line({by: key, **totals.record()}), markup=False)
+        return
+    table = Table(expand=True, caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
+    table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
+    for name in ("calls", "input", "output", "cache read", "cache write", "cost"):
+        table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
+    for key, totals in groups.items():
+        counts = (totals.tokens[k] for k in ("input", "output", "cache_read", "cache_write"))
+        table.add_row(
+            escape(safe(key)),
+            str(totals.calls),
+            *("-" if n is None else f"{n:,}" for n in counts),
+            totals.cost_text(),
+        )
+    out.print(table)
+
+
+def _is_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return len(text) == 10
+
+
+def diff(
+    a: Annotated[str, typer.Argument(metavar="A", help="Session id or a unique prefix of it.")],
+    b: Annotated[str, typer.Argument(metavar="B", help="Session id or a unique prefix of it.")],
+    db: DbOption = None,
+    json: Annotated[bool, typer.Option("--json", help="The alignment as one JSON object.")] = False,
+) -> None:
+    """Align two sessions step by step and show the first point where they part.
+
+    Steps are messages, tool calls and tool results, compared by what they say (role, text,
+    model; tool name and arguments; output and status), not by ids or times. Exits 0 when
+    every step is alike, 1 when they differ, as diff(1) does.
+
+    Example: `agenttrail diff sample-harvey-session sample-harvey-session`
+    """
+    with open_log(db) as store:
+        first, second = find_session(store, a), find_session(store, b)
+        a_events, b_events = list(store.read(first.id)), list(store.read(second.id))
+    result = diff_sessions(a_events, b_events)
+    if json:
+        out.print(json_line({"a": first.id, "b": second.id, **result.record()}), markup=False)
+    else:
+        spent = [usage_totals_of(s, e) for s, e in ((first, a_events), (second, b_events))]
+        for name, session, steps, usage in zip(
+            "AB", (first, second), (result.a, result.b), spent, strict=True
+        ):
+            line = f"{name}: {session.id} · {len(steps)} steps · {usage.tokens_text()}"
+            out.print(safe(f"{line} · cost {usage.cost_text()}"), markup=False)
+        _print_first(result.first, result.prefix)
+        rest = result.divergences[1:]
+        if rest:
+            out.print(
+                f"{len(rest)} more difference{'s' if len(rest) > 1 else ''} after it", markup=False
+            )
+    if result.divergences:
+        raise typer.Exit(1)
+
+
+def _print_first(first: Divergence | None, prefix: int) -> None:
+    if first is None:
+        out.print(f"identical: all {prefix} steps alike", markup=False)
+        return
+    out.print(f"alike for the first {prefix} steps; they part at:", markup=False)
+    for name, steps in (("A", first.a), ("B", first.b)):
+        where = (
+            f"seq {steps[0].seq} (turn {steps[0].turn}): {steps[0].label()}"
+            if steps
+            else "nothing here"
+        )
+        extra = f" and {len(steps) - 1} more steps" if len(steps) > 1 else ""
+        out.print(safe(f"  {name} {where}{extra}"), markup=False)
+    for change in first.changes:
+        _print_change(change)
+
+
+def _print_change(change: Change) -> None:
+    a, b = (v if isinstance(v, str) else json_line(v) for v in (change.a, change.b))
+    out.print(safe(f"  {change.field}:"), markup=False)
+    if "\n" not in a and "\n" not in b:
+        out.print(safe(f"    - {a}\n    + {b}"), markup=False)
+        return
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "A", "B", lineterm="", n=1))
+    for line in lines[2 : 2 + DIFF_LINES]:
+        out.print(safe(f"    {line}"), markup=False)
+    if len(lines) > 2 + DIFF_LINES:
+        out.print(f"    … {len(lines) - 2 - DIFF_LINES} more lines (--json has them)", markup=False)

@@ -1,0 +1,256 @@
+"""Usage and cost: tokens by kind and money, per model call, per turn, per session, and grouped
+over many sessions (``agenttrail usage``, ``show``'s header, ``sessions``, the viewer).
+
+A model call is an event whose ``meta`` reports usage, read by the one usage rule
+(:func:`agenttrail.model.usage_of`, docs/log-format.md, Usage) after the logical-session rule
+(:func:`agenttrail.model.parts.whole_messages`), so that an API message stored in growing
+parts is counted once. Its cost is, in order:
+
+1. the cost the source recorded (``meta.cost``, e.g. a Langfuse export's cost details), kept
+   as recorded, in its currency;
+2. else the price of its tokens in the offline price table
+   (:func:`agenttrail.providers.prices.price_of`) at the call's date, in US dollars;
+3. else unknown: a call of a model the table does not price, or with no model named. A total
+   with an unknown part says so; it is never shown as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+from agenttrail.model import Event, Session, usage_of
+from agenttrail.model.parts import whole_messages
+from agenttrail.model.reading import USAGE_KINDS
+from agenttrail.providers.prices import PRICE_SOURCE, long_cache_writes, price_of
+
+__all__ = [
+    "GROUPS",
+    "Call",
+    "Cost",
+    "Totals",
+    "calls_of",
+    "recorded_cost",
+    "totals_by",
+    "usage_totals_of",
+]
+
+Group = Literal["session", "model", "agent", "day", "turn"]
+GROUPS: tuple[Group, ...] = ("session", "model", "agent", "day", "turn")
+"""What ``agenttrail usage --by`` groups calls by."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one model call cost."""
+
+    amount: Decimal | None
+    """The amount in ``currency``; ``None`` when unknown."""
+    currency: str
+    """ISO 4217 code, ``USD`` for the price table."""
+    source: str
+    """Where the figure comes from: the recorder that wrote it (``meta.cost.source``, e.g.
+    ``langfuse``) or the price table (:data:`agenttrail.providers.prices.PRICE_SOURCE`);
+    ``unpriced`` when unknown."""
+
+
+def recorded_cost(meta: Any) -> Cost | None:
+    """The cost a source recorded on an event, read from ``meta.cost``; ``None`` when there is
+    none or it is not a number.
+
+    Shape read: ``{"total": number, "currency": "USD", "source": "langfuse"}``; ``currency``
+    defaults to ``USD`` and ``source`` to ``recorded``. The figure is kept as recorded.
+    """
+    cost = meta.get("cost") if isinstance(meta, dict) else None
+    if not isinstance(cost, dict):
+        return None
+    total = cost.get("total")
+    if not isinstance(total, int | float) or isinstance(total, bool):
+        return None
+    currency = cost.get("currency") if isinstance(cost.get("currency"), str) else "USD"
+    source = cost.get("source") if isinstance(cost.get("source"), str) else "recorded"
+    return Cost(Decimal(str(total)), str(currency), str(source))
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call: an event whose meta reports usage."""
+
+    session_id: str
+    seq: int
+    created_at: str
+    """The event's ``created_at`` (RFC 3339 UTC)."""
+    turn: int
+    """The seq of the user message that opened the call's turn; 0 before the first."""
+    agent: str | None
+    """The session's agent."""
+    model: str | None
+    """``meta.model``, as the provider reported it."""
+    tokens: dict[str, int | None]
+    """``{input, output, cache_read, cache_write}`` (:func:`agenttrail.model.usage_of`)."""
+    cost: Cost
+
+
+def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: str) -> Cost:
+    recorded = recorded_cost(meta)
+    if recorded is not None:
+        return recorded
+    model = meta.get("model")
+    if not isinstance(model, str) or not model:
+        return Cost(None, "USD", "unpriced")
+    provider = meta.get("provider")
+    amount = price_of(
+        model,
+        provider if isinstance(provider, str) else None,
+        **{kind: tokens[kind] or 0 for kind in USAGE_KINDS},  # a kind not reported is billed 0
+        cache_write_1h=long_cache_writes(meta.get("usage_raw")),
+        at=datetime.fromisoformat(created_at),
+    )
+    return Cost(amount, "USD", PRICE_SOURCE if amount is not None else "unpriced")
+
+
+def calls_of(session: Session, events: Iterable[Event]) -> list[Call]:
+    """The model calls of one session, in reading order.
+
+    Args:
+        session: the session row (its id and agent).
+        events: its events in seq order.
+    """
+    calls: list[Call] = []
+    turn = 0
+    for event in whole_messages(events):
+        payload = event.payload
+        if event.type == "message" and event.actor == "user":
+            turn = event.seq
+        meta = payload.get("meta")
+        tokens = usage_of(meta)
+        if tokens is None or not isinstance(meta, dict):
+            continue
+        model = meta.get("model")
+        calls.append(
+            Call(
+                session.id,
+                event.seq,
+                event.created_at,
+                turn,
+                session.agent,
+                model if isinstance(model, str) and model else None,
+                tokens,
+                _call_cost(meta, tokens, event.created_at),
+            )
+        )
+    return calls
+
+
+@dataclass
+class Totals:
+    """Tokens and cost summed over model calls."""
+
+    calls: int = 0
+    tokens: dict[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_KINDS))
+    """Per kind; ``None`` for a kind no call reported (never a made-up 0)."""
+    cost: dict[str, Decimal] = field(default_factory=dict)
+    """Known cost per currency."""
+    unpriced: int = 0
+    """Calls whose cost is unknown."""
+    unpriced_models: set[str] = field(default_factory=set)
+    """Models of those calls (``(no model)`` when a call names none)."""
+    sources: set[str] = field(default_factory=set)
+    """Where the known costs come from."""
+
+    def add(self, call: Call) -> None:
+        """Count one call."""
+        self.calls += 1
+        for kind, count in call.tokens.items():
+            if count is not None:
+                self.tokens[kind] = (self.tokens[kind] or 0) + count
+        if call.cost.amount is None:
+            self.unpriced += 1
+            self.unpriced_models.add(call.model or "(no model)")
+            return
+        currency = call.cost.currency
+        self.cost[currency] = self.cost.get(currency, Decimal(0)) + call.cost.amount
+        self.sources.add(call.cost.source)
+
+    def token_total(self) -> int | None:
+        """Every token of every kind, ``None`` when no call reported any."""
+        known = [count for count in self.tokens.values() if count is not None]
+        return sum(known) if known else None
+
+    def cost_text(self) -> str:
+        """``$0.0123``, ``$0.0123 + unknown`` when some calls are unpriced, ``unknown`` when
+        none is priced, ``-`` when there are no calls."""
+        if not self.calls:
+            return "-"
+        known = " + ".join(
+            f"${_amount(amount)}" if currency == "USD" else f"{_amount(amount)} {currency}"
+            for currency, amount in sorted(self.cost.items())
+        )
+        if not self.unpriced:
+            return known
+        return f"{known} + unknown" if known else "unknown"
+
+    def tokens_text(self) -> str:
+        """``12,345 in · 678 out · 9,000 cache read · 1,000 cache write`` (kinds reported)."""
+        names = {"input": "in", "output": "out", "cache_read": "cache read"}
+        parts = [
+            f"{count:,} {names.get(kind, kind.replace('_', ' '))}"
+            for kind, count in self.tokens.items()
+            if count is not None
+        ]
+        return " · ".join(parts) or "no usage reported"
+
+    def record(self) -> dict[str, Any]:
+        """JSON form: ``{calls, tokens: {kind: n|null}, cost: {currency: amount}|null,
+        cost_text, cost_unknown_calls, unpriced_models, cost_sources}``; ``cost`` is ``null``
+        when no call's cost is known (never 0), amounts are numbers in the currency's unit,
+        ``cost_text`` is :meth:`cost_text`."""
+        return {
+            "calls": self.calls,
+            "tokens": dict(self.tokens),
+            "cost": {c: float(a) for c, a in sorted(self.cost.items())} or None,
+            "cost_text": self.cost_text(),
+            "cost_unknown_calls": self.unpriced,
+            "unpriced_models": sorted(self.unpriced_models),
+            "cost_sources": sorted(self.sources),
+        }
+
+
+def _amount(amount: Decimal) -> str:
+    """An amount to six decimal places, trailing zeros dropped but two kept (``0.086664``,
+    ``0.50``): a call costs fractions of a cent, which two places would show as 0."""
+    whole, _, cents = f"{amount:.6f}".partition(".")
+    return f"{whole}.{cents.rstrip('0').ljust(2, '0')}"
+
+
+def usage_totals_of(session: Session, events: Iterable[Event]) -> Totals:
+    """Tokens and cost of one session."""
+    totals = Totals()
+    for call in calls_of(session, events):
+        totals.add(call)
+    return totals
+
+
+def _key(call: Call, by: Group) -> str:
+    if by == "session":
+        return call.session_id
+    if by == "model":
+        return call.model or "(no model)"
+    if by == "agent":
+        return call.agent or "(no agent)"
+    if by == "day":
+        return call.created_at[:10]
+    return f"{call.session_id}#{call.turn}"
+
+
+def totals_by(calls: Iterable[Call], by: Group) -> dict[str, Totals]:
+    """Totals of calls grouped by ``by`` (:data:`GROUPS`): session id, model, the session's
+    agent, the UTC day of the call (``YYYY-MM-DD``) or turn (``<session id>#<seq of the user
+    message that opened it>``); keys in first-seen order."""
+    groups: dict[str, Totals] = {}
+    for call in calls:
+        groups.setdefault(_key(call, by), Totals()).add(call)
+    return groups

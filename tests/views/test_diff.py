@@ -1,0 +1,101 @@
+"""``agenttrail diff`` (agenttrail.views.diff) on a real Claude Code session and copies of it
+changed here at one known point: the first divergence found is the one made."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agenttrail.ingest.importer import import_paths
+from agenttrail.log.store import LogStore
+from agenttrail.views.diff import diff_sessions
+from tests.conftest import REALDATA, run_cli
+
+# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (the real data's SOURCES.md)
+TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
+# Its Glob call (line 31 of the file) and the line answering it (line 32), found with
+# grep toolu_01JJds55jYrYwd9TktNGndRY.
+GLOB_CALL = "toolu_01JJds55jYrYwd9TktNGndRY"
+COPY_ID = "11111111-2222-4333-8444-555555555555"
+
+
+def _copy(tmp_path: Path, change: Any) -> Path:
+    """tool_heavy.jsonl under another session id, each record passed through ``change``."""
+    lines = []
+    for line in TOOL_HEAVY.read_text().splitlines():
+        record = json.loads(line)
+        if "sessionId" in record:
+            record["sessionId"] = COPY_ID
+        change(record)
+        lines.append(json.dumps(record))
+    path = tmp_path / "copy.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _blocks(record: dict[str, Any]) -> list[dict[str, Any]]:
+    content = (record.get("message") or {}).get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _other_glob_result(record: dict[str, Any]) -> None:
+    for block in _blocks(record):
+        if block.get("type") == "tool_result" and block.get("tool_use_id") == GLOB_CALL:
+            block["content"] = "/home/marco/projects/spotter/assets/js/other.js"
+            record.pop("toolUseResult", None)
+
+
+def _other_glob_pattern(record: dict[str, Any]) -> None:
+    for block in _blocks(record):
+        if block.get("type") == "tool_use" and block.get("id") == GLOB_CALL:
+            block["input"] = {**block["input"], "pattern": "**/*.ts"}
+
+
+def _seq(store: LogStore, sid: str, kind: str, key: str) -> int:
+    """The seq of the event of ``kind`` whose call id is the Glob call's, read from the log."""
+    (seq,) = [e.seq for e in store.read(sid) if e.type == kind and e.payload.get(key) == GLOB_CALL]
+    return seq
+
+
+def test_a_changed_tool_result_is_the_first_divergence(store: LogStore, tmp_path: Path) -> None:
+    (original,) = import_paths(store, [TOOL_HEAVY])
+    (changed,) = import_paths(store, [_copy(tmp_path, _other_glob_result)])
+    result = diff_sessions(store.read(original.session_id), store.read(changed.session_id))
+    first = result.first
+    assert first is not None
+    seq = _seq(store, original.session_id, "tool_result", "toolCallId")
+    assert [first.tag, first.a[0].seq, first.b[0].seq] == ["changed", seq, seq]
+    assert [c.field for c in first.changes] == ["output"]
+    assert first.changes[0].b == "/home/marco/projects/spotter/assets/js/other.js"
+    assert first.a[0].label() == "tool result Glob"
+    assert result.prefix == sum(1 for s in result.a if s.seq < seq)
+
+
+def test_a_changed_tool_input_is_the_first_divergence(store: LogStore, tmp_path: Path) -> None:
+    (original,) = import_paths(store, [TOOL_HEAVY])
+    (changed,) = import_paths(store, [_copy(tmp_path, _other_glob_pattern)])
+    first = diff_sessions(store.read(original.session_id), store.read(changed.session_id)).first
+    assert first is not None
+    seq = _seq(store, original.session_id, "tool_call", "id")
+    assert (first.a[0].seq, first.a[0].label()) == (seq, "tool call Glob")
+    (change,) = first.changes
+    assert change.field == "input" and change.b["pattern"] == "**/*.ts"
+
+
+def test_diff_command(db_path: Path, tmp_path: Path) -> None:
+    db = str(db_path)
+    copy = _copy(tmp_path, _other_glob_result)
+    assert run_cli("import", str(TOOL_HEAVY), str(copy), "--db", db).returncode == 0
+    a = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"  # tool_heavy.jsonl's sessionId
+    same = run_cli("diff", a, a, "--db", db)
+    assert same.returncode == 0, same.stderr
+    assert "identical: all" in same.stdout
+    differ = run_cli("diff", a, COPY_ID, "--json", "--db", db)
+    assert differ.returncode == 1, differ.stderr
+    report = json.loads(differ.stdout)
+    assert (report["identical"], report["first"]["tag"]) == (False, "changed")
+    assert report["first"]["a"]["step"] == "tool result Glob"
+    assert report["first"]["changes"][0]["field"] == "output"
+    text = run_cli("diff", a, COPY_ID, "--db", db).stdout
+    assert "    + /home/marco/projects/spotter/assets/js/other.js" in text

@@ -1,0 +1,183 @@
+"""Markdown and HTML transcripts (agenttrail.views.document, ``agenttrail export --format
+md|html``): a real session reads as its transcript, and hostile content from the log never
+reaches the HTML as HTML, checked by an independent HTML parser and by Chromium itself."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from agenttrail.log.store import LogStore
+from agenttrail.model import NewEvent, NewSession, events
+from tests.conftest import CHROMIUM, REALDATA, run_cli
+
+# marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (the real data's SOURCES.md)
+TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
+
+HOSTILE_TITLE = "<script>alert('title')</script>"
+HOSTILE_REPLY = """Here is **bold** and a [safe link](https://example.com/docs).
+
+<script>alert('reply')</script>
+<img src=x onerror="alert('img')">
+<a href="javascript:alert('anchor')">raw anchor</a>
+[md link](javascript:alert('md'))
+[data link](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)
+![tracker](http://tracker.example/pixel.png)
+
+```
+an unclosed fence that must not swallow the rest"""
+HOSTILE_OUTPUT = "</code></pre><script>alert('output')</script>"
+
+ALLOWED_TAGS = {
+    *("html", "head", "meta", "title", "style", "body", "h1", "dl", "dt", "dd", "section"),
+    *("h3", "p", "pre", "code", "strong", "em", "a", "ul", "ol", "li", "blockquote", "br"),
+    *("hr", "h1", "h2", "h4", "h5", "h6"),
+}
+
+
+class _Tags(HTMLParser):
+    """Every start tag and its attributes, as a browser's tokenizer would see them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def _hostile_session(store: LogStore) -> str:
+    store.create_session(NewSession("hostile", HOSTILE_TITLE, "<b>agent</b>"))
+    store.append_batch(
+        "hostile",
+        [
+            NewEvent(events.message("user", "<i>hi</i> & [x](javascript:alert(1))")),
+            NewEvent(events.message("assistant", HOSTILE_REPLY)),
+            NewEvent(events.tool_call("t1", "<script>", {"q": "<script>alert(1)</script>"})),
+            NewEvent(events.tool_result("t1", output=HOSTILE_OUTPUT)),
+            NewEvent(events.message("assistant", "after the fence")),
+        ],
+    )
+    return "hostile"
+
+
+@pytest.fixture
+def exported(db_path: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    from agenttrail.log.store import open_store
+
+    with open_store(str(db_path), create=True) as store:
+        _hostile_session(store)
+    page, text = tmp_path / "hostile.html", tmp_path / "hostile.md"
+    for fmt, path in (("html", page), ("md", text)):
+        result = run_cli(
+            "export", "hostile", "--format", fmt, "-o", str(path), "--db", str(db_path)
+        )
+        assert result.returncode == 0, result.stderr
+    yield page.read_text(encoding="utf-8"), text.read_text(encoding="utf-8")
+
+
+def test_no_html_from_the_log_reaches_the_page_as_html(exported: tuple[str, str]) -> None:
+    page, _ = exported
+    parser = _Tags()
+    parser.feed(page)
+    names = {tag for tag, _ in parser.tags}
+    assert names <= ALLOWED_TAGS, names - ALLOWED_TAGS
+    for tag, attrs in parser.tags:
+        assert not any(name.startswith("on") for name in attrs), (tag, attrs)
+        if tag == "a":  # the safe links given; an image is a link, never fetched
+            assert attrs["href"] in ("https://example.com/docs", "http://tracker.example/pixel.png")
+    # the hostile text is there, as text
+    assert "&lt;script&gt;alert('reply')&lt;/script&gt;" in page
+    assert "&lt;/code&gt;&lt;/pre&gt;&lt;script&gt;" in page
+    assert "<strong>bold</strong>" in page  # Markdown in replies is rendered
+    # the unclosed fence ends with its message: the next message is a paragraph of its own
+    assert "<p>after the fence</p>" in page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium")
+def test_chromium_runs_nothing_and_fetches_nothing(
+    exported: tuple[str, str], tmp_path: Path
+) -> None:
+    page_text, _ = exported
+    path = tmp_path / "page.html"
+    path.write_text(page_text, encoding="utf-8")
+    assert CHROMIUM is not None
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--headless", "--no-sandbox"]
+        )
+        try:
+            page = browser.new_page()
+            dialogs: list[str] = []
+            requests: list[str] = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(path.as_uri())
+            page.wait_for_load_state("networkidle")
+            assert dialogs == []
+            assert page.locator("script").count() == 0
+            assert [r for r in requests if not r.startswith("file:")] == []
+            assert page.locator("h1").inner_text() == HOSTILE_TITLE
+        finally:
+            browser.close()
+
+
+def test_markdown_keeps_structure_whatever_the_content(exported: tuple[str, str]) -> None:
+    _, text = exported
+    assert text.startswith("# \\<script\\>alert('title')\\</script\\>\n")  # literal, escaped
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    assert headings == [
+        "### 1 · user · user",
+        "### 2 · agent · assistant",
+        "### 3→4 · agent · tool \\<script\\> — ok",
+        "### 5 · agent · assistant",
+    ]
+    assert f"```\n{HOSTILE_OUTPUT}\n```" in text
+    # the reply's unclosed fence is closed at its end: a CommonMark parser reads the next
+    # entries as headings, not as code
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").render(text)
+    assert "<h3>5 · agent · assistant</h3>" in rendered
+
+
+def test_a_real_session_exports_every_tool_call_with_its_result(db_path: Path) -> None:
+    db = str(db_path)
+    assert run_cli("import", str(TOOL_HEAVY), "--db", db).returncode == 0
+    sid = json.loads(run_cli("sessions", "--json", "--db", db).stdout)["id"]
+    text = run_cli("export", sid, "--format", "md", "--db", db).stdout
+    # tool_heavy.jsonl's six tool_use blocks by name, in file order (jq '.message.content[]? |
+    # select(.type=="tool_use") | .name'), each answered by a tool_result (the seqs are the
+    # pairs tests/server/test_viewer.py reads in the viewer)
+    tool_rows = [
+        line for line in text.splitlines() if line.startswith("### ") and " · tool " in line
+    ]
+    assert [row.split(" · ")[0].removeprefix("### ") for row in tool_rows] == [
+        "6→12",
+        "14→18",
+        "29→33",
+        "30→32",
+        "35→38",
+        "36→39",
+    ]
+    assert [row.split(" · tool ")[1] for row in tool_rows] == [
+        "Bash — ok",
+        "Bash — ok",
+        "WebSearch — ok",
+        "Glob — ok",
+        "Read — ok",
+        "WebFetch — ok",
+    ]
+    assert "start phoenix in background" in text
+    page = run_cli("export", sid, "--format", "html", "--db", db).stdout
+    assert page.startswith("<!doctype html>") and "start phoenix in background" in page
+    bad = run_cli("export", sid, "--format", "pdf", "--db", db)
+    assert (bad.returncode, bad.stderr.strip()) == (
+        2,
+        "error: unknown export format 'pdf' (use jsonl, otlp, md, html)",
+    )
