@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from agenttrail.cli._common import err, find_session, open_log, out
-from agenttrail.cli._options import DbOption
+from agenttrail.cli._options import DbOption, NoRedactOption
 from agenttrail.errors import InputError
 from agenttrail.ingest.migrate import migrate as migrate_log
 from agenttrail.log.retention import due_for_removal
@@ -114,6 +114,7 @@ def serve(
         ),
     ] = None,
     secret_file: SecretOption = None,
+    no_redact: NoRedactOption = False,
     db: DbOption = None,
 ) -> None:
     """Serve the web viewer, the REST API, the live feed and the user's tools.
@@ -128,7 +129,7 @@ def serve(
     from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES
     from agenttrail.server.tools import ToolRegistry
 
-    with open_log(db, create=True) as store:
+    with open_log(db, create=True, no_redact=no_redact) as store:
         secret = _secret(store, secret_file)
         registry = ToolRegistry.with_entry_points(workspace.resolve())
         app_ = create_app(
@@ -214,6 +215,7 @@ def proxy(
             show_default=False,
         ),
     ] = None,
+    no_redact: NoRedactOption = False,
     db: DbOption = None,
 ) -> None:
     """Record any agent: forward OpenAI- or Anthropic-compatible API calls, logging each one.
@@ -228,7 +230,7 @@ def proxy(
     """
     from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
 
-    with open_log(db, create=True) as store:
+    with open_log(db, create=True, no_redact=no_redact) as store:
 
         def listening(url: str) -> None:
             out.print(f"forwarding {url} to {upstream}, recording to {store.url}", markup=False)
