@@ -209,8 +209,11 @@ class Redactor:
 
     def _whole(self, value: Any, kind: str, path: str, found: list[dict[str, str]]) -> Any:
         """A secret field's value replaced whole (text, or the JSON text of anything else);
-        an empty value, ``null`` or a marker already written is kept."""
-        if value is None or value == "" or (isinstance(value, str) and MARKER.fullmatch(value)):
+        an empty value, ``null``, a boolean (``"secret": false``) or a marker already written
+        is kept."""
+        if value is None or value == "" or isinstance(value, bool):
+            return value
+        if isinstance(value, str) and MARKER.fullmatch(value):
             return value
         text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
         found.append({"kind": kind, "path": path})

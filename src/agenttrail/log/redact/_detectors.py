@@ -107,8 +107,12 @@ DEFAULT_FIELDS: tuple[str, ...] = (
 
 
 def normal_field(name: str) -> str:
-    """A field name as field rules compare it: lower case, ``-`` and spaces as ``_``."""
-    return name.lower().replace("-", "_").replace(" ", "_")
+    """A field name as field rules compare it: snake case (``SessionToken`` and
+    ``session-token`` are ``session_token``: AWS STS answers in camel case)."""
+    return _CAMEL.sub("_", name).lower().replace("-", "_").replace(" ", "_")
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def field_detector(names: Iterable[str]) -> Detector | None:
@@ -117,15 +121,17 @@ def field_detector(names: Iterable[str]) -> Detector | None:
 
     A name matches with any prefix joined by ``_`` or ``-`` (``AWS_SECRET_ACCESS_KEY``,
     ``x-api-key``), as :func:`matches_field` does for the keys of a mapping."""
-    alternatives = sorted({re.escape(normal_field(n)).replace("_", "[_-]") for n in names})
+    alternatives = sorted({re.escape(normal_field(n)).replace("_", "[_-]?") for n in names})
     if not alternatives:
         return None
-    name = r"(?<![A-Za-z0-9])(?P<name>(?:[A-Za-z0-9]+[_-])*(?:" + "|".join(alternatives) + r"))"
+    # A prefix ends at a separator or where camel case starts a word (AwsSessionToken).
+    prefix = r"(?:[A-Za-z0-9]*[_-]|[A-Za-z0-9]*(?-i:(?<=[a-z0-9])(?=[A-Z])))?"
+    name = rf"(?<![A-Za-z0-9])(?P<name>{prefix}(?:{'|'.join(alternatives)}))"
     quote = r"\\{0,3}[\"']"
     value = (
         r"\\{0,3}\"(?P<secret>(?:[^\"\\]|\\(?!\\{0,2}\"))+)"  # "…", or \"…\" nested once or twice
         r"|'(?P<secret2>[^'\\]+)'"
-        r"|(?P<secret3>[^\s\"',;&}\]\\]+)"
+        r"|(?P<secret3>[^\s\"',;&{}\[\]\\][^\s\"',;&}\]\\]*)"  # not an object or a list
     )
     pattern = rf"(?:{quote})?{name}(?:{quote})?\s*[:=]\s*(?:{value})"
     return Detector(FIELD_KIND, re.compile(pattern, re.IGNORECASE))
@@ -136,11 +142,12 @@ def scan(text: str, detectors: Sequence[Detector]) -> list[tuple[int, int, str]]
 
     Where two detectors' spans overlap, the one starting first wins, and of two starting
     together the one listed first (the more specific)."""
-    found: list[tuple[int, int, int, str]] = []
+    # Markers already written (an export of a redacting log, imported back) are kept whole.
+    found = [(m.start(), -1, m.end(), "") for m in MARKER.finditer(text)] if "[RED" in text else []
     for rank, detector in enumerate(detectors):
         for match in detector.pattern.finditer(text):
             start, end = _secret_span(match)
-            if end <= start or text.startswith("[REDACTED:", start):
+            if end <= start:
                 continue
             kind = detector.kind
             if kind == FIELD_KIND:
@@ -153,7 +160,8 @@ def scan(text: str, detectors: Sequence[Detector]) -> list[tuple[int, int, str]]
     last_end = -1
     for start, _, end, kind in found:
         if start >= last_end:
-            spans.append((start, end, kind))
+            if kind:
+                spans.append((start, end, kind))
             last_end = end
     return spans
 
