@@ -1,0 +1,290 @@
+"""No secret survives, whichever way it comes in (docs/redaction.md): secrets of every built-in
+kind (tests/_secrets.py) are driven in through the recorder, the import of a file, REST, an
+instrumented OpenAI client and the proxy (both talking to the loopback upstream of
+tests/ingest/_upstream.py, which replays a recorded tool loop), then looked for in every way
+out: the export, the three replays, Fountain, the server's and the viewer's JSON, the log
+records, and the raw bytes of the database, its WAL and its shared-memory file.
+
+Recording (tests/formats/_recordings.py cites its SOURCES.md row): ``TOOL_LOOP``, two Chat
+Completions exchanges whose second request repeats the first's history.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+import agenttrail
+from agenttrail.ingest.instrument import capture_of
+from agenttrail.log.store import open_store
+from agenttrail.model import Event
+from agenttrail.server import create_app, mint_token
+from agenttrail.server.tools import ToolRegistry
+from tests._secrets import ALL, AWS_SECRET, SESSION_TOKEN, found_in
+from tests.conftest import run_cli, serving
+from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, Upstream, recorded, upstream
+from tests.ingest.test_proxy import running_proxy
+
+SECRET = b"test-secret-not-for-production-0123456789abcdef"
+
+CARRY_TEXT = (
+    "export",
+    "fountain",
+    "show",
+    "openai",
+    "anthropic",
+    "responses",
+    "/events",
+    "/transcript",
+)
+"""The outputs that show the sessions' text (the others: lists, summaries, trace rows)."""
+
+CREDENTIALS = json.dumps(  # what `aws sts get-session-token` prints
+    {
+        "Credentials": {
+            "AccessKeyId": "ASIAIOSFODNN7EXAMPLE",
+            "SecretAccessKey": AWS_SECRET,
+            "SessionToken": SESSION_TOKEN,
+            "Expiration": "2026-12-04T00:00:00Z",
+        }
+    },
+    indent=2,
+)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Upstream]:
+    yield from upstream()
+
+
+def with_secrets(items: list[Recorded]) -> list[Recorded]:
+    """The tool loop with every secret in its system prompt and AWS credentials as the tools'
+    output, the second request repeating both (as a client sends its history)."""
+    for item in items:
+        messages = item.body["messages"]
+        messages[0]["content"] = f"You're a helpful assistant. Keys:\n{ALL}"
+        for message in messages:
+            if message["role"] == "tool":
+                message["content"] = CREDENTIALS
+    return items
+
+
+def outputs(db: Path, session_id: str) -> dict[str, str]:
+    """Every way out of the log for one session, by name: what a person, a model or another
+    tool gets."""
+    got: dict[str, str] = {}
+    for name, args in {
+        "export": ("export", session_id),
+        "fountain": ("fountain", session_id),
+        "show": ("show", session_id),
+        **{
+            f"replay {f}": ("replay", session_id, "--format", f)
+            for f in ("openai", "anthropic", "responses")
+        },
+    }.items():
+        done = run_cli(*args, "--db", str(db))
+        assert done.returncode == 0, (name, done.stderr)
+        got[name] = done.stdout + done.stderr
+    with open_store(db) as store:
+        app = create_app(store, secret=SECRET, tools=ToolRegistry([]))
+        token = mint_token(SECRET, rights=["read", "audit"])
+        with serving(app) as port:
+            base = f"http://127.0.0.1:{port}/v1"
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}) as http:
+                for path in (
+                    "/sessions",
+                    f"/sessions/{session_id}",
+                    f"/sessions/{session_id}/events",
+                    f"/sessions/{session_id}/fountain",
+                    f"/sessions/{session_id}/transcript",
+                    f"/sessions/{session_id}/summary",
+                    f"/sessions/{session_id}/traces",
+                    *(
+                        f"/sessions/{session_id}/replay?format={f}"
+                        for f in ("openai", "anthropic", "responses")
+                    ),
+                ):
+                    reply = http.get(path)
+                    assert reply.status_code == 200, (path, reply.text)
+                    got[f"GET {path}"] = reply.text
+    return got
+
+
+def assert_nothing_secret(db: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """No secret in any output of any session, in the log records, or in the bytes of the
+    database files (while a store has them open, and after it closed them)."""
+    with open_store(db) as store:
+        sessions = [s.id for s in store.sessions()]
+        assert sessions
+        in_use = b"".join(p.read_bytes() for p in db.parent.glob(f"{db.name}*"))
+        assert {p.name for p in db.parent.glob(f"{db.name}*")} >= {db.name, f"{db.name}-wal"}
+        assert found_in(in_use) == []
+    for session_id in sessions:
+        for name, text in outputs(db, session_id).items():
+            assert found_in(text) == [], name
+            if name.endswith(CARRY_TEXT):
+                assert "[REDACTED:" in text, name  # the secrets were there, as markers
+    assert found_in(caplog.text) == []
+    assert found_in(b"".join(p.read_bytes() for p in db.parent.glob(f"{db.name}*"))) == []
+
+
+def test_the_recorder(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="agenttrail")
+    db = tmp_path / "rec.db"
+    with (
+        open_store(db) as store,
+        agenttrail.Recorder.start(store, title=f"debug {ALL[:60]}", agent="harvey") as rec,
+        rec.turn(model="gpt-4o", provider="openai") as turn,
+    ):
+        turn.user(f"my keys: {ALL}")
+        ids = turn.assistant(
+            "Checking.",
+            tool_calls=[
+                ("run_shell", {"cmd": "aws sts", "env": {"AWS_SECRET_ACCESS_KEY": AWS_SECRET}})
+            ],
+        )
+        turn.tool_result(ids[0], CREDENTIALS)
+        turn.reply(f"Found {ALL}")
+    assert_nothing_secret(db, caplog)
+
+
+def test_the_import_of_a_file(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="agenttrail")
+    db, source = tmp_path / "imp.db", tmp_path / "chat.json"
+    source.write_text(
+        json.dumps(
+            {
+                "model": "gpt-4o",
+                "messages": [
+                    {"role": "system", "content": ALL},
+                    {"role": "user", "content": "credentials?"},
+                    {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {
+                                    "name": "sts",
+                                    "arguments": json.dumps({"password": "hunter2hunter2"}),
+                                },
+                            }
+                        ],
+                    },
+                    {"role": "tool", "tool_call_id": "call_1", "content": CREDENTIALS},
+                ],
+            }
+        )
+    )
+    first = run_cli("import", str(source), "--db", str(db))
+    assert first.returncode == 0, first.stderr
+    again = run_cli("import", str(source), "--db", str(db))
+    assert "0 events written" in again.stderr  # the markers are the same: nothing new
+    assert_nothing_secret(db, caplog)
+    assert b"hunter2hunter2" not in b"".join(p.read_bytes() for p in tmp_path.glob("imp.db*"))
+
+
+def test_an_export_that_holds_a_secret_is_refused_whole_by_a_redacting_log(tmp_path: Path) -> None:
+    plain, redacting = tmp_path / "plain.db", tmp_path / "redacting.db"
+    with open_store(plain, redact=False) as store:
+        sid = store.create_session(agenttrail.NewSession()).id
+        store.append(sid, {"type": "message", "role": "user", "content": ALL})
+    export = tmp_path / "x.jsonl"
+    assert run_cli("export", sid, "--db", str(plain), "-o", str(export)).returncode == 0
+    refused = run_cli("import", str(export), "--db", str(redacting))
+    assert refused.returncode == 2
+    assert "event 1 holds a secret (openai-key at $.content)" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert not redacting.exists() or open_store(redacting).sessions() == []
+    verbatim = run_cli("import", str(export), "--db", str(redacting), "--no-redact")
+    assert verbatim.returncode == 0, verbatim.stderr
+
+
+def test_rest(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="agenttrail")
+    db = tmp_path / "rest.db"
+    with open_store(db) as store:
+        app = create_app(store, secret=SECRET, tools=ToolRegistry([]))
+        token = mint_token(SECRET, rights=["append", "read"])
+        with (
+            serving(app) as port,
+            httpx.Client(
+                base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}
+            ) as http,
+        ):
+            made = http.post("/v1/sessions", json={"title": ALL[:80], "metadata": {"api_key": KEY}})
+            assert made.status_code == 201, made.text
+            assert found_in(made.text) == [] and KEY not in made.text
+            sid = made.json()["id"]
+            body = {
+                "events": [
+                    {"payload": {"type": "message", "role": "user", "content": ALL}, "key": "k1"},
+                    {"payload": {"type": "tool_result", "toolCallId": "c", "output": CREDENTIALS}},
+                ]
+            }
+            assert http.post(f"/v1/sessions/{sid}/events", json=body).status_code == 201
+            again = http.post(
+                f"/v1/sessions/{sid}/events",
+                json={"payload": body["events"][0]["payload"], "key": "k1"},
+            )
+            assert again.json()["duplicates"] == [True]
+    assert_nothing_secret(db, caplog)
+
+
+def instrumented(up: Upstream, db: Path) -> tuple[list[Recorded], list[Event]]:
+    items = with_secrets(recorded(TOOL_LOOP))
+    up.script(*(item.reply for item in items))
+    client = openai.OpenAI(
+        base_url=f"{up.url}/v1", api_key=KEY, max_retries=0, default_query={"key": KEY}
+    )
+    agenttrail.instrument(client, log=db)
+    with client:
+        for item in items:
+            client.chat.completions.create(**item.body)
+    capture = capture_of(client)
+    assert capture is not None and capture.flush(10) and capture.failures == 0
+    with open_store(db) as store:
+        [session] = store.sessions()
+        return items, list(store.read(session.id))
+
+
+def test_an_instrumented_client_stores_each_redacted_message_once(
+    server: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="agenttrail")
+    server.replies.clear()
+    db = tmp_path / "live.db"
+    items, got = instrumented(server, db)
+    # The second request repeats the system prompt (holding every secret), the user's
+    # message and the tool results: recognised as the same conversation, not stored again.
+    second = items[1].body["messages"]
+    messages = [e.payload for e in got if e.type == "message"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "assistant"]
+    results = [e.payload for e in got if e.type == "tool_result"]
+    assert len(results) == len([m for m in second if m["role"] == "tool"]) == 2
+    assert all(r["output"].count("[REDACTED:") == 3 for r in results)  # id, secret, token
+    assert "[REDACTED:openai-key:" in messages[0]["content"]
+    assert_nothing_secret(db, caplog)
+
+
+def test_the_proxy(server: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="agenttrail")
+    server.replies.clear()
+    db = tmp_path / "proxy.db"
+    items = with_secrets(recorded(TOOL_LOOP))
+    with running_proxy(server.url, db) as proxy:
+        client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=KEY, max_retries=0)
+        for item in items:
+            server.script(item.reply)
+            client.chat.completions.create(**item.body)
+        proxy.logged("tool_result", "the tool results", count=2)
+        sent: Any = json.loads(server.requests[-1][2])
+        assert sent["messages"][0]["content"].endswith(ALL)  # passed on untouched
+    assert_nothing_secret(db, caplog)
