@@ -39,8 +39,8 @@ from agenttrail.log.redact._detectors import (
     DEFAULT_FIELDS,
     MARKER,
     Detector,
-    field_detector,
-    normal_field,
+    FieldNames,
+    Gate,
     scan,
 )
 from agenttrail.model import NewEvent, NewSession
@@ -87,17 +87,10 @@ class Redactor:
         self._key: bytes | None = None
         detectors = list(BUILTIN_DETECTORS) if rules.builtin else []
         detectors += [Detector(kind, pattern) for kind, pattern in rules.compiled()]
-        fields = rules.all_fields()
-        by_text = field_detector(fields)
-        if by_text is not None:
-            detectors.append(by_text)
         self._detectors = detectors
-        self._fields = {normal_field(name) for name in fields}
-        self._suffixes = tuple("_" + name for name in self._fields)
+        self._fields = FieldNames.of(rules.all_fields())
         self._paths = _paths_pattern(rules.paths)
-        # One pass over a string says whether any detector can match: most strings hold no
-        # secret, and for them this is the whole cost (bench/redact.py).
-        self._any = re.compile("|".join(f"(?:{_flagged(d.pattern)})" for d in detectors) or "(?!)")
+        self._gate = Gate(detectors, self._fields)
 
     @property
     def enabled(self) -> bool:
@@ -120,7 +113,7 @@ class Redactor:
         """``payload`` with every secret replaced by its marker and a ``redactions`` list of
         ``{"kind", "path"}`` (JSON paths, RFC 9535 normalized form) added to those already
         there; ``payload`` itself when nothing is found."""
-        if not self.rules.enabled:
+        if not self.rules.enabled or not self._may_hold_secret(payload):
             return payload
         found: list[dict[str, str]] = []
         redacted = self._walk(payload, "$", found)
@@ -167,6 +160,15 @@ class Redactor:
         digest = hmac.new(self._key, data, hashlib.sha256).hexdigest()[:DIGEST_HEX]
         return f"[REDACTED:{kind}:{digest}]"
 
+    def _may_hold_secret(self, payload: dict[str, Any]) -> bool:
+        """False when no rule can match anywhere in ``payload`` (most payloads): the gate
+        over its JSON text, keys and values alike, before any walk."""
+        if self._paths is not None or self._gate.always:
+            return True
+        return bool(
+            self._gate.which(json.dumps(payload, ensure_ascii=False, default=repr).lower())[0]
+        )
+
     # -- the walk ---------------------------------------------------------------------------
 
     def _walk(self, value: Any, path: str, found: list[dict[str, str]]) -> Any:
@@ -179,8 +181,8 @@ class Redactor:
                 sub = _member(path, name)
                 if self._paths is not None and self._paths.fullmatch(sub):
                     new = self._whole(item, "path", sub, found)
-                elif isinstance(name, str) and self._is_secret_field(name):
-                    new = self._whole(item, normal_field(name), sub, found)
+                elif isinstance(name, str) and (kind := self._fields.kind(name)):
+                    new = self._whole(item, kind, sub, found)
                 else:
                     new = self._walk(item, sub, found)
                 if new is not item:
@@ -203,10 +205,6 @@ class Redactor:
             return value if items is None else items
         return value
 
-    def _is_secret_field(self, name: str) -> bool:
-        normal = normal_field(name)
-        return normal in self._fields or normal.endswith(self._suffixes)
-
     def _whole(self, value: Any, kind: str, path: str, found: list[dict[str, str]]) -> Any:
         """A secret field's value replaced whole (text, or the JSON text of anything else);
         an empty value, ``null``, a boolean (``"secret": false``) or a marker already written
@@ -220,9 +218,7 @@ class Redactor:
         return self.marker(kind, text)
 
     def _text(self, text: str, path: str, found: list[dict[str, str]]) -> str:
-        if not self._any.search(text):
-            return text
-        spans = scan(text, self._detectors)
+        spans = scan(text, self._detectors, self._fields, self._gate)
         if not spans:
             return text
         parts: list[str] = []
@@ -253,12 +249,3 @@ def _paths_pattern(paths: Sequence[str]) -> re.Pattern[str] | None:
         for p in paths
     ]
     return re.compile("|".join(alternatives))
-
-
-def _flagged(pattern: re.Pattern[str]) -> str:
-    """``pattern``'s text with its flags inline and its groups unnamed, to join with others."""
-    text = re.sub(r"\(\?P<\w+>", "(?:", pattern.pattern)
-    flags = ("i" if pattern.flags & re.IGNORECASE else "") + (
-        "s" if pattern.flags & re.DOTALL else ""
-    )
-    return f"(?{flags}:{text})" if flags else text
