@@ -162,12 +162,11 @@ class Redactor:
 
     def _may_hold_secret(self, payload: dict[str, Any]) -> bool:
         """False when no rule can match anywhere in ``payload`` (most payloads): the gate
-        over its JSON text, keys and values alike, before any walk."""
+        over its text, keys and values alike, before any walk. ``repr`` rather than JSON: it
+        is three times cheaper, and the escapes of either (``\\n``, a quote) are in no anchor."""
         if self._paths is not None or self._gate.always:
             return True
-        return bool(
-            self._gate.which(json.dumps(payload, ensure_ascii=False, default=repr).lower())[0]
-        )
+        return bool(self._gate.which(repr(payload).lower())[0])
 
     # -- the walk ---------------------------------------------------------------------------
 
