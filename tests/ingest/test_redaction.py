@@ -22,6 +22,7 @@ import openai
 import pytest
 
 import agenttrail
+from agenttrail.ingest.capture import Capture
 from agenttrail.ingest.instrument import capture_of
 from agenttrail.log.store import open_store
 from agenttrail.model import Event
@@ -30,6 +31,7 @@ from agenttrail.server.tools import ToolRegistry
 from tests._secrets import ALL, AWS_SECRET, SESSION_TOKEN, found_in
 from tests.conftest import run_cli, serving
 from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, Upstream, recorded, upstream
+from tests.ingest.test_capture import exchange_of
 from tests.ingest.test_proxy import running_proxy
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
@@ -288,3 +290,22 @@ def test_the_proxy(server: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFi
         sent: Any = json.loads(server.requests[-1][2])
         assert sent["messages"][0]["content"].endswith(ALL)  # passed on untouched
     assert_nothing_secret(db, caplog)
+
+
+def test_a_restarted_capture_recognises_a_history_that_holds_secrets(db_url: str) -> None:
+    # The tips written into the log's keys are digests of the requests as sent, and so are
+    # those of the requests after a restart: the redacted stored messages are never compared.
+    first, second = with_secrets(recorded(TOOL_LOOP))
+    before = Capture(db_url)
+    before.write(exchange_of(first))
+    before.close()
+    after = Capture(db_url)  # a new process: nothing in memory
+    after.write(exchange_of(second))
+    after.close()
+    with open_store(db_url) as store:
+        [session] = store.sessions()
+        got = [e.payload for e in store.read(session.id)]
+    roles = [p["role"] for p in got if p["type"] == "message"]
+    assert roles == ["system", "user", "assistant", "assistant"]
+    assert [p["type"] for p in got].count("tool_result") == 2
+    assert found_in(json.dumps(got)) == [] and "[REDACTED:jwt:" in got[0]["content"]
