@@ -224,3 +224,16 @@ def test_a_version_1_log_gains_its_key_table_when_opened(tmp_path: Path) -> None
         sid = store.create_session(NewSession()).id
         store.append(sid, events.message("user", "AKIAIOSFODNN7EXAMPLE"))
         assert "AKIA" not in stored_payloads(store, sid)[0]["content"]
+
+
+def test_text_with_lone_surrogates_is_redacted_and_kept_otherwise_as_it_was(
+    store: LogStore,
+) -> None:
+    # docs/log-format.md, Lossless text: a lone surrogate is stored and read back as it is.
+    text = "\ud800 İİ key AKIAIOSFODNN7EXAMPLE \udfff password=hunter2hunter2 日本"
+    session = store.create_session(NewSession())
+    store.append(session.id, {"type": "x", "text": text, "lone": "\udc80"})
+    [got] = stored_payloads(store, session.id)
+    assert got["lone"] == "\udc80"
+    assert got["text"].startswith("\ud800 İİ key [REDACTED:aws-access-key-id:")
+    assert "\udfff password=[REDACTED:password:" in got["text"] and got["text"].endswith(" 日本")

@@ -92,11 +92,6 @@ class Redactor:
         self._paths = _paths_pattern(rules.paths)
         self._gate = Gate(detectors, self._fields)
 
-    @property
-    def enabled(self) -> bool:
-        """Whether anything is redacted."""
-        return self.rules.enabled
-
     def events(self, events: Sequence[NewEvent]) -> Sequence[NewEvent]:
         """``events`` with their payloads redacted (:meth:`payload`); the same objects when
         nothing is found."""
@@ -111,8 +106,8 @@ class Redactor:
 
     def payload(self, payload: dict[str, Any]) -> dict[str, Any]:
         """``payload`` with every secret replaced by its marker and a ``redactions`` list of
-        ``{"kind", "path"}`` (JSON paths, RFC 9535 normalized form) added to those already
-        there; ``payload`` itself when nothing is found."""
+        ``{"kind", "path"}`` (RFC 9535 JSON paths, dot notation where a name allows it)
+        added to those already there; ``payload`` itself when nothing is found."""
         if not self.rules.enabled or not self._may_hold_secret(payload):
             return payload
         found: list[dict[str, str]] = []
@@ -212,7 +207,7 @@ class Redactor:
             return value
         if isinstance(value, str) and MARKER.fullmatch(value):
             return value
-        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=repr)
         found.append({"kind": kind, "path": path})
         return self.marker(kind, text)
 
@@ -231,8 +226,8 @@ class Redactor:
 
 
 def _member(path: str, name: object) -> str:
-    """The JSON path of member ``name`` (RFC 9535 §2.7 normalized path, dot form when the
-    name is an identifier)."""
+    """The JSON path of member ``name`` (RFC 9535: ``.name`` when the name is an identifier,
+    else a bracketed string literal, ``["x-api-key"]``)."""
     if isinstance(name, str) and name.isidentifier():
         return f"{path}.{name}"
     return f"{path}[{json.dumps(name if isinstance(name, str) else str(name))}]"

@@ -159,6 +159,8 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 """Lower case for the anchors' letters only (ASCII), which keeps a text's length."""
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 _WORD = re.compile(r"[A-Za-z0-9_-]+")
 
 _VALUE = re.compile(
@@ -247,9 +249,12 @@ class Gate:
         ranks = set(self.always)
         places: list[int] = []
         if self._automaton is not None:
-            for index, start, _ in self._automaton.find_matches_as_indexes(
-                lowered, overlapping=True
-            ):
+            try:
+                matches = self._automaton.find_matches_as_indexes(lowered, overlapping=True)
+            except UnicodeEncodeError:  # a lone surrogate (the log keeps them: log-format.md)
+                safe = _SURROGATE.sub("?", lowered)
+                matches = self._automaton.find_matches_as_indexes(safe, overlapping=True)
+            for index, start, _ in matches:
                 owners = self._owners[index]
                 ranks |= owners
                 if self.fields in owners:
