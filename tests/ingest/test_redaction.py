@@ -309,3 +309,22 @@ def test_a_restarted_capture_recognises_a_history_that_holds_secrets(db_url: str
     assert roles == ["system", "user", "assistant", "assistant"]
     assert [p["type"] for p in got].count("tool_result") == 2
     assert found_in(json.dumps(got)) == [] and "[REDACTED:jwt:" in got[0]["content"]
+
+
+def test_a_trace_row_holds_the_call_and_envelope_as_stored(tmp_path: Path) -> None:
+    # A model-run envelope (docs/evidence.md) whose inputs echo a key the call was given.
+    db = tmp_path / "trace.db"
+    inputs = {"prompt": "score it", "api_key": AWS_SECRET, "note": f"with {ALL}"}
+    envelope = {"model": "scorer", "specVersion": "1", "inputs": inputs, "outputs": {"y": 2}}
+    with (
+        open_store(db) as store,
+        agenttrail.Recorder.start(store, title="traced") as rec,
+        rec.turn(model="m", provider="p") as turn,
+    ):
+        turn.user("score it")
+        [call_id] = turn.assistant("", tool_calls=[("scorer", inputs)])
+        turn.tool_result(call_id, json.dumps(envelope))
+        [row] = store.traces(rec.session_id)
+    assert found_in(row.inputs) == [] and found_in(row.envelope) == []
+    assert json.loads(row.inputs)["api_key"].startswith("[REDACTED:api_key:")
+    assert found_in(b"".join(p.read_bytes() for p in tmp_path.glob("trace.db*"))) == []

@@ -237,3 +237,18 @@ def test_text_with_lone_surrogates_is_redacted_and_kept_otherwise_as_it_was(
     assert got["lone"] == "\udc80"
     assert got["text"].startswith("\ud800 İİ key [REDACTED:aws-access-key-id:")
     assert "\udfff password=[REDACTED:password:" in got["text"] and got["text"].endswith(" 日本")
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), CASES, ids=[c[0] for c in CASES])
+def test_a_secret_after_an_escape_in_json_text_is_found(
+    tmp_path: Path, kind: str, text: str, secret: str
+) -> None:
+    # A tool's output that is JSON text holds its lines as ...\nsecret: "n" then the secret.
+    output = json.dumps({"log": f"start\n{text}\tend", "tab": f"\t{text}"})
+    assert "\\n" in output
+    with open_store(tmp_path / "x.db") as store:
+        sid = store.create_session(NewSession()).id
+        store.append(sid, {"type": "tool_result", "toolCallId": "c", "output": output})
+        [got] = stored_payloads(store, sid)
+    assert secret not in got["output"] and secret not in json.loads(got["output"])["log"]
+    assert [r["kind"] for r in got["redactions"]].count(kind) >= 1

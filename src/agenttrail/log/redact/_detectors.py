@@ -49,7 +49,14 @@ def _alone(width: int) -> str:
     continue a longer token (``risk-…`` holds no OpenAI key). A lookbehind *after* the
     literal, not before it: a pattern that starts with a literal is searched for that literal
     first, some fifty times faster over a long text (bench/redact.py, the base64 case)."""
-    return rf"(?<![A-Za-z0-9_-].{{{width}}})"
+    return _not_after(r"[A-Za-z0-9_-]", width)
+
+
+def _not_after(token: str, width: int) -> str:
+    """Not after a ``token`` character, ``width`` characters back — unless that character
+    ends an escape (``\\n``, ``\\t``): JSON inside a string has a secret on a new line as
+    ``…\\nghp_…``."""
+    return rf"(?<!(?<!\\){token}.{{{width}}})"
 
 
 _E = r"(?![A-Za-z0-9_-])"
@@ -70,7 +77,7 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "aws-access-key-id",
         ("akia", "asia", "abia", "acca"),
-        r"(?:AKIA|ASIA|ABIA|ACCA)(?<![A-Z0-9].{4})[A-Z0-9]{16}(?![A-Z0-9])",
+        r"(?:AKIA|ASIA|ABIA|ACCA)" + _not_after("[A-Z0-9]", 4) + r"[A-Z0-9]{16}(?![A-Z0-9])",
     ),
     _d(
         "github-token",
@@ -100,12 +107,12 @@ BUILTIN_DETECTORS: tuple[Detector, ...] = (
     _d(
         "bearer-token",
         ("bearer",),
-        r"[Bb]earer(?<![A-Za-z0-9].{6})\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
+        r"[Bb]earer" + _not_after("[A-Za-z0-9]", 6) + r"\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
     ),
     _d(
         "basic-auth",
         ("basic",),
-        r"Basic(?<![A-Za-z0-9].{5})\s+(?P<secret>[A-Za-z0-9+/]{12,}={0,2})",
+        r"Basic" + _not_after("[A-Za-z0-9]", 5) + r"\s+(?P<secret>[A-Za-z0-9+/]{12,}={0,2})",
     ),
     # scheme://user:password@host (RFC 3986 userinfo): the password only.
     _d("url-password", ("://",), r"://[^\s/:@\"']+:(?P<secret>[^\s/@\"']+)@"),
@@ -216,6 +223,8 @@ class FieldNames:
             seen.add(word.end())
             begin = found
             while begin and (text[begin - 1].isalnum() or text[begin - 1] in "_-"):
+                if begin > 1 and text[begin - 2] == "\\":  # an escape: \\n, \\t
+                    break
                 begin -= 1
             kind = self.kind(text[begin : word.end()])
             if kind is not None:
