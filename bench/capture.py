@@ -4,21 +4,22 @@
 
 The upstream is a real uvicorn server on loopback in a subprocess of its own (this script with
 ``--serve``), so that the CPU time measured here (``time.process_time``: every thread of this
-process, the capture's writer thread included) is the client's and agenttrail's only. The
+process) is the client's and agenttrail's only. The capture writes in a writer process of its
+own; its CPU per exchange is reported apart, once it has exited. The
 client is the real ``openai`` package. Baseline: the same client without agenttrail, in the
 same run, against the same server.
 
 - non-streaming calls, each a new conversation (a system and a user message; a session is
   created per call), ``--calls`` of them: wall time and CPU per call, with and without; the
-  writer thread is flushed before the clock stops, so the whole cost of recording is counted;
+  capture is flushed before the clock stops, so the wall time counts the writing too;
 - a tool loop of ``--turns`` calls whose history grows by three messages a turn (assistant
   with a tool call, its result, a user message), the history recognised and only what is new
   stored;
 - time to first streamed chunk, ``--streams`` streams: the median of the time from ``create``
   to the first chunk the caller gets, with and without;
 - the capture core alone: CPU per exchange of ``Capture.write`` in this thread (what the
-  writer thread spends per call), measured directly rather than as a difference of two larger
-  figures.
+  writer process spends per call), measured directly rather than as a difference of two
+  larger figures.
 
 Each measurement runs :data:`REPEATS` times and keeps its best (a shared VM's noise only ever
 slows a run down). Results: docs/benchmarks.md.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -282,10 +284,18 @@ def main() -> None:
                 f"{first * 1e3:.3f} ms, with {then * 1e3:.3f} ms, difference "
                 f"{(then - first) * 1e3:+.3f} ms"
             )
-            print(f"capture: {capture.written} exchanges written, {capture.failures} failures")
+            written = capture.written
+            print(f"capture: {written} exchanges written, {capture.failures} failures")
             plain.close()
             live.close()
-            capture.close()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            capture.close()  # the writer process exits, and its CPU time is counted here
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            writer_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            print(
+                f"the writer process: {writer_s / max(written, 1) * 1e6:.0f} µs of CPU per "
+                f"exchange (all its life, start-up included, over {written} exchanges)"
+            )
     finally:
         server.terminate()
         server.wait(10)

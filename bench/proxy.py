@@ -18,7 +18,7 @@ drift falls on both alike). Measured:
 Each figure is given as p50 and p99 of ``--requests`` (or ``--streams``) samples after a
 warm-up, direct and through the proxy; "added" is the difference at the same percentile.
 ``--think-ms`` waits between requests, as an agent does while it runs its tools (the proxy's
-writer thread then records in the gap instead of beside the next request). Results:
+writer process then records in the gap instead of beside the next request). Results:
 docs/benchmarks.md.
 """
 
@@ -135,15 +135,30 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _writer_cpu_s(pid: int) -> float:
+    """CPU seconds used by the children of process ``pid`` that are alive now (the proxy's
+    capture writer process), from ``/proc/PID/task/PID/children``."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return sum(_cpu_s(int(child)) for child in children)
+
+
 def _pct(samples: list[float], q: int) -> float:
     """The ``q``-th percentile in milliseconds (``statistics.quantiles``, inclusive)."""
     return statistics.quantiles(samples, n=100, method="inclusive")[q - 1] * 1000
 
 
 def _report(
-    what: str, straight: list[float], through: list[float], cpu_us: float, up_us: float
+    what: str,
+    straight: list[float],
+    through: list[float],
+    cpu_us: float,
+    writer_us: float,
+    up_us: float,
 ) -> None:
-    cells = [f"CPU/request: proxy {cpu_us:,.0f} µs, upstream {up_us:,.0f} µs"]
+    cells = [
+        f"CPU/request: proxy {cpu_us:,.0f} µs + its writer process {writer_us:,.0f} µs, "
+        f"upstream {up_us:,.0f} µs"
+    ]
     for q in (50, 99):
         d, p = _pct(straight, q), _pct(through, q)
         cells.append(f"p{q} {d:.3f} → {p:.3f} ms (+{p - d:.3f})")
@@ -188,13 +203,15 @@ def main() -> None:
                 ]  # fmt: skip
                 for what, measure, path, sent, n in runs:
                     before, up_before = _cpu_s(proxy.pid), _cpu_s(upstream.pid)
+                    writer_before = _writer_cpu_s(proxy.pid)
                     samples = _paired(direct, proxied, measure, path, sent, n, think)
-                    # the writer thread finishes the last exchanges: let it, then count it
+                    # the writer process finishes the last exchanges: let it, then count it
                     time.sleep(0.5)
                     cpu_us = (_cpu_s(proxy.pid) - before) / (n + WARMUP) * 1e6
+                    writer_us = (_writer_cpu_s(proxy.pid) - writer_before) / (n + WARMUP) * 1e6
                     # the upstream answered each request twice: straight and through the proxy
                     up_us = (_cpu_s(upstream.pid) - up_before) / (n + WARMUP) / 2 * 1e6
-                    _report(what, *samples, cpu_us, up_us)
+                    _report(what, *samples, cpu_us, writer_us, up_us)
         finally:
             for proc in (proxy, upstream):
                 proc.terminate()

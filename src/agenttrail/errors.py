@@ -8,6 +8,8 @@ The hierarchy::
     │   ├── PayloadError            a payload that is not a mapping or will not round-trip
     │   ├── PayloadTooLarge         a payload above the store's configured limit
     │   ├── BodyTooLarge            an HTTP request body above the server's limit (HTTP 413)
+    │   ├── MalformedBody           an HTTP request body that does not decode (HTTP 400)
+    │   ├── UnsupportedMediaType    an HTTP request body of a type a route does not take (HTTP 415)
     │   ├── InvalidTimestamp        a value that is not a timestamp
     │   ├── NotIJSON                material to be hashed that is not I-JSON (RFC 7493)
     │   │   └── NotJSON             text that is not JSON at all
@@ -41,6 +43,7 @@ __all__ = [
     "FormatError",
     "InputError",
     "InvalidTimestamp",
+    "MalformedBody",
     "NoTurn",
     "NotIJSON",
     "NotJSON",
@@ -56,6 +59,7 @@ __all__ = [
     "ToolFailed",
     "TurnInFlight",
     "Unauthorized",
+    "UnsupportedMediaType",
 ]
 
 
@@ -123,6 +127,16 @@ class BodyTooLarge(InputError):
         )
         self.size = size
         self.limit = limit
+
+
+class MalformedBody(InputError):
+    """An HTTP request body that does not decode as its ``Content-Type`` and
+    ``Content-Encoding`` say (not gzip, not protobuf, not JSON of the expected shape)."""
+
+
+class UnsupportedMediaType(InputError):
+    """An HTTP request body whose ``Content-Type`` (or ``Content-Encoding``) the route does not
+    take; the message names the types it does."""
 
 
 class InvalidTimestamp(InputError):

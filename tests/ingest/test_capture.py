@@ -11,7 +11,11 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 import zlib
 from pathlib import Path
@@ -251,8 +255,8 @@ def test_a_capture_limit_that_is_not_a_positive_integer_is_refused_by_name(
 def test_a_full_queue_drops_the_exchange_and_never_waits(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Another process holds the log's write lock: the writer thread waits on its first
-    # exchange, one more fits in the queue, the third is dropped at once, counted and logged.
+    # Another process holds the log's write lock: the writer waits on its first exchange, one
+    # more may wait behind it, the third is dropped at once, counted and logged.
     first, second = recorded(TOOL_ERROR)
     other = recorded(PROGRAMMATIC)[0]
     path = tmp_path / "capture.db"
@@ -262,9 +266,6 @@ def test_a_full_queue_drops_the_exchange_and_never_waits(
     holder.execute("BEGIN IMMEDIATE")
     try:
         assert capture.record(exchange_of(first))
-        deadline = time.monotonic() + 5
-        while capture._writer.queue.qsize() and time.monotonic() < deadline:
-            time.sleep(0.01)  # the writer has taken it, and waits for the lock
         assert capture.record(exchange_of(other))
         with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
             start = time.monotonic()
@@ -279,3 +280,74 @@ def test_a_full_queue_drops_the_exchange_and_never_waits(
     assert capture.written == 2
     with open_store(path) as log:
         assert len(log.sessions()) == 2
+
+
+def test_a_writer_process_that_dies_loses_only_what_it_had_not_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The log's write lock is held, so the writer process holds the first exchange unwritten
+    # when it is killed: that one is lost (logged, counted); the next starts a new process.
+    first, second = recorded(TOOL_ERROR)
+    path = tmp_path / "capture.db"
+    open_store(path).close()
+    capture = Capture(path)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+        assert capture.record(exchange_of(first))
+        deadline = time.monotonic() + 10
+        while capture._writer.pid is None and time.monotonic() < deadline:  # type: ignore[union-attr]
+            time.sleep(0.01)
+        pid = capture._writer.pid  # type: ignore[union-attr]
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        assert capture.flush(10)
+        holder.execute("ROLLBACK")
+        holder.close()
+        assert capture.failures == 1 and "the writer process exited" in caplog.text
+        assert capture.record(exchange_of(second))
+        assert capture.flush(30)
+    capture.close()
+    assert capture.written == 1
+    with open_store(path) as log:
+        assert [e.type for e in only_session(log)][-1] == "message"
+
+
+def test_what_the_agent_handed_over_is_written_after_the_agent_is_killed(tmp_path: Path) -> None:
+    # The agent hands over three exchanges while the log is locked, then dies (SIGKILL: no
+    # exit handler runs). Its writer process writes all three once the lock is released.
+    path = tmp_path / "capture.db"
+    open_store(path).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    script = f"""
+import os, signal, sys, time
+sys.path.insert(0, {str(Path(__file__).parents[2])!r})
+from agenttrail.ingest.capture import Capture
+from tests.ingest.test_capture import exchange_of
+from tests.ingest._upstream import TOOL_LOOP, recorded
+from tests.formats._recordings import PROGRAMMATIC, TOOL_ERROR
+capture = Capture({str(path)!r})
+for item in [recorded(TOOL_ERROR)[0], recorded(TOOL_LOOP)[0], recorded(PROGRAMMATIC)[0]]:
+    assert capture.record(exchange_of(item))
+while capture._writer.queue.qsize():
+    time.sleep(0.01)  # every exchange is on its way to the writer process
+time.sleep(0.2)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    try:
+        # not a pipe for its output: the writer process, which outlives it, inherits that
+        errors = tmp_path / "agent.err"
+        with errors.open("wb") as err:
+            agent = subprocess.run([sys.executable, "-c", script], stderr=err, timeout=60)
+        assert agent.returncode == -signal.SIGKILL, errors.read_text()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    deadline = time.monotonic() + 20
+    sessions: list[Any] = []
+    while len(sessions) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        with open_store(path) as log:
+            sessions = log.sessions()
+    assert len(sessions) == 3

@@ -22,8 +22,10 @@ import anthropic
 import httpx
 import openai
 import pytest
+import yaml
 
 import agenttrail
+from agenttrail.ingest.importer import import_paths
 from agenttrail.ingest.instrument import capture_of
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
@@ -450,3 +452,104 @@ client.chat.completions.create(**json.loads(sys.stdin.read()))
     with open_store(tmp_path / "live.db") as store:
         [session] = store.sessions()
         assert [e.type for e in store.read(session.id)][-1] == "tool_call"
+
+
+def responses_stream(response: dict[str, Any]) -> str:
+    """The server-sent events the Responses API sends for ``response`` when asked to stream,
+    in the documented order (platform.openai.com/docs/api-reference/responses-streaming):
+    ``response.created`` and ``.in_progress`` with no output yet, then per output item
+    ``response.output_item.added``, its deltas (text, or function-call arguments) and their
+    ``.done``, ``response.output_item.done`` with the whole item, then ``response.completed``
+    with the whole response. Each delta is cut in two, as a stream cuts text."""
+    events: list[str] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        data = {"type": kind, "sequence_number": len(events), **fields}
+        events.append(f"event: {kind}\ndata: {json.dumps(data)}\n\n")
+
+    started = {**response, "status": "in_progress", "output": [], "usage": None}
+    emit("response.created", response=started)
+    emit("response.in_progress", response=started)
+    for i, item in enumerate(response["output"]):
+        where = {"item_id": item["id"], "output_index": i}
+        if item["type"] == "function_call":
+            emit("response.output_item.added", output_index=i, item={**item, "arguments": ""})
+            args = item["arguments"]
+            for part in (args[: len(args) // 2], args[len(args) // 2 :]):
+                emit("response.function_call_arguments.delta", **where, delta=part)
+            emit("response.function_call_arguments.done", **where, arguments=args)
+        else:
+            assert item["type"] == "message", item["type"]
+            emit("response.output_item.added", output_index=i, item={**item, "content": []})
+            for j, part in enumerate(item["content"]):
+                at = {**where, "content_index": j}
+                emit("response.content_part.added", **at, part={**part, "text": ""})
+                text = part["text"]
+                for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
+                    emit("response.output_text.delta", **at, delta=piece, logprobs=[])
+                emit("response.output_text.done", **at, text=text, logprobs=[])
+                emit("response.content_part.done", **at, part=part)
+        emit("response.output_item.done", output_index=i, item=item)
+    emit("response.completed", response=response)
+    return "".join(events)
+
+
+RESPONSES_OUTPUT = CASSETTES / "test_responses_with_function_call_output.yaml"
+
+
+def every_event(store: LogStore) -> list[dict[str, Any]]:
+    """The payloads of every session in ``store``, the session started first first: a file
+    imports as one session, where capture keeps each conversation in its own."""
+    ordered = sorted(store.sessions(), key=lambda s: s.started or "")
+    return [p for s in ordered for p in payloads(list(store.read(s.id)))]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("path", [RESPONSES, RESPONSES_OUTPUT], ids=lambda p: p.stem)
+def test_a_responses_stream_is_recorded_as_the_response_it_streamed(
+    up: Upstream, tmp_path: Path, mode: str, path: Path
+) -> None:
+    # The real recorded (non-streaming) responses, streamed as the Responses API streams
+    # them: the sessions recorded from the streams are the ones import makes of the same
+    # exchanges recorded, and read as the recording of the same responses not streamed.
+    # (RESPONSES_OUTPUT sends the same first request twice: two conversations, then a
+    # function call's output continuing the second by previous_response_id.)
+    items = recorded(path)
+    streams = [responses_stream(json.loads(item.reply.body)) for item in items]
+    up.script(*(sse_reply(text) for text in streams))
+    asked = [Recorded(i.path, {**i.body, "stream": True}, i.reply) for i in items]
+    client = agenttrail.instrument(client_for(up, "openai", mode), log=tmp_path / "live.db")
+    run(client, mode, asked)
+    capture = capture_of(client)
+    assert capture is not None and capture.flush(10)
+    cassette = tmp_path / "streamed.yaml"
+    interactions = [
+        {
+            "request": {
+                "body": json.dumps(item.body),
+                "headers": {"Content-Type": ["application/json"]},
+                "method": "POST",
+                "uri": f"https://api.openai.com{item.path}",
+            },
+            "response": {
+                "body": {"string": text},
+                "headers": {"Content-Type": ["text/event-stream"]},
+                "status": {"code": 200, "message": "OK"},
+            },
+        }
+        for item, text in zip(asked, streams, strict=True)
+    ]
+    cassette.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    with (
+        open_store(tmp_path / "live.db") as live,
+        open_store(tmp_path / "streamed.db") as streamed,
+        open_store(tmp_path / "whole.db") as whole,
+    ):
+        import_paths(streamed, [cassette])
+        import_paths(whole, [path])
+        got = every_event(live)
+        assert got == every_event(streamed)
+        assert got == every_event(whole)
+        # each request that does not continue a response starts a conversation of its own
+        assert len(live.sessions()) == sum("previous_response_id" not in i.body for i in items)
+    assert any(p["type"] == "tool_call" for p in got)

@@ -7,10 +7,10 @@ never a traceback.
 
 The commands live in one module per group: :mod:`.log` (import, sessions, show, export,
 fountain, replay, quickstart), :mod:`.evidence` (verify, reconcile, claims, traces, trace,
-keygen, checkpoint), :mod:`.admin` (retain, serve, proxy, token, migrate) and :mod:`.watch`
-(watch); :mod:`._options` and :mod:`._common` hold the options and helpers they share. This
-module builds the app from them, in the order ``agenttrail --help`` lists them
-(:data:`COMMANDS`).
+keygen, checkpoint), :mod:`.admin` (retain, serve, proxy, token, migrate), :mod:`.watch`
+(watch) and :mod:`.push` (push); :mod:`._options` and :mod:`._common` hold the options and
+helpers they share. This module builds the app from them, in the order ``agenttrail --help``
+lists them (:data:`COMMANDS`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from agenttrail import __version__
-from agenttrail.cli import admin, evidence, log, watch
+from agenttrail.cli import admin, evidence, log, push, watch
 from agenttrail.cli._common import err, out
 from agenttrail.errors import AgentTrailError
 
@@ -43,6 +43,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("sessions", log.sessions),
     ("show", log.show),
     ("export", log.export),
+    ("push", push.push),
     ("fountain", log.fountain),
     ("verify", evidence.verify),
     ("reconcile", evidence.reconcile_command),

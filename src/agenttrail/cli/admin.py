@@ -16,6 +16,7 @@ from agenttrail.cli._common import err, find_session, open_log, out
 from agenttrail.cli._options import DbOption, NoRedactOption
 from agenttrail.errors import InputError
 from agenttrail.ingest.migrate import migrate as migrate_log
+from agenttrail.log.redact import REDACT_ENV
 from agenttrail.log.retention import due_for_removal
 from agenttrail.log.retention import retain as retain_sessions
 from agenttrail.log.store import LogStore
@@ -230,16 +231,17 @@ def proxy(
     """
     from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
 
-    with open_log(db, create=True, no_redact=no_redact) as store:
+    if no_redact:  # capture's writer process opens the log itself: it reads the switch here
+        os.environ[REDACT_ENV] = "0"
+    with open_log(db, create=True) as store:  # a log that cannot be opened fails here
+        where = store.url
 
-        def listening(url: str) -> None:
-            out.print(f"forwarding {url} to {upstream}, recording to {store.url}", markup=False)
+    def listening(url: str) -> None:
+        out.print(f"forwarding {url} to {upstream}, recording to {where}", markup=False)
 
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as serve: a gone client is not our end
-        with _stop_signals_end_the_server():
-            serve_proxy(
-                store, upstream, host=host, port=port, timeout_s=timeout, listening=listening
-            )
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as serve: a gone client is not our end
+    with _stop_signals_end_the_server():
+        serve_proxy(db, upstream, host=host, port=port, timeout_s=timeout, listening=listening)
 
 
 def token(

@@ -18,6 +18,7 @@ from agenttrail.errors import FormatError, InputError
 from agenttrail.formats import FORMATS
 from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.formats.jsonl import jsonl_from_log
+from agenttrail.formats.otlp.export import otlp_json, request_from_log
 from agenttrail.ingest.importer import (
     ImportReport,
     read_paths,
@@ -129,26 +130,41 @@ def show(
         out.print(line, style="bold red", markup=False)
 
 
+_EXPORT_FORMATS = ("jsonl", "otlp")
+
+
 def export(
     session: SessionArg,
-    format: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
+    format: Annotated[
+        str, typer.Option("--format", help="Export format: jsonl, or otlp (OTLP/JSON traces).")
+    ] = "jsonl",
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Export a session, one JSON object per event.
+    """Export a session, one JSON object per event (jsonl) or as OpenTelemetry traces (otlp).
 
-    Each line holds session_id, seq, created_at, actor, payload, hash and anomalies (why a
-    tool call or result is not paired; derived, not hashed), then the event's idempotency key
-    (key) and, on the first line, the session's fields (session).
+    jsonl: each line holds session_id, seq, created_at, actor, payload, hash and anomalies
+    (why a tool call or result is not paired; derived, not hashed), then the event's
+    idempotency key (key) and, on the first line, the session's fields (session).
+
+    otlp: one OTLP/JSON ExportTraceServiceRequest on one line, GenAI spans a turn at a time
+    (docs/otel.md, Export); `agenttrail push` sends the same spans to a collector.
 
     Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
-    if format != "jsonl":
-        raise InputError(f"unknown export format {format!r} (use jsonl)")
+    if format not in _EXPORT_FORMATS:
+        raise InputError(f"unknown export format {format!r} (use jsonl or otlp)")
     with open_log(db) as store:
         found = find_session(store, session)
+        if format == "otlp":
+            text = otlp_json(request_from_log(store, [found]))
+            if output is None:
+                sys.stdout.write(text + "\n")
+            else:
+                write_atomically(output, [text])
+            return
         keys = {seq: key for key, seq in store.event_keys(found.id)}
         lines = jsonl_from_log(store, found.id, session=found, keys=keys)
         if output is None:

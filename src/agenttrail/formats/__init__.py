@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agenttrail.errors import FormatError
-from agenttrail.formats import anthropic, claude_code, fountain, jsonl, openai, toolbench
+from agenttrail.formats import anthropic, claude_code, fountain, jsonl, openai, otlp, toolbench
 from agenttrail.formats._common import (
     ImportedSession,
     content_session_id,
@@ -39,7 +39,8 @@ __all__ = [
 ]
 
 FORMATS: dict[str, ModuleType] = {
-    module.NAME: module for module in (jsonl, fountain, claude_code, anthropic, toolbench, openai)
+    module.NAME: module
+    for module in (jsonl, otlp, fountain, claude_code, anthropic, toolbench, openai)
 }
 """Format name → module, in the order ``detect`` asks them."""
 

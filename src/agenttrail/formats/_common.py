@@ -8,7 +8,7 @@ import math
 import re
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,8 @@ __all__ = [
     "ImportedSession",
     "JSONValueError",
     "content_session_id",
+    "conversation_start",
+    "conversation_step",
     "decode_text",
     "exchange_digest",
     "first_line",
@@ -33,6 +35,7 @@ __all__ = [
     "lead_bytes",
     "load_json",
     "loads",
+    "prefix_tips",
     "recorded_again",
     "timestamp_or_none",
     "title_from",
@@ -451,3 +454,27 @@ def recorded_again(response_id: str) -> str:
     """The warning for a response recorded twice (a retried recording, or two records of one
     response): it is imported once; names the provider's response id."""
     return f"response {response_id!r} was already recorded: imported once, this copy skipped"
+
+
+def conversation_start(provider: str) -> bytes:
+    """The digest of an empty conversation of ``provider``: where :func:`prefix_tips` starts
+    (docs/capture.md, How conversations are recognised)."""
+    return hashlib.sha256(b"agenttrail capture\0" + provider.encode()).digest()
+
+
+def conversation_step(digest: bytes, print_: Hashable) -> bytes:
+    """The digest of a conversation ``digest`` followed by one message whose print (what
+    makes two messages the same: role, text, tool ids) is ``print_``."""
+    # repr of tuples of str, int, bool and None is the same in every process and version
+    return hashlib.sha256(digest + repr(print_).encode("utf-8", "surrogatepass")).digest()
+
+
+def prefix_tips(provider: str, prints: list[Hashable]) -> list[str]:
+    """The tip of each prefix of a conversation's message ``prints``: element ``k - 1`` is
+    that of the first ``k`` (32 hex digits). Two requests that repeat the same history give
+    the same tips, which is how live capture and the OTLP receiver store each message once."""
+    digest, tips = conversation_start(provider), []
+    for p in prints:
+        digest = conversation_step(digest, p)
+        tips.append(digest.hex()[:32])
+    return tips

@@ -6,7 +6,7 @@ wraps that client's transports with a recording transport: the request goes on u
 response comes back unchanged (the same object, status, headers and exceptions), and its body
 reaches the caller chunk for chunk as it arrives, while a copy is kept. When the body ends,
 fails or is closed early, the exchange is handed to the capture core
-(:mod:`agenttrail.ingest.capture`), which writes it on its own thread. Nothing here imports
+(:mod:`agenttrail.ingest.capture`), which writes it in its writer process. Nothing here imports
 ``openai`` or ``anthropic``: the client's own httpx module is found from the client.
 
 Rules (what is recorded, how conversations are recognised, what is never stored):

@@ -11,11 +11,11 @@ Each request goes on to ``upstream`` and its answer comes back, both unchanged::
 
 Nothing on the way through parses a body: a stream keeps its bytes and its chunk timing, and a
 response the log cannot make sense of still reaches the client as the upstream sent it. When
-the exchange is over (finished, failed or abandoned by the client), it is queued for a writer
-thread that hands it to the capture core (:class:`agenttrail.ingest.capture.Capture`: history
-recognised, tool results paired by id, credentials never stored), so that the log never slows
+the exchange is over (finished, failed or abandoned by the client), it is handed to the capture
+core (:class:`agenttrail.ingest.capture.Capture`: history recognised, tool results paired by
+id, credentials never stored), whose writer process appends it, so that the log never slows
 the agent down. A response whose body does not read as its API's is written as a failed
-exchange, with an ``error`` event saying why (capture alone would leave it out of the log).
+exchange, with an ``error`` event saying why.
 
 What the client sees when something fails:
 
@@ -37,9 +37,9 @@ import http.cookiejar
 import logging
 import os
 import socket
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -48,17 +48,8 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import Message, Receive, Scope, Send
 
-from agenttrail.errors import FormatError, InputError
-from agenttrail.ingest.capture import (
-    DEFAULT_QUEUE,
-    QUEUE_ENV,
-    Capture,
-    HttpExchange,
-    Writer,
-    redacted_url,
-)
-from agenttrail.limits import count_limit
-from agenttrail.log.store import LogStore
+from agenttrail.errors import InputError
+from agenttrail.ingest.capture import Capture, HttpExchange
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -98,10 +89,6 @@ TIMEOUT_ENV = "AGENTTRAIL_PROXY_TIMEOUT"
 _CONNECT_S = 10.0
 """Seconds to open a connection to the upstream: a reachable host answers in far less, and an
 agent should hear of a dead one quickly."""
-
-_SWITCH_INTERVAL_S = 0.0005
-"""How long the writer thread may hold the GIL while the event loop waits for it, in
-``agenttrail proxy``'s process (``sys.setswitchinterval``; Python's default is 5 ms)."""
 
 _EXIT_WAIT_S = 5.0
 """Seconds a stopping proxy waits for exchanges still queued, as capture does at exit."""
@@ -186,68 +173,38 @@ class Proxy:
     Args:
         upstream: the base URL requests go to; the request's path and query are appended to
             its path (``https://api.openai.com`` + ``/v1/chat/completions``).
-        capture: writes each exchange to the log (its session, recognition, redaction).
+        capture: writes each exchange to the log (its session, recognition, its writer and
+            the limit of what may wait for it).
         timeout_s: seconds the upstream may take (:data:`DEFAULT_TIMEOUT_S`, else
             ``$AGENTTRAIL_PROXY_TIMEOUT``).
-        queue: most exchanges waiting to be written; beyond, one is dropped and logged, as
-            capture does (default ``$AGENTTRAIL_CAPTURE_QUEUE``, else 10,000).
 
     Raises:
-        InputError: a bad upstream URL, timeout or queue limit, naming it.
+        InputError: a bad upstream URL or timeout, naming it.
     """
 
-    def __init__(
-        self,
-        upstream: str,
-        capture: Capture,
-        *,
-        timeout_s: float | None = None,
-        queue: int | None = None,
-    ) -> None:
+    def __init__(self, upstream: str, capture: Capture, *, timeout_s: float | None = None) -> None:
         self.upstream = upstream_url(upstream)
         self._prefix = self.upstream.raw_path.rstrip(b"/")
         self.capture = capture
         self.timeout_s = _timeout(timeout_s)
-        self._queue = count_limit(
-            queue, QUEUE_ENV, DEFAULT_QUEUE, f"capture queue ({QUEUE_ENV})", unit="exchanges"
-        )
         self._client: httpx.AsyncClient | None = None
-        self._writer: Writer | None = None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The pooled upstream client and the writer thread, for the server's lifetime; on
-        exit, the exchanges already finished are written (up to 5 s) before this returns."""
+        """The pooled upstream client, for the server's lifetime; on exit, the exchanges
+        already finished are written (up to 5 s) before this returns."""
         jar = _NoCookies()
         timeout = httpx.Timeout(self.timeout_s, connect=min(_CONNECT_S, self.timeout_s))
         self._client = httpx.AsyncClient(timeout=timeout, cookies=jar, follow_redirects=False)
-        self._writer = Writer(self._write, size=self._queue, exit_wait_s=_EXIT_WAIT_S)
         try:
             yield
         finally:
             await self._client.aclose()
-            await anyio.to_thread.run_sync(self._writer.close, _EXIT_WAIT_S)
-
-    def _write(self, exchange: HttpExchange) -> None:
-        """Write one exchange (on the writer thread); never raises."""
-        try:
-            try:
-                self.capture.write(exchange)
-            except (FormatError, ValueError) as e:
-                # The client got the body as it was; the log gets the request and why its
-                # answer is not there, in the conversation's session.
-                why = f"upstream answered HTTP {exchange.status}, unreadable as its API's: {e}"
-                failed = dataclasses.replace(
-                    exchange, status=None, response_headers=(), response_body=b"", error=why
-                )
-                self.capture.write(failed)
-        except Exception as e:  # the proxy goes on serving; the warning says what was lost
-            where = f"{exchange.method} {redacted_url(exchange.url)}"
-            _LOG.warning("agenttrail proxy: %s not recorded: %s", where, _cause(e))
+            await anyio.to_thread.run_sync(self.capture.flush, _EXIT_WAIT_S)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert scope["type"] == "http", scope["type"]  # Starlette routes only http here
-        assert self._client is not None and self._writer is not None, "not running"
+        assert self._client is not None, "not running"
         start, started = time.perf_counter(), time.time()
         body = bytearray()
         while True:
@@ -272,9 +229,8 @@ class Proxy:
         headers = _forwarded(scope["headers"], frozenset({b"host", b"content-length"}))
         exchange = await self._forward(exchange, url, headers, send, receive)
         exchange = dataclasses.replace(exchange, duration_s=time.perf_counter() - start)
-        if Capture.wants(exchange.url) and not self._writer.put(exchange):
-            where = f"{exchange.method} {redacted_url(exchange.url)}"
-            _LOG.warning("agenttrail proxy: queue full (%s); %s not recorded", QUEUE_ENV, where)
+        if Capture.wants(exchange.url):
+            self.capture.record(exchange)
 
     async def _forward(
         self,
@@ -354,12 +310,10 @@ async def _no_receive() -> Message:
     return {"type": "http.disconnect"}
 
 
-def create_proxy(
-    upstream: str, capture: Capture, *, timeout_s: float | None = None, queue: int | None = None
-) -> Starlette:
+def create_proxy(upstream: str, capture: Capture, *, timeout_s: float | None = None) -> Starlette:
     """The proxy's ASGI app: every path and method forwarded to ``upstream``, each exchange
     written through ``capture`` (:class:`Proxy` gives the arguments and errors)."""
-    proxy = Proxy(upstream, capture, timeout_s=timeout_s, queue=queue)
+    proxy = Proxy(upstream, capture, timeout_s=timeout_s)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -389,7 +343,7 @@ def proxy_server(app: Starlette, *, host: str, port: int) -> Any:
 
 
 def serve_proxy(
-    store: LogStore,
+    log: str | Path | None,
     upstream: str,
     *,
     host: str = "127.0.0.1",
@@ -397,10 +351,12 @@ def serve_proxy(
     timeout_s: float | None = None,
     listening: Callable[[str], None] | None = None,
 ) -> None:
-    """Run the proxy until interrupted, recording every exchange in ``store``.
+    """Run the proxy until interrupted, recording every exchange in ``log``.
 
     Args:
-        store: the log the exchanges are written to (one session per conversation).
+        log: where the log is (a path or URL; default ``AGENTTRAIL_DATABASE_URL``, else
+            ``./agenttrail.db``): capture's writer process opens it (one session per
+            conversation).
         upstream: the provider's base URL (``https://api.openai.com``).
         host, port: the address to listen on (loopback by default).
         timeout_s: seconds the upstream may take (:data:`DEFAULT_TIMEOUT_S`).
@@ -410,12 +366,7 @@ def serve_proxy(
         InputError: a bad upstream URL or limit, or an address it cannot listen on (a port
             in use), naming it.
     """
-    # The writer thread reads and appends each exchange in Python, holding the GIL; by
-    # default a thread waiting for the GIL (the event loop, with the next request) gets it
-    # back only after 5 ms. A shorter interval bounds what recording adds to a request
-    # (docs/benchmarks.md, Proxy).
-    sys.setswitchinterval(_SWITCH_INTERVAL_S)
-    with Capture(store) as capture:
+    with Capture(log) as capture:
         app = create_proxy(upstream, capture, timeout_s=timeout_s)
         sock = _bound(host, port)
         with sock:

@@ -75,6 +75,7 @@ def create_app(
     app.state.store = store
     app.state.hub = hub
     app.state.secret = secret
+    app.state.max_body_bytes = max_body_bytes  # the OTLP receiver's decompressed limit
     app.state.tools = tools or ToolRegistry()
     add_problem_handlers(app)
     for router in ROUTERS:

@@ -21,12 +21,14 @@ from agenttrail.errors import (
     BodyTooLarge,
     Forbidden,
     InputError,
+    MalformedBody,
     PayloadTooLarge,
     SessionExists,
     SessionNotFound,
     ToolFailed,
     TurnInFlight,
     Unauthorized,
+    UnsupportedMediaType,
 )
 
 __all__ = ["STATUS", "add_problem_handlers", "problem", "problem_of"]
@@ -39,6 +41,8 @@ STATUS: tuple[tuple[type[AgentTrailError], int, str], ...] = (
     (SessionExists, 409, "Conflict"),
     (PayloadTooLarge, 413, "Content Too Large"),
     (BodyTooLarge, 413, "Content Too Large"),
+    (UnsupportedMediaType, 415, "Unsupported Media Type"),
+    (MalformedBody, 400, "Bad Request"),
     (InputError, 422, "Unprocessable Content"),
 )
 """``(error class, HTTP status, title)``, most specific first; any other agenttrail error is

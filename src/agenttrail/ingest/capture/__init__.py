@@ -22,8 +22,9 @@ How to hand it one exchange (what :func:`agenttrail.instrument` and a recording 
     ))                                               # returns at once; never raises
     capture.flush()                                  # wait until it is written (tests, exit)
 
-:meth:`Capture.record` queues the exchange and returns; a writer thread reads it with the
-format's conversation reader (:class:`agenttrail.formats.openai.Conversation`,
+:meth:`Capture.record` queues the exchange and returns; a writer (a process of its own, or a
+thread: :mod:`._writer`) reads it with the format's conversation reader
+(:class:`agenttrail.formats.openai.Conversation`,
 :class:`agenttrail.formats.anthropic.Conversation`: the code import runs), recognises the
 conversation it continues (:mod:`._recognition`) and appends only what is new, in one
 transaction. A failure (a log that cannot be written, a body that does not read) goes to the
@@ -39,7 +40,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -50,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.codec import normalize_timestamp
+from agenttrail.errors import FormatError, InputError
 from agenttrail.formats import anthropic, openai
 from agenttrail.ingest.capture._http import Headers, decoded, kept_headers, redacted_url
 from agenttrail.ingest.capture._recognition import (
@@ -61,7 +65,7 @@ from agenttrail.ingest.capture._recognition import (
     event_key,
     last_number,
 )
-from agenttrail.ingest.capture._writer import Writer
+from agenttrail.ingest.capture._writer import WRITER_ENV, ProcessWriter, Writer
 from agenttrail.limits import count_limit
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
@@ -69,6 +73,7 @@ from agenttrail.model import NewEvent, NewSession, events
 __all__ = [
     "DEFAULT_QUEUE",
     "QUEUE_ENV",
+    "WRITER_ENV",
     "Capture",
     "HttpExchange",
     "Writer",
@@ -83,7 +88,8 @@ QUEUE_ENV = "AGENTTRAIL_CAPTURE_QUEUE"
 """The environment variable of the queue limit (exchanges waiting to be written)."""
 
 DEFAULT_QUEUE = 10_000
-"""Most exchanges waiting to be written: far more than an agent makes while one append runs,
+"""Most exchanges waiting to be written (besides the one being written): far more than an
+agent makes while one append runs,
 and a bound on the memory a log that has stopped answering can make capture hold. Beyond it an
 exchange is dropped (logged, counted in :attr:`Capture.failures`), never waited for."""
 
@@ -184,9 +190,12 @@ class Capture:
             else :data:`DEFAULT_QUEUE`).
         exit_wait_s: how long the interpreter's exit waits for exchanges still queued
             (seconds).
+        writer: ``process`` or ``thread`` (:mod:`._writer`); default ``AGENTTRAIL_CAPTURE_WRITER``,
+            else a process for a log given by its location and a thread for an open store.
 
     Raises:
-        InputError: a limit that is not a positive integer (names its variable).
+        InputError: a limit that is not a positive integer, or a writer that is neither
+            (names its variable).
     """
 
     def __init__(
@@ -197,6 +206,7 @@ class Capture:
         conversations: int | None = None,
         queue: int | None = None,
         exit_wait_s: float = 5.0,
+        writer: str | None = None,
     ) -> None:
         self._store: LogStore | None = None if isinstance(log, str | Path | None) else log
         self._owned = self._store is None
@@ -206,19 +216,29 @@ class Capture:
         size = count_limit(
             queue, QUEUE_ENV, DEFAULT_QUEUE, f"capture queue ({QUEUE_ENV})", unit="exchanges"
         )
-        self._writer = Writer(self._handle, size=size, exit_wait_s=exit_wait_s)
+        self._writer: Writer | ProcessWriter
+        if _writer_kind(writer, own_log=self._owned) == "process":
+            where = None if self._where is None else str(self._where)
+            config = {"log": where, "session": self.session, "conversations": self._index.limit}
+            self._writer = ProcessWriter(config, size=size, exit_wait_s=exit_wait_s)
+        else:
+            self._writer = Writer(self.write_queued, size=size, exit_wait_s=exit_wait_s)
         self._lock = threading.Lock()
         self._scratch = {reader: reader(_SOURCE) for reader in _READERS}
         self._numbers: dict[str, int] = {}
         self._failed = 0
-        self.written = 0
-        """Exchanges written to the log."""
+
+    @property
+    def written(self) -> int:
+        """Exchanges :meth:`record` handed over that were written to the log."""
+        return self._writer.written
 
     @property
     def failures(self) -> int:
         """Exchanges that could not be recorded: the log failed, a body did not read, or the
         queue was full (each is logged on ``agenttrail.capture``)."""
-        return self._failed + self._writer.dropped + self._writer.crashed
+        w = self._writer
+        return self._failed + w.failed + w.dropped + w.crashed
 
     @staticmethod
     def wants(url: str) -> bool:
@@ -258,7 +278,7 @@ class Capture:
         return self._writer.flush(timeout)
 
     def close(self, timeout: float | None = None) -> None:
-        """Write what is queued (up to ``timeout`` seconds), stop the writer thread, and close
+        """Write what is queued (up to ``timeout`` seconds), stop the writer, and close
         the store if the capture opened it."""
         self._writer.close(timeout)
         with self._lock:
@@ -273,18 +293,32 @@ class Capture:
         """:meth:`close`, waiting for what is queued."""
         self.close()
 
-    def _handle(self, item: tuple[HttpExchange, NewSession | None]) -> None:
+    def write_queued(self, item: tuple[HttpExchange, NewSession | None]) -> str | None:
+        """Write one exchange :meth:`record` queued (the writer's handler); never raises.
+
+        A response that does not read as its API's (the caller got it as it was) is recorded
+        as what it is to the log: the request, then an ``error`` saying why its answer is not
+        there, in the conversation's session.
+
+        Returns:
+            Why it was not recorded (one line, for the ``agenttrail.capture`` logger), or
+            ``None`` when it was.
+        """
         exchange, chosen = item
         try:
-            self.write(exchange, session=chosen)
+            try:
+                self.write(exchange, session=chosen)
+            except (FormatError, ValueError) as e:
+                if exchange.status is None:
+                    raise
+                why = f"upstream answered HTTP {exchange.status}, unreadable as its API's: {e}"
+                failed = replace(
+                    exchange, status=None, response_headers=(), response_body=b"", error=why
+                )
+                self.write(failed, session=chosen)
         except Exception as e:
-            self._failed += 1
-            _LOG.warning(
-                "agenttrail capture: %s not recorded: %s: %s",
-                _named(exchange),
-                type(e).__name__,
-                e,
-            )
+            return f"{_named(exchange)} not recorded: {type(e).__name__}: {e}"
+        return None
 
     def write(
         self, exchange: HttpExchange, *, session: str | NewSession | None = None
@@ -403,8 +437,22 @@ class Capture:
         self._numbers[session_id] = number
         while len(self._numbers) > self._index.limit:
             del self._numbers[next(iter(self._numbers))]
-        self.written += 1
         return appended
+
+
+def _writer_kind(chosen: str | None, *, own_log: bool) -> str:
+    """``process`` or ``thread``: ``chosen``, else ``$AGENTTRAIL_CAPTURE_WRITER``, else a
+    process when the capture opens its own log (an open store cannot cross to a process) and
+    the interpreter can start one of itself."""
+    kind = chosen or os.environ.get(WRITER_ENV) or ""
+    if kind not in ("", "process", "thread"):
+        where = "writer" if chosen else WRITER_ENV
+        raise InputError(f"capture {where}={kind!r} is neither 'process' nor 'thread'")
+    if chosen == "process" and not own_log:
+        raise InputError("capture writer='process' needs a log given by path or URL, not a store")
+    if kind == "thread" or not own_log or not sys.executable:
+        return "thread"
+    return "process"
 
 
 def _as_session(value: str | NewSession | None) -> NewSession | None:

@@ -16,7 +16,6 @@ from the log (:meth:`Index.recover`), once, at the first request that continues 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from agenttrail.formats._common import conversation_start, conversation_step, prefix_tips
 from agenttrail.limits import count_limit
 from agenttrail.log.store import EventLog
 from agenttrail.model import NewEvent
@@ -116,34 +116,16 @@ class Resumable:
     number: int
 
 
-def _start(provider: str) -> bytes:
-    return hashlib.sha256(b"agenttrail capture\0" + provider.encode()).digest()
-
-
-def _step(digest: bytes, print_: Hashable) -> bytes:
-    # repr of tuples of str, int, bool and None is the same in every process and version
-    return hashlib.sha256(digest + repr(print_).encode("utf-8", "surrogatepass")).digest()
-
-
-def prefix_tips(provider: str, prints: list[Hashable]) -> list[str]:
-    """The tip of each prefix of ``prints``: element ``k - 1`` is that of the first ``k``."""
-    digest, tips = _start(provider), []
-    for p in prints:
-        digest = _step(digest, p)
-        tips.append(digest.hex()[:32])
-    return tips
-
-
 def state_tips(provider: str, state: list[frozenset[Hashable]]) -> list[str]:
     """The tips a conversation's state may be continued from: one per print its last message
     may be sent back as (a response with several choices has several); the first is the one
     written into keys."""
     if not state:
         return []
-    digest = _start(provider)
+    digest = conversation_start(provider)
     for accepted in state[:-1]:
-        digest = _step(digest, min(accepted, key=repr))
-    return [_step(digest, p).hex()[:32] for p in sorted(state[-1], key=repr)]
+        digest = conversation_step(digest, min(accepted, key=repr))
+    return [conversation_step(digest, p).hex()[:32] for p in sorted(state[-1], key=repr)]
 
 
 def event_key(key: str | None, nonce: str, tip: str) -> str:

@@ -7,7 +7,7 @@ the order of the paths in the OpenAPI document. The viewer's own routes are
 
 from fastapi import APIRouter
 
-from agenttrail.server.routes import events, evidence, live, outputs, sessions, tools, turns
+from agenttrail.server.routes import events, evidence, live, otlp, outputs, sessions, tools, turns
 
 __all__ = ["ROUTERS"]
 
@@ -19,5 +19,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     turns.router,
     tools.router,
     live.router,
+    otlp.router,
 )
 """Every API router, in the order they are included."""

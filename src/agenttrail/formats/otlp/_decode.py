@@ -1,0 +1,116 @@
+"""OTLP trace requests from bytes: protobuf with the official message classes, OTLP JSON with
+protobuf's ``json_format``, and attribute values (``AnyValue``) as plain Python values.
+
+OTLP/HTTP (https://opentelemetry.io/docs/specs/otlp/#otlphttp): a body is one
+``ExportTraceServiceRequest``, binary protobuf (``application/x-protobuf``) or its JSON
+mapping (``application/json``), where, unlike protobuf's own JSON mapping, ``traceId`` and
+``spanId`` are hex strings (https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+__all__ = ["attributes", "hex_id", "request_from_json", "request_from_protobuf", "value_of"]
+
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+"""The byte fields OTLP JSON writes as hex (spans and their links)."""
+
+
+def request_from_protobuf(data: bytes) -> ExportTraceServiceRequest:
+    """Parse a binary ``ExportTraceServiceRequest``.
+
+    Raises:
+        ValueError: the bytes are not one (the protobuf library's reason in the message).
+    """
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except DecodeError as e:
+        raise ValueError(f"not an OTLP ExportTraceServiceRequest in protobuf: {e}") from None
+    return request
+
+
+def request_from_json(document: Any) -> ExportTraceServiceRequest:
+    """An ``ExportTraceServiceRequest`` from its OTLP JSON form (already parsed).
+
+    Hex ids are turned into the base64 that ``json_format`` reads for ``bytes`` fields;
+    unknown fields are ignored, as OTLP JSON receivers must
+    (https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding).
+
+    Raises:
+        ValueError: the document does not have the message's shape; names the field.
+    """
+    if not isinstance(document, dict):
+        raise ValueError("expected an ExportTraceServiceRequest object (resourceSpans)")
+    for resource in _list(document.get("resourceSpans") or document.get("resource_spans")):
+        for scope in _list(resource.get("scopeSpans") or resource.get("scope_spans")):
+            for span in _list(scope.get("spans")):
+                _ids_to_base64(span)
+                for link in _list(span.get("links")):
+                    _ids_to_base64(link)
+    request = ExportTraceServiceRequest()
+    try:
+        json_format.ParseDict(document, request, ignore_unknown_fields=True)
+    except json_format.ParseError as e:
+        raise ValueError(f"not an OTLP ExportTraceServiceRequest in JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(
+            "not an OTLP ExportTraceServiceRequest in JSON: nested too deeply"
+        ) from None
+    except (SystemError, UnicodeError):
+        # upb raises SystemError (its own UnicodeEncodeError inside) for a field name holding a
+        # lone surrogate, which JSON text can spell (\ud800) and UTF-8 cannot carry
+        raise ValueError(
+            "not an OTLP ExportTraceServiceRequest in JSON: a name or text is not valid Unicode"
+        ) from None
+    return request
+
+
+def _list(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _ids_to_base64(record: dict[str, Any]) -> None:
+    for name in _ID_FIELDS:
+        value = record.get(name)
+        if isinstance(value, str) and value and len(value) % 2 == 0:
+            # not hex: json_format names the field when it is not base64 either
+            with contextlib.suppress(ValueError):
+                record[name] = base64.b64encode(bytes.fromhex(value)).decode("ascii")
+
+
+def hex_id(value: bytes) -> str:
+    """A trace or span id as OTLP JSON and W3C Trace Context write it: lower-case hex."""
+    return binascii.hexlify(value).decode("ascii")
+
+
+def value_of(value: AnyValue) -> Any:
+    """An ``AnyValue`` as a Python value: str, bool, int, float, list, dict; bytes as base64
+    text (a payload is JSON-shaped); ``None`` when unset."""
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [value_of(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode("ascii")
+    return getattr(value, kind) if kind else None
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    """Attributes (a repeated ``KeyValue``) as a mapping; a key given twice keeps its last
+    value."""
+    found: dict[str, Any] = {}
+    pair: KeyValue
+    for pair in pairs:
+        found[pair.key] = value_of(pair.value)
+    return found

@@ -1,0 +1,320 @@
+"""The OTLP format: OTLP JSON files of GenAI spans in the shapes instrumentations send, current
+and older (open-telemetry/semantic-conventions-genai docs/gen-ai/; semantic conventions
+v1.36.0's per-message events; OpenLLMetry's gen_ai.prompt.N.*; OpenInference's llm.*).
+
+The files are written here, span by span, from the shapes those documents give; what each
+should become is read off the same documents (docs/otel.md, What maps to what)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agenttrail.errors import FormatError
+from agenttrail.formats import detect, otlp, read_file
+
+TRACE = "5b8efff798038103d269b633813fc60c"
+
+
+def attr(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def span(n: int, name: str, attrs: dict[str, Any], events: Any = (), **extra: Any) -> Any:
+    return {
+        "traceId": TRACE,
+        "spanId": f"{n:016x}",
+        "name": name,
+        "startTimeUnixNano": str(1_700_000_000_000_000_000 + n * 1_000_000),
+        "endTimeUnixNano": str(1_700_000_000_000_000_000 + n * 1_000_000 + 500_000),
+        "attributes": [attr(k, v) for k, v in attrs.items()],
+        "events": [
+            {"name": e, "attributes": [attr(k, v) for k, v in a.items()]} for e, a in events
+        ],
+        **extra,
+    }
+
+
+def request(*spans: Any) -> dict[str, Any]:
+    resource = {"attributes": [attr("service.name", "agent")]}
+    return {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": list(spans)}]}]}
+
+
+def said(path: Path) -> list[tuple[Any, ...]]:
+    [session] = read_file(path)
+    out: list[tuple[Any, ...]] = []
+    for event in session.events:
+        p = event.payload
+        if p["type"] == "message":
+            out.append((p["role"], p["content"]))
+        elif p["type"] == "tool_call":
+            out.append(("call", p["id"], p["name"], p["input"]))
+        elif p["type"] == "tool_result":
+            out.append(("result", p["toolCallId"], p["output"]))
+        else:
+            out.append((p["type"],))
+    return out
+
+
+WEATHER = [
+    ("system", "Be brief."),
+    ("user", "Weather in Paris?"),
+    ("assistant", ""),
+    ("call", "call_1", "get_weather", {"location": "Paris"}),
+    ("result", "call_1", "rainy"),
+    ("assistant", "Rainy."),
+]
+"""One tool loop: what every shape below describes."""
+
+
+def test_per_message_events_of_v1_36(tmp_path: Path) -> None:
+    calls = json.dumps(
+        [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"location": "Paris"}'},
+            }
+        ]
+    )
+    first = span(
+        1,
+        "chat gpt-4o",
+        {"gen_ai.system": "openai", "gen_ai.operation.name": "chat"},
+        [
+            ("gen_ai.system.message", {"content": "Be brief."}),
+            ("gen_ai.user.message", {"content": "Weather in Paris?"}),
+            (
+                "gen_ai.choice",
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": json.dumps({"tool_calls": json.loads(calls)}),
+                },
+            ),
+        ],
+    )
+    second = span(
+        2,
+        "chat gpt-4o",
+        {"gen_ai.system": "openai", "gen_ai.operation.name": "chat"},
+        [
+            ("gen_ai.system.message", {"content": "Be brief."}),
+            ("gen_ai.user.message", {"content": "Weather in Paris?"}),
+            ("gen_ai.assistant.message", {"tool_calls": calls}),
+            ("gen_ai.tool.message", {"id": "call_1", "content": "rainy"}),
+            (
+                "gen_ai.choice",
+                {"index": 0, "finish_reason": "stop", "message": json.dumps({"content": "Rainy."})},
+            ),
+        ],
+    )
+    path = tmp_path / "v136.json"
+    path.write_text(json.dumps(request(first, second)))
+    assert detect(path, path.read_bytes()) is otlp
+    assert said(path) == WEATHER
+
+
+def test_flattened_prompt_and_completion_attributes(tmp_path: Path) -> None:
+    first = span(
+        1,
+        "openai.chat",
+        {
+            "gen_ai.system": "openai",
+            "gen_ai.prompt.0.role": "system",
+            "gen_ai.prompt.0.content": "Be brief.",
+            "gen_ai.prompt.1.role": "user",
+            "gen_ai.prompt.1.content": "Weather in Paris?",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.finish_reason": "tool_calls",
+            "gen_ai.completion.0.tool_calls.0.id": "call_1",
+            "gen_ai.completion.0.tool_calls.0.name": "get_weather",
+            "gen_ai.completion.0.tool_calls.0.arguments": '{"location": "Paris"}',
+        },
+    )
+    second = span(
+        2,
+        "openai.chat",
+        {
+            "gen_ai.system": "openai",
+            "gen_ai.prompt.0.role": "system",
+            "gen_ai.prompt.0.content": "Be brief.",
+            "gen_ai.prompt.1.role": "user",
+            "gen_ai.prompt.1.content": "Weather in Paris?",
+            "gen_ai.prompt.2.role": "assistant",
+            "gen_ai.prompt.2.tool_calls.0.id": "call_1",
+            "gen_ai.prompt.2.tool_calls.0.name": "get_weather",
+            "gen_ai.prompt.2.tool_calls.0.arguments": '{"location": "Paris"}',
+            "gen_ai.prompt.3.role": "tool",
+            "gen_ai.prompt.3.content": "rainy",
+            "gen_ai.prompt.3.tool_call_id": "call_1",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.content": "Rainy.",
+        },
+    )
+    path = tmp_path / "flat.json"
+    path.write_text(json.dumps(request(first, second)))
+    assert said(path) == WEATHER
+
+
+def test_operation_details_event_and_the_file_exporter_lines(tmp_path: Path) -> None:
+    history = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
+    call = {
+        "type": "tool_call",
+        "id": "call_1",
+        "name": "get_weather",
+        "arguments": {"location": "Paris"},
+    }
+    asked = {"role": "assistant", "parts": [call]}
+    answer = {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "call_1", "result": "rainy"}],
+    }
+    system = json.dumps([{"type": "text", "content": "Be brief."}])
+
+    def details(n: int, inputs: Any, outputs: Any) -> Any:
+        return span(
+            n,
+            "chat gpt-4o",
+            {"gen_ai.operation.name": "chat"},
+            [
+                (
+                    "gen_ai.client.inference.operation.details",
+                    {
+                        "gen_ai.system_instructions": system,
+                        "gen_ai.input.messages": json.dumps(inputs),
+                        "gen_ai.output.messages": json.dumps(outputs),
+                    },
+                ),
+            ],
+        )
+
+    text = {"role": "assistant", "parts": [{"type": "text", "content": "Rainy."}]}
+    lines = [
+        request(details(1, history, [asked])),
+        request(details(2, [*history, asked, answer], [text])),
+    ]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert said(path) == WEATHER
+
+
+def test_openinference_retriever_and_a_span_of_no_convention(tmp_path: Path) -> None:
+    retriever = span(
+        1,
+        "retrieve",
+        {
+            "openinference.span.kind": "RETRIEVER",
+            "retrieval.documents.0.document.id": "a",
+            "retrieval.documents.0.document.score": "x",
+            "retrieval.documents.1.document.id": "b",
+        },
+    )
+    other = span(2, "GET /", {"http.method": "GET"})
+    path = tmp_path / "oi.json"
+    path.write_text(json.dumps(request(retriever, other)))
+    [session] = read_file(path)
+    rag, kept = (e.payload for e in session.events)
+    assert (rag["type"], rag["chunks"], rag["top_score"]) == ("rag", 2, None)
+    assert kept["type"] == "otel_span" and kept["attributes"] == {"http.method": "GET"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x", "traceId": "'
+            + TRACE
+            + '"}]}]}]}',
+            "spanId is missing",
+        ),
+        ('{"resourceSpans": [{"scopeSpans": 7}]}', "scopeSpans"),
+    ],
+)
+def test_a_bad_file_names_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(FormatError, match=message):
+        read_file(path, "otlp")
+
+
+def test_an_agent_span_says_its_messages_only_when_no_model_span_does(tmp_path: Path) -> None:
+    asked = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
+    answered = [{"role": "assistant", "parts": [{"type": "text", "content": "Rainy."}]}]
+    agent = span(
+        1,
+        "invoke_agent weather",
+        {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "weather",
+            "gen_ai.input.messages": json.dumps(asked),
+            "gen_ai.output.messages": json.dumps(answered),
+        },
+    )
+    alone = tmp_path / "agent.json"
+    alone.write_text(json.dumps(request(agent)))
+    assert said(alone) == [("user", "Weather in Paris?"), ("assistant", "Rainy.")]
+    chat = span(
+        2,
+        "chat gpt-4o",
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
+            "gen_ai.input.messages": json.dumps(asked),
+            "gen_ai.output.messages": json.dumps(answered),
+        },
+    )
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps(request(agent, chat)))
+    assert said(both) == [("system", "Be brief."), *said(alone)]
+    [session] = read_file(both)
+    assert session.session.agent == "weather"
+
+
+def _sample() -> dict[str, Any]:
+    calls = json.dumps([{"type": "tool_call", "id": "c1", "name": "f", "arguments": {"a": 1}}])
+    return request(
+        span(1, "chat", {"gen_ai.operation.name": "chat", "gen_ai.output.messages": calls}),
+        span(
+            2,
+            "execute_tool f",
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.call.id": "c1",
+                "gen_ai.conversation.id": "s",
+            },
+        ),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cuts=st.lists(st.tuples(st.integers(0, 10_000), st.binary(max_size=3)), max_size=3))
+def test_a_damaged_request_is_read_or_refused_in_one_line(cuts: list[tuple[int, bytes]]) -> None:
+    """Bytes replaced or cut in a request, as protobuf and as an OTLP JSON file: sessions, or
+    the error the receiver and the importer name (never another exception)."""
+    text = json.dumps(_sample()).encode()
+    binary = otlp.request_from_json(_sample()).SerializeToString()
+    for data in (text, binary):
+        damaged = bytearray(data)
+        for at, replacement in cuts:
+            at %= len(damaged) + 1
+            damaged[at : at + len(replacement)] = replacement
+        if data is binary:
+            with contextlib.suppress(ValueError):
+                otlp.sessions_from_request(otlp.request_from_protobuf(bytes(damaged)))
+        else:
+            with tempfile.TemporaryDirectory() as tmp, contextlib.suppress(FormatError):
+                path = Path(tmp) / "damaged.json"
+                path.write_bytes(bytes(damaged))
+                read_file(path, "otlp")
