@@ -275,16 +275,10 @@ class Turn:
             meta=events.meta(duration_ms=duration_ms) if duration_ms is not None else None,
         )
         key = f"tool_result:{call_id}"
-        # The trace row holds the call and the envelope as the log keeps them: redacted
-        # (docs/redaction.md), here, before the append's transaction.
-        redact = self.recorder.store.redactor.payload
-        payload = redact(payload)
-        issued = self._issued.answered(call_id)
-        issued = None if issued is None else (issued[0], redact(issued[1]))
         done = self.recorder.store.append_traced(
             self.recorder.session_id,
             [NewEvent(payload, created_at, key)],
-            _trace_of(self, issued, payload, created_at),
+            _trace_of(self, self._issued.answered(call_id), payload, created_at),
         )
         traces.log_written(done.traces)
         return done.appended[0]
@@ -388,8 +382,13 @@ def _trace_of(
     payload: dict[str, Any],
     created_at: str | None,
 ) -> TraceBuilder:
-    """The trace row builder of a tool result (run in the append's transaction)."""
+    """The trace row builder of a tool result (run in the append's transaction). The row
+    holds the call and the envelope as the log keeps them: redacted (docs/redaction.md),
+    here, before the transaction."""
     recorder = turn.recorder
+    redact = recorder.store.redactor.payload
+    payload = redact(payload)
+    issued = None if issued is None else (issued[0], redact(issued[1]))
 
     def build(appended: Sequence[Appended], session: Callable[[], list[Event]]) -> list[NewTrace]:
         result = appended[0]
