@@ -1,6 +1,7 @@
 """No secret survives, whichever way it comes in (docs/redaction.md): secrets of every built-in
-kind (tests/_secrets.py) are driven in through the recorder, the import of a file, REST, an
-instrumented OpenAI client and the proxy (both talking to the loopback upstream of
+kind (tests/_secrets.py) are driven in through the recorder, the import of a file, REST, the
+OTLP receiver (the real OpenTelemetry SDK's exporter), an instrumented OpenAI client and the
+proxy (both talking to the loopback upstream of
 tests/ingest/_upstream.py, which replays a recorded tool loop), then looked for in every way
 out: the export, the three replays, Fountain, the server's and the viewer's JSON, the log
 records, and the raw bytes of the database, its WAL and its shared-memory file.
@@ -20,6 +21,9 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 import agenttrail
 from agenttrail.ingest.capture import Capture
@@ -328,3 +332,59 @@ def test_a_trace_row_holds_the_call_and_envelope_as_stored(tmp_path: Path) -> No
     assert found_in(row.inputs) == [] and found_in(row.envelope) == []
     assert json.loads(row.inputs)["api_key"].startswith("[REDACTED:api_key:")
     assert found_in(b"".join(p.read_bytes() for p in tmp_path.glob("trace.db*"))) == []
+
+
+def test_the_otlp_receiver(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # An agent's spans by the GenAI conventions (docs/otel.md), exported by the real SDK.
+    caplog.set_level(logging.DEBUG, logger="agenttrail")
+    db = tmp_path / "otlp.db"
+    with open_store(db) as store:
+        app = create_app(store, secret=SECRET, tools=ToolRegistry([]))
+        token = mint_token(SECRET, rights=["append"])
+        with serving(app) as port:
+            exporter = OTLPSpanExporter(
+                endpoint=f"http://127.0.0.1:{port}/v1/traces",
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            provider = TracerProvider()
+            provider.add_span_processor(BatchSpanProcessor(exporter))
+            tracer = provider.get_tracer("agent")
+            with tracer.start_as_current_span("invoke_agent planner") as agent:
+                agent.set_attribute("gen_ai.operation.name", "invoke_agent")
+                with tracer.start_as_current_span("chat gpt-4o") as chat:
+                    system = [{"type": "text", "content": ALL}]
+                    question = [{"role": "user", "parts": [{"type": "text", "content": "go"}]}]
+                    chat.set_attributes(
+                        {
+                            "gen_ai.operation.name": "chat",
+                            "gen_ai.provider.name": "openai",
+                            "gen_ai.request.model": "gpt-4o",
+                            "gen_ai.system_instructions": json.dumps(system),
+                            "gen_ai.input.messages": json.dumps(question),
+                        }
+                    )
+                with tracer.start_as_current_span("execute_tool sts") as tool:
+                    tool.set_attributes(
+                        {
+                            "gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": "sts",
+                            "gen_ai.tool.call.id": "call_1",
+                            "gen_ai.tool.call.arguments": json.dumps(
+                                {"password": "hunter2hunter2"}
+                            ),
+                            "gen_ai.tool.call.result": CREDENTIALS,
+                        }
+                    )
+                with tracer.start_as_current_span("GET /maps") as http:
+                    http.set_attributes(
+                        {
+                            "url.full": "https://maps.example.com/api?api_key=Zq8vN2xW4yT6uR1s",
+                            "http.request.header.authorization": (
+                                "Basic dXNlcjpodW50ZXIyaHVudGVyMg==",
+                            ),
+                        }
+                    )
+            provider.shutdown()
+    assert_nothing_secret(db, caplog)
+    stored = b"".join(p.read_bytes() for p in tmp_path.glob("otlp.db*"))
+    assert b"hunter2hunter2" not in stored and b"dXNlcjpodW50ZXIy" not in stored

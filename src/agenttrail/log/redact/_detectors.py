@@ -156,8 +156,12 @@ DEFAULT_FIELDS: tuple[str, ...] = (
 
 def normal_field(name: str) -> str:
     """A field name as field rules compare it: snake case (``SessionToken`` and
-    ``session-token`` are ``session_token``: AWS STS answers in camel case)."""
-    return _CAMEL.sub("_", name).lower().replace("-", "_").replace(" ", "_")
+    ``session-token`` are ``session_token``: AWS STS answers in camel case; an OpenTelemetry
+    attribute's ``http.request.header.authorization`` ends in ``_authorization``)."""
+    return _CAMEL.sub("_", name).lower().translate(_SEPARATORS)
+
+
+_SEPARATORS = str.maketrans("-. ", "___")
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
