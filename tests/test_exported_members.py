@@ -25,6 +25,7 @@ def test_exported_members() -> None:
             "PayloadError",
             "PayloadTooLarge",
             "Recorder",
+            "RedactRules",
             "Session",
             "SessionExists",
             "SessionNotFound",

@@ -28,6 +28,7 @@ from agenttrail.ingest.recorder import Recorder
 from agenttrail.ingest.tool import tool
 from agenttrail.ingest.turn import Turn
 from agenttrail.log.chain import SessionVerdict, verify
+from agenttrail.log.redact import RedactRules
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.model import (
     Actor,
@@ -67,6 +68,7 @@ __all__ = [
     "PayloadError",
     "PayloadTooLarge",
     "Recorder",
+    "RedactRules",
     "Session",
     "SessionExists",
     "SessionNotFound",

@@ -213,7 +213,7 @@ def test_a_postgresql_log_keeps_its_schema_version_in_a_table(postgres_url: str)
         open_store(url).close()
         open_store(url, create=False).close()  # the second open migrates nothing
         with owner_connection(url) as conn:
-            assert conn.execute("SELECT version FROM agenttrail_schema").fetchall() == [(1,)]
+            assert conn.execute("SELECT version FROM agenttrail_schema").fetchall() == [(1,), (2,)]
             conn.execute("INSERT INTO agenttrail_schema VALUES (99, 'later')")
         with pytest.raises(StoreError, match="schema version 99 is newer"):
             open_store(url)

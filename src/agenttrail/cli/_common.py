@@ -25,10 +25,11 @@ out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def open_log(db: str | None, *, create: bool = False) -> LogStore:
+def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -> LogStore:
     """The log named by ``--db`` (else ``$AGENTTRAIL_DATABASE_URL``, else ./agenttrail.db);
-    ``create`` sets up a new one."""
-    return open_store(db, create=create)
+    ``create`` sets up a new one; ``no_redact`` (``--no-redact``) stores payloads verbatim,
+    else redaction follows the environment and ``agenttrail.toml`` (docs/redaction.md)."""
+    return open_store(db, create=create, redact=False if no_redact else None)
 
 
 def find_session(store: LogStore, text: str) -> Session:

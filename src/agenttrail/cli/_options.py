@@ -1,4 +1,5 @@
-"""The options many commands take: ``--db``, ``SESSION``, ``--json`` and ``--max-bytes``,
+"""The options many commands take: ``--db``, ``SESSION``, ``--json``, ``--max-bytes`` and
+``--no-redact``,
 defined once so that every command spells and explains them alike."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import typer
 
 from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES
 
-__all__ = ["DbOption", "JsonOption", "MaxBytesOption", "SessionArg"]
+__all__ = ["DbOption", "JsonOption", "MaxBytesOption", "NoRedactOption", "SessionArg"]
 
 DbOption = Annotated[
     str | None,
@@ -31,5 +32,14 @@ MaxBytesOption = Annotated[
         help="Largest file read, in bytes. Default: $AGENTTRAIL_MAX_IMPORT_BYTES, else "
         f"{DEFAULT_MAX_IMPORT_BYTES:,} (256 MiB).",
         show_default=False,
+    ),
+]
+NoRedactOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-redact",
+        help="Store payloads verbatim, secrets included (as AGENTTRAIL_REDACT=0). Default: "
+        "API keys, tokens, passwords and secret fields are replaced by markers before they "
+        "are stored (docs/redaction.md).",
     ),
 ]

@@ -13,9 +13,10 @@ from typing import Annotated
 import typer
 
 from agenttrail.cli._common import err, find_session, open_log, out
-from agenttrail.cli._options import DbOption
+from agenttrail.cli._options import DbOption, NoRedactOption
 from agenttrail.errors import InputError
 from agenttrail.ingest.migrate import migrate as migrate_log
+from agenttrail.log.redact import REDACT_ENV
 from agenttrail.log.retention import due_for_removal
 from agenttrail.log.retention import retain as retain_sessions
 from agenttrail.log.store import LogStore
@@ -114,6 +115,7 @@ def serve(
         ),
     ] = None,
     secret_file: SecretOption = None,
+    no_redact: NoRedactOption = False,
     db: DbOption = None,
 ) -> None:
     """Serve the web viewer, the REST API, the live feed and the user's tools.
@@ -128,7 +130,7 @@ def serve(
     from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES
     from agenttrail.server.tools import ToolRegistry
 
-    with open_log(db, create=True) as store:
+    with open_log(db, create=True, no_redact=no_redact) as store:
         secret = _secret(store, secret_file)
         registry = ToolRegistry.with_entry_points(workspace.resolve())
         app_ = create_app(
@@ -214,6 +216,7 @@ def proxy(
             show_default=False,
         ),
     ] = None,
+    no_redact: NoRedactOption = False,
     db: DbOption = None,
 ) -> None:
     """Record any agent: forward OpenAI- or Anthropic-compatible API calls, logging each one.
@@ -228,6 +231,8 @@ def proxy(
     """
     from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
 
+    if no_redact:  # capture's writer process opens the log itself: it reads the switch here
+        os.environ[REDACT_ENV] = "0"
     with open_log(db, create=True) as store:  # a log that cannot be opened fails here
         where = store.url
 

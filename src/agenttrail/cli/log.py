@@ -12,7 +12,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
-from agenttrail.cli._options import DbOption, JsonOption, MaxBytesOption, SessionArg
+from agenttrail.cli._options import (
+    DbOption,
+    JsonOption,
+    MaxBytesOption,
+    NoRedactOption,
+    SessionArg,
+)
 from agenttrail.cli._progress import import_progress
 from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
@@ -51,6 +57,7 @@ def import_command(
         typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMATS)}."),
     ] = None,
     max_bytes: MaxBytesOption = None,
+    no_redact: NoRedactOption = False,
     db: DbOption = None,
 ) -> None:
     """Import transcripts; print each session id on its own line.
@@ -74,7 +81,7 @@ def import_command(
             on_read=progress.read,
         )
         progress.writing(len(parsed))
-        with open_log(db, create=True) as store:
+        with open_log(db, create=True, no_redact=no_redact) as store:
             reports = write_sessions(store, parsed, on_written=progress.written)
     for report in reports:
         _print_report(report)

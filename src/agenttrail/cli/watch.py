@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from agenttrail.cli._common import err, open_log, out
-from agenttrail.cli._options import DbOption, MaxBytesOption
+from agenttrail.cli._options import DbOption, MaxBytesOption, NoRedactOption
 from agenttrail.ingest.watch import WatchNote, watched_folder
 from agenttrail.ingest.watch import watch as watch_transcripts
 from agenttrail.views.terminal import safe
@@ -33,6 +33,7 @@ def watch(
         bool, typer.Option("--quiet", "-q", help="Print only warnings and errors.")
     ] = False,
     max_bytes: MaxBytesOption = None,
+    no_redact: NoRedactOption = False,
     db: DbOption = None,
 ) -> None:
     """Follow Claude Code transcripts as they grow and append what is new to the log.
@@ -55,7 +56,7 @@ def watch(
         elif not quiet:
             out.print(safe(note.text), markup=False)
 
-    with open_log(db, create=True) as store, _stopped_by_signals() as stop:
+    with open_log(db, create=True, no_redact=no_redact) as store, _stopped_by_signals() as stop:
         watch_transcripts(store, root, on_note=show, stop=stop, max_bytes=max_bytes)
 
 

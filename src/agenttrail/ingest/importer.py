@@ -29,6 +29,7 @@ from agenttrail.formats import (
 from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.ingest import traces
 from agenttrail.limits import byte_limit
+from agenttrail.log.redact import REDACTIONS
 from agenttrail.log.store import Appended, LogStore
 from agenttrail.model import SESSION_ID_RULE, NewEvent, NewSession, is_session_id
 
@@ -239,6 +240,8 @@ def _placed(store: LogStore, path: Path, imported: ImportedSession) -> ImportedS
     in the log already (imported before the rule), else :func:`fitting_id`'s."""
     source_id = imported.session.id
     assert source_id is not None, "read_file gives every session an id"
+    if imported.exported_hashes is not None:
+        _check_unredacted(store, path, imported)
     if is_session_id(source_id) or store.head(source_id) is not None:
         return imported
     if imported.exported_hashes is not None:
@@ -252,6 +255,21 @@ def _placed(store: LogStore, path: Path, imported: ImportedSession) -> ImportedS
     return replace(
         imported, session=replace(imported.session, id=fitting_id(source_id), metadata=metadata)
     )
+
+
+def _check_unredacted(store: LogStore, path: Path, imported: ImportedSession) -> None:
+    """Refuse an export holding a secret the log would redact: its chain hashes cover the
+    payloads as exported, so it cannot be stored redacted (docs/redaction.md, Import)."""
+    for index, event in enumerate(imported.events, start=1):
+        redacted = store.redactor.payload(event.payload)
+        if redacted is not event.payload:
+            first = redacted[REDACTIONS][len(event.payload.get(REDACTIONS) or [])]
+            raise FormatError(
+                f"event {index} holds a secret ({first['kind']} at {first['path']}) and an "
+                "export's chain hashes cover it, so it cannot be stored redacted; import with "
+                "--no-redact, or drop its hash fields to import it re-chained (docs/log-format.md)",
+                path=str(path),
+            )
 
 
 def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:

@@ -382,8 +382,13 @@ def _trace_of(
     payload: dict[str, Any],
     created_at: str | None,
 ) -> TraceBuilder:
-    """The trace row builder of a tool result (run in the append's transaction)."""
+    """The trace row builder of a tool result (run in the append's transaction). The row
+    holds the call and the envelope as the log keeps them: redacted (docs/redaction.md),
+    here, before the transaction."""
     recorder = turn.recorder
+    redact = recorder.store.redactor.payload
+    payload = redact(payload)
+    issued = None if issued is None else (issued[0], redact(issued[1]))
 
     def build(appended: Sequence[Appended], session: Callable[[], list[Event]]) -> list[NewTrace]:
         result = appended[0]

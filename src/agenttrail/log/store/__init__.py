@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Protocol
 from agenttrail.errors import InputError
 from agenttrail.limits import byte_limit
 from agenttrail.log.chain import ChainReader
+from agenttrail.log.redact import Redactor, RedactRules, redact_rules
 from agenttrail.model import (
     Event,
     LogReader,
@@ -166,6 +167,8 @@ class EventLog(LogReader, Protocol):
     """Where the log is: ``sqlite:///path``, or the PostgreSQL URL without its password."""
     max_payload_bytes: int
     """Largest payload an append accepts (bytes of canonical CBOR)."""
+    redactor: Redactor
+    """What every append redacts before it encodes (docs/redaction.md)."""
 
     def create_session(self, new: NewSession) -> Session:
         """Create a session. Raises ``SessionExists`` if the id is taken, ``InputError`` if it
@@ -353,6 +356,7 @@ def open_store(
     *,
     create: bool = True,
     max_payload_bytes: int | None = None,
+    redact: RedactRules | bool | None = None,
 ) -> LogStore:
     """Open the log at ``url``.
 
@@ -365,10 +369,13 @@ def open_store(
             being created (read-only commands).
         max_payload_bytes: payload limit in bytes; default ``AGENTTRAIL_MAX_PAYLOAD_BYTES``
             or :data:`DEFAULT_MAX_PAYLOAD_BYTES`.
+        redact: what appends redact (docs/redaction.md): rules, ``False`` for verbatim
+            payloads, or ``None`` for ``AGENTTRAIL_REDACT`` and the ``[redact]`` table of
+            ``AGENTTRAIL_REDACT_CONFIG`` or ``./agenttrail.toml`` (default: on, built-in rules).
 
     Raises:
-        InputError: the URL names a backend this build cannot open, or the limit is not a
-            positive integer.
+        InputError: the URL names a backend this build cannot open, the limit is not a
+            positive integer, or the redaction config is not valid (naming file and key).
         StoreError: the database cannot be opened or reached, refuses the login, or is not
             an agenttrail log; one line naming the file, or the host and database (never
             the password).
@@ -378,17 +385,18 @@ def open_store(
     text = os.fspath(url) if url is not None else os.environ.get("AGENTTRAIL_DATABASE_URL", "")
     text = text or DEFAULT_DATABASE
     limit = payload_limit(max_payload_bytes)
+    rules = redact_rules(redact)
     scheme, sep, rest = text.partition("://")
     if not sep:
-        return SQLiteStore(Path(text), create=create, max_payload_bytes=limit)
+        return SQLiteStore(Path(text), create=create, max_payload_bytes=limit, redact=rules)
     if scheme == "sqlite":
         if not rest.startswith("/"):
             raise InputError(f"database URL {text!r}: expected sqlite:///path")
-        return SQLiteStore(Path(rest[1:]), create=create, max_payload_bytes=limit)
+        return SQLiteStore(Path(rest[1:]), create=create, max_payload_bytes=limit, redact=rules)
     if scheme in ("postgresql", "postgres"):
         from agenttrail.log.store.postgres import PostgresStore
 
-        return PostgresStore(text, create=create, max_payload_bytes=limit)
+        return PostgresStore(text, create=create, max_payload_bytes=limit, redact=rules)
     raise InputError(
         f"database URL {scheme}://…: unknown scheme {scheme!r} "
         "(use sqlite:///path or postgresql://user@host/dbname)"

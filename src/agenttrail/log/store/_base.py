@@ -36,6 +36,7 @@ from agenttrail.errors import (
     TurnInFlight,
 )
 from agenttrail.log.chain import GENESIS_HASH, chain_hasher
+from agenttrail.log.redact import Redactor
 from agenttrail.log.store import (
     Appended,
     AppendListener,
@@ -102,6 +103,7 @@ class Backend(ABC, Generic[C]):
 
     url: str
     max_payload_bytes: int
+    redactor: Redactor  # applied before anything is encoded: docs/redaction.md
     sql: ClassVar[Statements]
     """The shared statements in the backend's dialect."""
 
@@ -292,6 +294,7 @@ class EventLogBase(Backend[C]):
             InputError: the id does not follow the id rule (``model.SESSION_ID_RULE``).
             SessionExists: the id is taken, or was removed by retention.
         """
+        new = self.redactor.session(new)
         session_id = check_new_session(new)  # drawn once, not once per retry
         self._write("create_session", lambda tx: self._insert_session(tx, with_id(new, session_id)))
         return self.get_session(session_id)
@@ -362,9 +365,8 @@ class EventLogBase(Backend[C]):
         # Everything that can be refused is refused before the lock: it is held only for SQL.
         # Except the id rule, which applies only if the session is created (_insert_session):
         # sessions made before the rule are appended to as before.
-        encoded = encode_events(events, self.max_payload_bytes)
-        if create is not None:
-            check_session_fields(create)
+        encoded = encode_events(self.redactor.events(events), self.max_payload_bytes)
+        create = check_session_fields(self.redactor.session(create))
         return self._write(
             "append", lambda conn: self._append(conn, session_id, encoded, create, unless_turn)
         )
@@ -419,9 +421,8 @@ class TraceLogBase(Backend[C]):
             InputError: a trace row's text field would not be stored as given (nothing
                 written, not the events either); and what :meth:`append_batch` raises.
         """
-        encoded = encode_events(events, self.max_payload_bytes)
-        if create is not None:
-            check_session_fields(create)
+        encoded = encode_events(self.redactor.events(events), self.max_payload_bytes)
+        create = check_session_fields(self.redactor.session(create))
 
         def tx(conn: C) -> Traced:
             appended = self._append(conn, session_id, encoded, create, False)

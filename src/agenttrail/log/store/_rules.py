@@ -14,7 +14,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import InputError, PayloadTooLarge, SessionRowDamaged, StoreError
@@ -62,6 +62,8 @@ TRACE_TEXT_FIELDS = tuple(
     f.name for f in dataclasses.fields(NewTrace) if f.type in ("str", "str | None")
 )
 """Text columns of a trace row."""
+
+S = TypeVar("S", NewSession, NewSession | None)
 
 Encoded = tuple[bytes, "str | None", "str | None"]
 """One event ready for the store: ``(canonical CBOR, created_at or None, key or None)``."""
@@ -225,13 +227,15 @@ def with_id(new: NewSession, session_id: str) -> NewSession:
     return dataclasses.replace(new, id=session_id)
 
 
-def check_session_fields(new: NewSession) -> None:
-    """Raise ``InputError`` when a text field of a session to create would not be stored as
-    given (its id is checked where the row is inserted: :func:`check_new_session`)."""
-    for name in SESSION_TEXT_FIELDS:
+def check_session_fields(new: S) -> S:
+    """``new``, a session to create or ``None``; raise ``InputError`` when a text field would
+    not be stored as given (its id is checked where the row is inserted:
+    :func:`check_new_session`)."""
+    for name in SESSION_TEXT_FIELDS if new is not None else ():
         value = getattr(new, name)
         if value is not None:
             check_text(f"session {name}", value)
+    return new
 
 
 def check_new_session(new: NewSession) -> str:

@@ -56,8 +56,10 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
+from agenttrail.log.redact import DEFAULT_RULES, RedactRules
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
 from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
+from agenttrail.log.store._keys import redactor_for
 from agenttrail.log.store._pg_connect import (
     CONNECT_TIMEOUT_S,
     NOTIFY_CHANNEL,
@@ -83,7 +85,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 WRITER_ROLE = "agenttrail_writer"
 """The role the store's connections work as: no UPDATE/DELETE/TRUNCATE on the evidence."""
@@ -138,6 +140,7 @@ class PostgresStore(StoreBase[Conn]):
         create: when False, a schema without an agenttrail log is an error instead of being
             set up (read-only commands).
         max_payload_bytes: largest payload (bytes of CBOR) an append accepts.
+        redact: what appends redact (docs/redaction.md); default the built-in rules.
         max_attempts: attempts of a transaction that meets a serialization failure or a
             deadlock (:data:`MAX_ATTEMPTS`).
 
@@ -156,11 +159,13 @@ class PostgresStore(StoreBase[Conn]):
         create: bool = True,
         max_payload_bytes: int,
         max_attempts: int = MAX_ATTEMPTS,
+        redact: RedactRules = DEFAULT_RULES,
     ) -> None:
         self._url = parse_url(url)
         self.url = self._url.redacted
         self.schema = self._url.schema
         self.max_payload_bytes = max_payload_bytes
+        self.redactor = redactor_for(self, redact)
         self.max_attempts = max_attempts
         self._listeners: list[Listener] = []
         self._closed = False

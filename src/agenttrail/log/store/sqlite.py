@@ -31,8 +31,10 @@ from agenttrail.errors import (
     StoreError,
 )
 from agenttrail.log.chain import GENESIS_HASH
+from agenttrail.log.redact import DEFAULT_RULES, RedactRules
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
 from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
+from agenttrail.log.store._keys import redactor_for
 from agenttrail.log.store._rules import Encoded, stored_head, with_id
 from agenttrail.log.store._sql import Dialect, Tx, statements
 from agenttrail.model import NewSession
@@ -56,7 +58,7 @@ CACHE_KIB = 64 * 1024
 """Page cache cap per connection (KiB). SQLite's default, 2 MiB, holds about 2,000 1 KiB
 events, so streaming a larger session re-read pages; the cap is only reached when used."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 T = TypeVar("T")
 
@@ -69,6 +71,7 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
             False.
         create: when False, a missing file is an error.
         max_payload_bytes: largest payload (bytes of CBOR) an append accepts.
+        redact: what appends redact (docs/redaction.md); default the built-in rules.
 
     Raises:
         StoreError: the file cannot be opened, is not SQLite, or is not an agenttrail log.
@@ -76,11 +79,19 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
 
     sql = statements(Dialect.SQLITE)
 
-    def __init__(self, path: Path, *, create: bool = True, max_payload_bytes: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        create: bool = True,
+        max_payload_bytes: int,
+        redact: RedactRules = DEFAULT_RULES,
+    ) -> None:
         self.path = path
         self._create = create
         self.url = f"sqlite:///{path}"
         self.max_payload_bytes = max_payload_bytes
+        self.redactor = redactor_for(self, redact)
         if not create and not path.exists():
             raise InputError(f"no agenttrail database at {path} (import something first)")
         self._lock = threading.RLock()
