@@ -170,7 +170,9 @@ def test_hostile_text_reads_back_exactly_and_creates_no_structure(tmp_path: Path
     assert back[-1].type == "session_end"
     # No line of content became a heading, a cue of its own, or a note.
     assert text.count("\nINT. FAKE") == 0 and "\n[[tool: rm" not in text
-    assert "\nERROR:\n" not in text and "\nTHE END.\n" not in text[:-10]
+    assert "\nTHE END.\n" not in text[:-10]
+    parsed = _elements(text)
+    assert ("character", "ERROR:") not in parsed  # dialogue right under its cue
 
 
 _any_text = st.text(st.characters(codec=None, categories=None), max_size=60) | st.sampled_from(
@@ -205,7 +207,8 @@ def test_long_arguments_are_cut_with_their_sha256(tmp_path: Path) -> None:
     note = next(line for line in text.splitlines() if line.startswith("[[tool: write_file"))
     assert len(note) < 400
     whole = json.dumps({"content": "x" * 1_000_000}, separators=(",", ":"))
-    assert f"…[{len(whole)} chars, sha256 {hashlib.sha256(whole.encode()).hexdigest()}]" in note
+    digest = hashlib.sha256(whole.encode()).hexdigest()
+    assert f"…\\(cut: {len(whole)} chars, sha256 {digest})" in note
 
 
 # -- reading Harvey's files, old and new -----------------------------------------------------

@@ -23,7 +23,7 @@ in ``docs/fountain-format.md``)::
     EXT. MISTRAL AND RSDOIEL <ts>              a turn that ran remotely (EXT. = remote)
     THE END.                                   only when the session closed cleanly
 
-Every text from the log goes through :mod:`agenttrail.formats.fountain._text`, so nothing in a
+Every text from the log goes through :mod:`agenttrail.formats.fountain._escaping`, so nothing in a
 reply, a prompt or a tool's output can open a scene, a cue, a note or a boneyard. Tool notes
 carry the status only (Harvey's "status-only" principle); pairing anomalies are spelled out in
 the status so that reading a file back gives the same call/result pairing.
@@ -40,8 +40,8 @@ from typing import Any, Protocol
 
 from agenttrail.codec import json_line
 from agenttrail.formats._common import ImportedSession
+from agenttrail.formats.fountain._escaping import cue_line, dialogue_lines, escape_inline
 from agenttrail.formats.fountain._reader import read_session, role_of_cue
-from agenttrail.formats.fountain._text import dialogue_lines, escape_inline, is_plain_cue
 from agenttrail.model import (
     Event,
     events,
@@ -177,14 +177,14 @@ class _Script:
         *,
         parentheticals: Sequence[str] = (),
         mention: str | None = None,
+        agent: bool = False,
     ) -> None:
-        line = cue if is_plain_cue(cue) else "@" + escape_inline(cue, also="(")
-        body = dialogue_lines(text, mention=mention)
-        self.lines += ["", line, *(f"({p})" for p in parentheticals), *body]
+        body = dialogue_lines(text, mention=mention, agent=agent)
+        self.lines += ["", cue_line(cue), *(f"({p})" for p in parentheticals), *body]
 
     def raw_dialogue(self, cue: str, line: str) -> None:
         """A dialogue block whose one line is structure we wrote (``! cmd``, forwarding)."""
-        self.lines += ["", cue if is_plain_cue(cue) else "@" + escape_inline(cue, also="("), line]
+        self.lines += ["", cue_line(cue), line]
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
@@ -326,14 +326,14 @@ def _write_turn(
     stamp = _clock(scene.events[0].created_at)
     # Names are escaped like any text; a dot inside the model name is escaped in the action
     # line, where a dot ends the field.
-    agent, user = escape_inline(names.agent), escape_inline(names.user_cue)
+    agent, user = escape_inline(names.agent), cue_line(names.user_cue)
     where = f" Workspace: {escape_inline(workspace)}." if workspace else ""
     if location == "remote" and model:
         script.scene_heading(f"EXT. {escape_inline(model)} AND {user} {stamp}")
         script.action(f"{agent} routing to {escape_inline(model)} (cloud API).{where}")
     else:
-        script.scene_heading(f"INT. {escape_inline(names.agent_cue)} AND {user} TALKING {stamp}")
-        with_model = f" Model: {escape_inline(model, also='.')}." if model else ""
+        script.scene_heading(f"INT. {cue_line(names.agent_cue)} AND {user} TALKING {stamp}")
+        with_model = f" Model: {escape_inline(model)}." if model else ""
         script.action(f"{agent} and {user} are in chat mode.{with_model}{where}")
     notes: list[str] = []
     forwarded = False
@@ -358,7 +358,8 @@ def _write_turn(
             said = text_of(shown.run.blocks) or ""
             if not shown.first and not said.strip():
                 continue
-        script.dialogue(cue, said, parentheticals=parens, mention=mention)
+        agent_speaks = cue == names.agent_cue
+        script.dialogue(cue, said, parentheticals=parens, mention=mention, agent=agent_speaks)
         attached = {**event.payload, "blocks": shown.run.blocks} if shown.run else event.payload
         if named := _attachment_notes(attached):
             script.notes(named)  # right under the dialogue they belong to
@@ -427,7 +428,7 @@ def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{text[:limit]}…[{len(text)} chars, sha256 {digest}]"
+    return f"{text[:limit]}…(cut: {len(text)} chars, sha256 {digest})"
 
 
 def _args(value: Any) -> str:

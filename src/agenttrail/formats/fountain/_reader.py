@@ -4,7 +4,7 @@ The file is cut into blocks (runs of non-blank lines). Each block is one element
 heading, a run of notes, a dialogue (a cue and its lines), an action, or ``THE END.``. The
 reader knows the session's people from the title page and the headings, so it reads each
 dialogue by who speaks and where, never by Fountain's guesses; every text goes through
-:func:`~agenttrail.formats.fountain._text.unescape`.
+:func:`~agenttrail.formats.fountain._escaping.unescape`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any
 from agenttrail.codec import normalize_timestamp
 from agenttrail.errors import FormatError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, decode_text
-from agenttrail.formats.fountain._text import (
+from agenttrail.formats.fountain._escaping import (
+    cue_line,
     escape_inline,
     is_plain_cue,
     text_from_dialogue,
@@ -39,7 +40,7 @@ _RECALL = re.compile(r"recall: (?P<id>.*) \((?P<source>.*)\)$")
 _RAG = re.compile(r"rag: (?P<chunks>\d+) chunks from (?P<store>.*), top score (?P<score>\S+)$")
 _TOOL = re.compile(r"(?:(?P<who>[^:]+?)\.)?tool: (?P<call>.*)", re.DOTALL)
 _NOTE_KIND = re.compile(r"[\w .-]+")
-_CUT = re.compile(r"…\[(\d+) chars, sha256 ([0-9a-f]{64})\]$")
+_CUT = re.compile(r"…\(cut: (\d+) chars, sha256 ([0-9a-f]{64})\)$")
 _TITLE_KEYS = ("Title", "Credit", "Author", "Date", "Draft date")
 
 
@@ -113,7 +114,7 @@ class _Reader:
             return
         self.stamp = _stamp(heading.group("stamp"))
         place, body = heading.group("place"), heading.group("body")
-        user = escape_inline(self.user_cue)
+        user = cue_line(self.user_cue)
         if body in ("CONTEXT RECALL", "SHELL"):
             self.scene = "recall" if body == "CONTEXT RECALL" else "shell"
         elif place == "INT" and body.endswith(f" AND {user} TALKING"):
@@ -143,7 +144,7 @@ class _Reader:
         role = parens.get("role") or role_of_cue(cue, self.user_cue)
         payload = events.message(
             role,
-            text_from_dialogue(body),
+            text_from_dialogue(body, agent=cue == self.agent_cue),
             meta=events.meta(model=self.model, location=self.location),
         )
         if role == "user":
@@ -196,9 +197,12 @@ class _Reader:
                 return False
             self.model = self.model or unescape(model)
         elif rest.startswith(" Model: "):
+            # The model name is written as it is, dots included ("LLAMA3.2"): it ends at the
+            # workspace field, or at the line's last dot.
             rest = rest[len(" Model: ") :]
-            end = _first_unescaped(rest, ".")
-            if end < 0:
+            end = rest.find(". Workspace: ")
+            end = end if end >= 0 else len(rest) - 1
+            if not rest.endswith("."):
                 return False
             self.model = self.model or unescape(rest[:end])
             rest = rest[end + 1 :]
