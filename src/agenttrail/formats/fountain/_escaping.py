@@ -32,6 +32,7 @@ __all__ = [
     "cue_line",
     "dialogue_lines",
     "escape_inline",
+    "escape_note",
     "is_plain_cue",
     "text_from_dialogue",
     "unescape",
@@ -76,7 +77,14 @@ _INLINE_LINES = re.compile(
     re.MULTILINE,
 )
 """The same, line by line over a whole message whose line feeds stay line feeds."""
-_INLINE_ALSO = {also: re.compile(rf"{_INLINE.pattern}|[{re.escape(also)}]") for also in ("—(", "(")}
+_IN_NOTE = re.compile(
+    rf"(?=[\\\[\]{_CODED}\n])(?:\\(?=[{_ESCAPED}{_CODED}\n]|u\{{|$)|[{_CODED}\n]|(?<=\[)\[|(?<=\])\])"
+)
+"""What :func:`escape_note` escapes: only what would end the note or the line."""
+_INLINE_CUE = re.compile(rf"{_INLINE.pattern}|\(")
+"""In a forced cue, ``(`` too (it would open an extension)."""
+_IN_NOTE_FIELD = re.compile(rf"{_IN_NOTE.pattern}|[—(]")
+"""In a field of a note we write, ``—`` (separates the fields) and ``(`` (opens arguments)."""
 _ESCAPE = re.compile(rf"\\u\{{([0-9a-fA-F]{{1,6}})\}}|\\([{_ESCAPED}])")
 
 _GUARDED_STARTS = frozenset("!@(>~=#")
@@ -102,18 +110,28 @@ def _one(match: re.Match[str]) -> str:
     return f"\\u{{{ord(char):x}}}"
 
 
-def escape_inline(text: str, *, also: str = "") -> str:
+def escape_inline(text: str) -> str:
     """Escape ``text`` so it fits on one line and opens no note, boneyard, heading or escape.
 
     Args:
         text: any string (lone surrogates included).
-        also: ``"—("`` inside notes (``—`` separates a note's fields, ``(`` opens a tool's
-            arguments), ``"("`` in a forced cue (it would open an extension).
 
     Returns:
         One line of text; :func:`unescape` gives back ``text`` exactly.
     """
-    pattern = _INLINE_ALSO[also] if also else _INLINE
+    return _INLINE.sub(_one, text) if _INLINE.search(text) else text
+
+
+def escape_note(text: str, *, field: bool = False) -> str:
+    """Escape the text of a note: only ``[[``, ``]]``, line breaks and a backslash that would
+    start an escape (a note's `` -`` or ``#`` is no heading to any reader), so that a note
+    kept as it was written (Harvey's ``[[model switch: …]]``, ``[[write: PATH — ok]]``) reads
+    back, to Harvey's parsers too, as written.
+
+    ``field``: the text is one field of a note we write, where ``—`` separates the fields and
+    ``(`` opens a tool's arguments; both are escaped too.
+    """
+    pattern = _IN_NOTE_FIELD if field else _IN_NOTE
     return pattern.sub(_one, text) if pattern.search(text) else text
 
 
@@ -266,4 +284,6 @@ def cue_line(name: str) -> str:
     """A character as a cue line: as it is when every reader takes it as a cue, else forced
     with ``@`` (and written the same way in the headings that name it, so that Harvey's reader
     matches the cue to the heading)."""
-    return name if is_plain_cue(name) else "@" + escape_inline(name, also="(")
+    if is_plain_cue(name):
+        return name
+    return "@" + (_INLINE_CUE.sub(_one, name) if _INLINE_CUE.search(name) else name)

@@ -21,6 +21,7 @@ from agenttrail.errors import FormatError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, decode_text
 from agenttrail.formats.fountain._escaping import (
     cue_line,
+    dialogue_lines,
     escape_inline,
     is_plain_cue,
     text_from_dialogue,
@@ -108,11 +109,14 @@ class _Reader:
             self.action("\n".join(block.lines), block.line)
 
     def heading(self, heading: re.Match[str] | None, first: str, line: int) -> None:
+        # Every heading is kept as written: rendering gives it back as it was (its time as
+        # written, floating or not), and a scene type we do not know keeps its name.
+        self.scene = "other"
+        if heading is not None:
+            self.stamp = _stamp(heading.group("stamp"))
+        self.annotate("scene", first, line)
         if heading is None:  # a forced heading (".SOMETHING") from another tool
-            self.scene = "other"
-            self.annotate("scene", unescape(first[1:]), line)
             return
-        self.stamp = _stamp(heading.group("stamp"))
         place, body = heading.group("place"), heading.group("body")
         user = cue_line(self.user_cue)
         if body in ("CONTEXT RECALL", "SHELL"):
@@ -123,28 +127,34 @@ class _Reader:
         elif place == "EXT" and body.endswith(f" AND {user}"):
             self.scene, self.location = "turn", "remote"
             self.model = unescape(body[: -len(f" AND {user}")])
-        else:
-            self.scene = "other"
-            self.annotate("scene", unescape(first), line)
 
     def dialogue(self, block: _Block) -> None:
         first = block.lines[0]
         cue = unescape(first[1:]) if first.startswith("@") else first
         body = block.lines[1:]
         parens: dict[str, str] = {}
+        others: list[str] = []  # Harvey's own: "(chunk 1/3)", "(synthesis)", …
         while len(body) > 1 and body[0].startswith("(") and body[0].endswith(")"):
-            key, _, value = body[0][1:-1].partition(": ")
-            parens[key] = unescape(value)
+            key, found, value = body[0][1:-1].partition(": ")
+            if found and key in ("role", "actor"):
+                parens[key] = unescape(value)
+            else:
+                others.append(body[0][1:-1])
             body = body[1:]
         if self.scene == "shell" and self._shell_line(cue, body):
             return
-        if cue == self.agent_cue and len(body) == 1 and _forwarded_to(body[0]) is not None:
-            self.model = self.model or _forwarded_to(body[0])
+        forwarded = _forwarded_to(body[0]) if len(body) == 1 else None
+        if forwarded is not None and cue in (self.agent_cue, "HARVEY"):
+            # The routing record: the replies that follow are the forwarded model's.
+            self.model = forwarded
+            routing = {"type": "annotation", "kind": "routing", "text": body[0]}
+            self.add({**routing, "character": cue, "actor": "agent"}, block.line)
             return
         role = parens.get("role") or role_of_cue(cue, self.user_cue)
+        text = text_from_dialogue(body, agent=cue == self.agent_cue)
         payload = events.message(
             role,
-            text_from_dialogue(body, agent=cue == self.agent_cue),
+            text,
             meta=events.meta(model=self.model, location=self.location),
         )
         if role == "user":
@@ -153,6 +163,10 @@ class _Reader:
             payload["actor"] = parens["actor"]
         if role == "assistant":
             payload["character"] = cue
+        if others:
+            payload["parentheticals"] = others
+        if dialogue_lines(text, agent=cue == self.agent_cue) != body:
+            payload["as_written"] = body  # written otherwise than we would: kept as it was
         self.add(payload, block.line)
 
     def _shell_line(self, cue: str, body: list[str]) -> bool:
@@ -168,11 +182,10 @@ class _Reader:
         return False
 
     def action(self, text: str, line: int) -> None:
-        if self._scene_action(text):
-            return
         prose = _PROSE_CALL.fullmatch(text)
         if prose is None:
-            self.annotate("action", unescape(text), line)
+            self._scene_action(text)
+            self.annotate("action", text, line)  # as written: it renders back as it was
             return
         # Harvey before v1.2 wrote tool calls as prose: "Harvey calls read_file: {…}".
         args = prose.group("args")
@@ -192,9 +205,12 @@ class _Reader:
         else:
             return False
         if marker == routed:
+            # Ours: "routing to M (cloud API)."; Harvey's recorder: "routing to M."
             model, found, rest = rest.partition(" (cloud API).")
             if not found:
-                return False
+                model, found, rest = rest.partition(".")
+                if not found or (rest and not rest.startswith(" Workspace: ")):
+                    return False
             self.model = self.model or unescape(model)
         elif rest.startswith(" Model: "):
             # The model name is written as it is, dots included ("LLAMA3.2"): it ends at the
@@ -256,11 +272,14 @@ class _Reader:
         elif note.startswith("error: "):
             self.add(events.error(unescape(note[len("error: ") :]), actor=Actor.SYSTEM.value), line)
         else:
+            # A note we do not know is kept as written (Harvey's own readers parse some of
+            # them, "[[model switch: …]]"), and renders back as it was.
             kind, sep, rest = note.partition(": ")
             if sep and _NOTE_KIND.fullmatch(kind):
                 self.annotate(kind, unescape(rest), line)
             else:
-                self.annotate("note", unescape(note), line)
+                bare = {"type": "annotation", "kind": "note", "text": unescape(note)}
+                self.add({**bare, "bare": True, "actor": "system"}, line)
 
     def tool_note(self, who: str | None, call: str, status: str, line: int) -> None:
         """``[[WHO.tool: name(args) — status]]``: a call and, from its status, its result."""
@@ -288,8 +307,9 @@ class _Reader:
         if status and status != "no result":
             self.add(_result(call_id, name, status), line)
 
-    def session(self, title: dict[str, str]) -> NewSession:
+    def session(self, title: dict[str, str], title_lines: list[str]) -> NewSession:
         metadata: dict[str, Any] = {"format": "fountain", "source": self.path.name}
+        metadata["title_page_lines"] = title_lines
         if title.get("Credit"):
             metadata["credit"] = title["Credit"]
         extra = {k: v for k, v in title.items() if k not in _TITLE_KEYS}
@@ -317,6 +337,7 @@ def read_session(path: Path, data: bytes) -> ImportedSession:
     text = decode_text(path, data)
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     title, body_start = _title_page(path, lines)
+    title_lines = [line for line in lines[:body_start] if line != ""]
     reader = _Reader(path, user_cue=(title.get("Author") or "USER").strip())
     for block in _blocks(path, lines, body_start):
         reader.block(block)
@@ -326,7 +347,7 @@ def read_session(path: Path, data: bytes) -> ImportedSession:
         reader.add({"type": "session_end", "reason": "closed", "actor": "system"}, len(lines))
     else:
         warnings.append(f"{path}: no THE END.: the session did not close cleanly (incomplete)")
-    return ImportedSession(reader.session(title), reader.events, warnings)
+    return ImportedSession(reader.session(title, title_lines), reader.events, warnings)
 
 
 def _title_page(path: Path, lines: list[str]) -> tuple[dict[str, str], int]:
