@@ -41,6 +41,11 @@ __all__ = [
 BLANK = "  "
 """How an empty line of a message is written inside its dialogue block (Fountain spec)."""
 
+BLANK_LINES = "(blank: {count})"
+"""The parenthetical that counts a message's leading empty lines (``(blank: 1)`` alone is an
+empty message)."""
+_BLANK_OPEN = "(blank: "
+
 LINE_CHARS = 8000
 """Longest run of message characters on one line: a code point escapes to at most 10 bytes,
 so a line stays under the 64 KiB that Harvey's line scanner (Go's ``bufio.Scanner``) reads."""
@@ -62,11 +67,13 @@ control characters, lone surrogates and bidi controls."""
 _ESCAPED = "\\\\\\[\\]*/\\-—("
 """The characters a backslash escapes (a regex class body): ``\\ [ ] * / - — (``."""
 
-_PAIRS_AND_HEADINGS = (
-    r"|(?<=\[)\[|(?<=\])\]|(?<=/)\*|(?<=\*)/|(?<= )-"
-    r"|#(?=[^\S\n]*$)|(?<=TO|IN):$|(?<=THE END)\."
-)
-_FIRST = rf"(?=[\\\[\]*/\-#:.{_CODED}"
+_PAIRS_AND_HEADINGS = r"|(?<= )-|#(?=[^\S\n]*$)|(?<=TO|IN):$|(?<=THE END)\."
+"""rsdoiel's headings and transitions: `` -`` anywhere, a final ``#``, ``TO:``/``IN:`` at the
+end, ``THE END.`` anywhere. (Notes and boneyards are :func:`_pairs`'s.)"""
+_PAIR = re.compile(r"\[{2,}|\]{2,}|/\*")
+_ONLY_HIDDEN = re.compile(r"(?:\s*(?:\[\[.*?\]\]|/\*.*?\*/))+\s*")
+"""Where a note or a boneyard may open or close."""
+_FIRST = rf"(?=[\\\-#:.{_CODED}"
 """A cheap first test (every escape starts with one of these), which makes the search fast."""
 _INLINE = re.compile(
     rf"{_FIRST}\n])(?:\\(?=[{_ESCAPED}{_CODED}\n]|u\{{|$)|[{_CODED}\n]{_PAIRS_AND_HEADINGS})"
@@ -98,6 +105,9 @@ _HEADING_START = re.compile(r"(?:INT|EXT|I/E|EST[.\s]|FADE TO|\.[A-Za-z0-9])", r
 """Scene headings for rsdoiel (``INT``, ``EXT``, ``I/E`` with no word boundary) and Fountain 1.1
 (``EST``; a forced ``.heading``: a dot before a letter or digit, so ``./run`` and ``...`` are
 text, as the seed's shell output ``./harvey.go:42:5: …`` is)."""
+_CUE_LIKE = re.compile(r"(?=[A-Z0-9\s_.'#-]*[A-Z])[A-Z0-9][A-Z0-9\s_.'#-]*(?:\(.*\))?\s*\^*")
+"""A line fountain-py reads as a cue (ASCII capitals, its extension, its caret): as the first
+of several dialogue lines, it makes fountain-py demote the cue above it to action."""
 _ENDINGS = frozenset(("THE END", "LA FIN", "LA FIN."))
 _PLAIN_CUE = re.compile(r"(?=[A-Z0-9 _.'-]*[A-Z])[A-Z0-9][A-Z0-9 _.'-]*")
 _NOT_CUE = re.compile(r"--| -|#$|ANGLE$|SHOT$|P\.O\.V\.$|TO:$|IN:$|THE END|^(?:INT|EXT|I/E|EST)")
@@ -119,7 +129,39 @@ def escape_inline(text: str) -> str:
     Returns:
         One line of text; :func:`unescape` gives back ``text`` exactly.
     """
-    return _INLINE.sub(_one, text) if _INLINE.search(text) else text
+    escaped = _INLINE.sub(_one, text) if _INLINE.search(text) else text
+    return _pairs(escaped) if _PAIR.search(escaped) else escaped
+
+
+def _pairs(line: str, *, first: bool = False) -> str:
+    """Escape the ``[[``, ``]]`` and ``/*`` of a line that would open a note or a boneyard
+    beyond the line, or close one it did not open. A note or boneyard that opens and closes
+    on the line stays as it is: it hides nothing but itself, and Harvey's reader would show
+    the escape."""
+    if not first and _ONLY_HIDDEN.fullmatch(line):
+        # Nothing but notes and boneyards: kept, they would leave an empty line (the end of
+        # a dialogue) to a Fountain parser. (A first line is kept, after a parenthetical.)
+        return _PAIR.sub(lambda m: m.group()[0] + "".join("\\" + c for c in m.group()[1:]), line)
+    out: list[str] = []
+    position, note = 0, False
+    for match in _PAIR.finditer(line):
+        token = match.group()
+        if token == "[[":
+            # At the start of a line rsdoiel reads a note wherever it closes: never kept.
+            at_start = line[: match.start()].strip() == ""
+            keep = not note and not at_start and line.find("]]", match.end()) >= 0
+            note = note or keep
+        elif token == "]]":
+            keep, note = note, False
+        elif token == "/*":
+            keep = line.find("*/", match.end()) >= 0
+        else:  # "[[[", "]]]": every bracket after the first escaped
+            keep = False
+        out.append(line[position : match.start()])
+        out.append(token if keep else token[0] + "".join("\\" + c for c in token[1:]))
+        position = match.end()
+    out.append(line[position:])
+    return "".join(out)
 
 
 def escape_note(text: str, *, field: bool = False) -> str:
@@ -182,12 +224,25 @@ def dialogue_lines(text: str, *, mention: str | None = None, agent: bool = False
         agent: the block is spoken under the agent's cue, where a first line ``Forwarding to
             …`` is Harvey's routing record.
     """
+    if text[:1] in ("", "\n"):
+        # Leading empty lines are counted in a parenthetical: a blank first line would end the
+        # dialogue for every reader, and Harvey's reader takes the first line only.
+        rest = text.lstrip("\n")
+        count = len(text) - len(rest) + (rest == "")
+        after = dialogue_lines(rest, mention=mention, agent=agent) if rest else []
+        return [BLANK_LINES.format(count=count), *after]
     if len(text) > LINE_CHARS:
         return _long_dialogue_lines(text, mention=mention, agent=agent)
     # Most messages need nothing or little: test the whole text once, then touch only what a
     # test found (the same rules as line by line, at a fraction of the cost).
     escaped = _INLINE_LINES.sub(_one, text) if _INLINE_LINES.search(text) else text
     lines = escaped.split("\n")
+    if _PAIR.search(escaped):
+        lines = [
+            _pairs(line, first=i == 0) if _PAIR.search(line) else line
+            for i, line in enumerate(lines)
+        ]
+        escaped = "\n".join(lines)
     suspects = {0} if agent and escaped.startswith("Forwarding to ") else set()
     index, counted = 0, 0
     for match in _MAY_NEED_GUARD.finditer(escaped):
@@ -196,13 +251,20 @@ def dialogue_lines(text: str, *, mention: str | None = None, agent: bool = False
         suspects.add(index)
     for index in suspects:
         if lines[index]:
-            lines[index] = _guarded(lines[index], first=index == 0, mention=mention, agent=agent)
+            lines[index] = _guarded(lines[index], index == 0, mention, agent)
     if "" in lines:
         lines = _blank_lines(lines)
+    if (len(lines) > 1 and _CUE_LIKE.fullmatch(lines[0].strip())) or _ONLY_HIDDEN.fullmatch(
+        lines[0]
+    ):
+        # fountain-py would take this first line for a rival cue (and the cue above for an
+        # action), or hide it whole and end the dialogue: a parenthetical in between keeps the
+        # cue a cue, and the line as it is for Harvey's reader.
+        lines.insert(0, BLANK_LINES.format(count=0))
     return lines
 
 
-def _guarded(line: str, *, first: bool, mention: str | None, agent: bool) -> str:
+def _guarded(line: str, first: bool, mention: str | None, agent: bool) -> str:
     if first and mention and _is_mention(line, mention):
         return line
     return "\\" + line if _needs_guard(line, first=first, agent=agent) else line
@@ -213,9 +275,7 @@ def _blank_lines(lines: list[str]) -> list[str]:
     all-caps line (rsdoiel reads a line after a blank one as a new cue)."""
     last = len(lines) - 1
     return [
-        ("\\" if index == 0 or (index < last and _is_caps(lines[index + 1])) else BLANK)
-        if line == ""
-        else line
+        ("\\" if index < last and _is_caps(lines[index + 1]) else BLANK) if line == "" else line
         for index, line in enumerate(lines)
     ]
 
@@ -232,7 +292,7 @@ def _long_dialogue_lines(text: str, *, mention: str | None, agent: bool) -> list
         for number, piece in enumerate(pieces):
             line = escape_inline(piece) + ("\\" if number < len(pieces) - 1 else "")
             first = index == 0 and number == 0
-            lines.append(_guarded(line, first=first, mention=mention, agent=agent))
+            lines.append(_guarded(line, first, mention, agent))
     return _blank_lines(lines)
 
 
@@ -244,13 +304,23 @@ def _is_mention(line: str, model: str) -> bool:
 
 def text_from_dialogue(lines: list[str], *, agent: bool = False) -> str:
     """The text of a dialogue block written by :func:`dialogue_lines`."""
+    count_text = lines[0][len(_BLANK_OPEN) : -1] if lines else ""
+    if lines and lines[0].startswith(_BLANK_OPEN) and count_text.isdigit():
+        count = int(count_text)
+        rest = lines[1:]
+        return (
+            "\n" * count + text_from_dialogue(rest, agent=agent)
+            if rest
+            else "\n" * max(count - 1, 0)
+        )
     out: list[str] = []
     joined = False
     for index, line in enumerate(lines):
         if line == BLANK:
             text, continues = "", False
         else:
-            if line[:1] == "\\" and _needs_guard(line[1:], first=index == 0, agent=agent):
+            first = index == 0
+            if line[:1] == "\\" and _needs_guard(line[1:], first=first, agent=agent):
                 line = line[1:]
             continues = _continues(line)
             text = unescape(line[:-1] if continues else line)
@@ -286,4 +356,5 @@ def cue_line(name: str) -> str:
     matches the cue to the heading)."""
     if is_plain_cue(name):
         return name
-    return "@" + (_INLINE_CUE.sub(_one, name) if _INLINE_CUE.search(name) else name)
+    forced = _INLINE_CUE.sub(_one, name) if _INLINE_CUE.search(name) else name
+    return "@" + (_pairs(forced) if _PAIR.search(forced) else forced)

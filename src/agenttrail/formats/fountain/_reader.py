@@ -134,7 +134,9 @@ class _Reader:
         body = block.lines[1:]
         parens: dict[str, str] = {}
         others: list[str] = []  # Harvey's own: "(chunk 1/3)", "(synthesis)", …
-        while len(body) > 1 and body[0].startswith("(") and body[0].endswith(")"):
+        while body and body[0].startswith("(") and body[0].endswith(")"):
+            if body[0].startswith("(blank: "):
+                break  # part of the text (leading empty lines)
             key, found, value = body[0][1:-1].partition(": ")
             if found and key in ("role", "actor"):
                 parens[key] = unescape(value)
