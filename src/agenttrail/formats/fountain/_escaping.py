@@ -25,6 +25,7 @@ another element; everything else is written as it is (rules and reasons in
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
@@ -350,6 +351,7 @@ def is_plain_cue(name: str) -> bool:
     return bool(_PLAIN_CUE.fullmatch(name)) and not _NOT_CUE.search(name) and name.strip() == name
 
 
+@functools.lru_cache(maxsize=256)
 def cue_line(name: str) -> str:
     """A character as a cue line: as it is when every reader takes it as a cue, else forced
     with ``@`` (and written the same way in the headings that name it, so that Harvey's reader

@@ -36,9 +36,8 @@ class _Scene:
     has_prompt: bool = False
 
 
-def _is_prompt(event: Event) -> bool:
-    p = event.payload
-    return event.type == "message" and p.get("role") == "user" and event.actor == "user"
+def _is_prompt(event: Event, kind: str | None) -> bool:
+    return kind == "message" and event.payload.get("role") == "user" and event.actor == "user"
 
 
 def _scenes(items: Sequence[Event]) -> tuple[list[_Scene], bool]:
@@ -58,12 +57,13 @@ def _scenes(items: Sequence[Event]) -> tuple[list[_Scene], bool]:
             current = None
             scenes.append(_Scene(kind, [event]))
             continue
-        starts_turn = _is_prompt(event) or kind == "rag"
+        prompt = _is_prompt(event, kind)
+        starts_turn = prompt or kind == "rag"
         if current is None or current.kind != "turn" or (starts_turn and current.has_prompt):
             current = _Scene("turn")
             scenes.append(current)
         current.events.append(event)
-        current.has_prompt = current.has_prompt or _is_prompt(event)
+        current.has_prompt = current.has_prompt or prompt
     return scenes, ended
 
 
@@ -108,17 +108,18 @@ def render_scenes(session: SessionLike, items: Sequence[Event]) -> str:
 def _turn_model(scene: _Scene) -> tuple[str | None, str]:
     """The model cue of a turn and where it ran (``local`` or ``remote``)."""
     model, location = None, "local"
-    for event in scene.events:
-        meta = event.payload.get("meta")
-        if event.type != "message" or not isinstance(meta, dict):
+    spoken = [event.payload for event in scene.events if event.type == "message"]
+    for p in spoken:
+        meta = p.get("meta")
+        if not isinstance(meta, dict):
             continue
         if meta.get("location") == "remote":
             location = "remote"
         if model is None and isinstance(meta.get("model"), str) and meta["model"]:
             model = meta["model"].upper()
-    for event in scene.events:
-        if model is None and event.type == "message" and event.payload.get("role") == "assistant":
-            model = character_of(event.payload)
+    for p in spoken:
+        if model is None and p.get("role") == "assistant":
+            model = character_of(p)
     return model, location
 
 
@@ -127,8 +128,8 @@ def _write_turn(
 ) -> None:
     model, location = _turn_model(scene)
     stamp = clock(scene.events[0].created_at)
-    # Names are escaped like any text; a dot inside the model name is escaped in the action
-    # line, where a dot ends the field.
+    # Names are escaped like any text; the model name is written as it is, dots included (the
+    # reader ends it at " Workspace: " or at the line's last dot).
     agent, user = escape_inline(names.agent), cue_line(names.user_cue)
     where = f" Workspace: {escape_inline(workspace)}." if workspace else ""
     if location == "remote" and model:
@@ -142,12 +143,13 @@ def _write_turn(
     forwarded = False
     for shown in reading_order(scene.events):
         event = shown.event
-        if event.type == "tool_result" and event.seq in pairing.call_of:
+        kind = event.type
+        if kind == "tool_result" and event.seq in pairing.call_of:
             continue  # its status is on its call's note
-        note = note_of(event, pairing)
+        note = None if kind == "message" else note_of(event, pairing)
         if note is not None:
             notes.append(note)
-            shown_result = pairing.result_of.get(event.seq) if event.type == "tool_call" else event
+            shown_result = pairing.result_of.get(event.seq) if kind == "tool_call" else event
             if shown_result is not None:
                 notes.extend(attachment_notes(shown_result.payload))
             continue
@@ -155,7 +157,8 @@ def _write_turn(
             script.notes(notes)
             notes = []
         cue, parens = voice(event.payload, names, model)
-        mention = model if location == "remote" and _is_prompt(event) else None
+        prompt = _is_prompt(event, kind)
+        mention = model if location == "remote" and prompt else None
         said = prose_text(event.payload.get("content"))
         if shown.run is not None:  # one run of a message whose text and calls interleave
             said = text_of(shown.run.blocks) or ""
@@ -166,7 +169,7 @@ def _write_turn(
         attached = {**event.payload, "blocks": shown.run.blocks} if shown.run else event.payload
         if named := attachment_notes(attached):
             script.notes(named)  # right under the dialogue they belong to
-        if _is_prompt(event) and not forwarded and model and model != names.agent_cue:
+        if prompt and not forwarded and model and model != names.agent_cue:
             script.raw_dialogue(names.agent_cue, f"Forwarding to {escape_inline(model)}.")
             forwarded = True
     if notes:
