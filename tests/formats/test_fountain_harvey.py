@@ -213,3 +213,42 @@ def test_over_all_hazards_harveys_reader_recovers_more_from_ours(tmp_path: Path)
         harveys_total += sum(harveys)
         ours_total += sum(ours)
     assert ours_total > harveys_total
+
+
+def test_long_lines_empty_messages_cut_notes_and_non_ascii_names_read_everywhere(
+    tmp_path: Path,
+) -> None:
+    with open_store(tmp_path / "log.db") as store:
+        rec = Recorder.start(store, agent="harvey", user="josé", workspace="/w")
+        with rec.turn(model="llama3") as turn:
+            turn.user("write it")
+            call = turn.tool_call("write_file", {"content": "x" * 100_000})
+            turn.tool_result(call, "ok")
+            turn.reply("y" * 70_000 + "\nsecond line")
+        with rec.turn(model="llama3") as turn:
+            turn.user("")
+            turn.reply("done")
+        rec.close()
+        text = _render(store, rec.session_id)
+    path = tmp_path / "ours.spmd"
+    path.write_text(text, encoding="utf-8")
+    assert max(len(line.encode()) for line in text.split("\n")) < 64 * 1024
+    assert "]]]" not in text
+    result = harvey_read(path)
+    assert not result.get("error")
+    # Harvey's reader names the user as the heading does, and matches the cue to it.
+    assert result["user"] == "@JOSÉ"
+    assert [t["user"] for t in result["turns"]] == ["write it"]  # "" is no user line to it
+    assert result["turns"][0]["reply"].startswith("y" * 1000)
+    parsed = [(e.type.value, e.text) for e in FountainParser().parse(text).elements]
+    cues = [t for k, t in parsed if k == "character"]
+    assert cues == ["JOSÉ", "HARVEY", "LLAMA3", "JOSÉ", "HARVEY", "LLAMA3"]
+    with open_store(tmp_path / "back.db") as back:
+        (report,) = import_paths(back, [path])
+        read_back = _messages(list(back.read(report.session_id)))
+    assert read_back == [
+        ("user", "write it"),
+        ("assistant", "y" * 70_000 + "\nsecond line"),
+        ("user", ""),
+        ("assistant", "done"),
+    ]

@@ -77,11 +77,11 @@ _ONLY_HIDDEN = re.compile(r"(?:\s*(?:\[\[.*?\]\]|/\*.*?\*/))+\s*")
 _FIRST = rf"(?=[\\\-#:.{_CODED}"
 """A cheap first test (every escape starts with one of these), which makes the search fast."""
 _INLINE = re.compile(
-    rf"{_FIRST}\n])(?:\\(?=[{_ESCAPED}{_CODED}\n]|u\{{|$)|[{_CODED}\n]{_PAIRS_AND_HEADINGS})"
+    rf"{_FIRST}\n])(?:\\(?=[{_ESCAPED}{_CODED}\n]|u\{{|#?[^\S\n]*$)|[{_CODED}\n]{_PAIRS_AND_HEADINGS})"
 )
 """What :func:`escape_inline` escapes in a one-line field."""
 _INLINE_LINES = re.compile(
-    rf"{_FIRST}])(?:\\(?=[{_ESCAPED}{_CODED}]|u\{{|$)|[{_CODED}]{_PAIRS_AND_HEADINGS})",
+    rf"{_FIRST}])(?:\\(?=[{_ESCAPED}{_CODED}]|u\{{|#?[^\S\n]*$)|[{_CODED}]{_PAIRS_AND_HEADINGS})",
     re.MULTILINE,
 )
 """The same, line by line over a whole message whose line feeds stay line feeds."""
