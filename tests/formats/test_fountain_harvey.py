@@ -24,7 +24,7 @@ from agenttrail.formats.fountain import fountain_from_events
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event, content_text
-from tests.conftest import HARVEY, REALDATA
+from tests.conftest import HARVEY, REALDATA, run_cli
 
 HARVEYREAD = HARVEY / "bin" / "harveyread"
 HARVEYWRITE = HARVEY / "bin" / "harveywrite"
@@ -252,3 +252,56 @@ def test_long_lines_empty_messages_cut_notes_and_non_ascii_names_read_everywhere
         ("user", ""),
         ("assistant", "done"),
     ]
+
+
+# -- --dialect harvey: sessions from elsewhere, continued in Harvey ---------------------------
+
+_ELSEWHERE = sorted(
+    [
+        *(REALDATA / "claude-code-spotter").glob("*.jsonl"),
+        *(REALDATA / "claude-code-simonw").glob("*.jsonl"),
+        *(REALDATA / "anthropic-sdk-python").glob("*.json"),
+        *(REALDATA / "otel-openai-v2-cassettes").glob("*.yaml"),
+    ]
+)
+
+
+def _turns_in_log(items: Sequence[Event]) -> list[tuple[str, str]]:
+    """Each prompt's first line, and the first line of the last reply with text before the next
+    prompt (Harvey keeps one reply per turn, and the first line of a dialogue)."""
+    turns: list[tuple[str, str]] = []
+    for event in items:
+        p = event.payload
+        text = content_text(p.get("content")).strip() if event.type == "message" else ""
+        if event.type == "message" and p.get("role") == "user" and event.actor == "user":
+            turns.append((_first_line(text), ""))
+        elif turns and event.type == "message" and p.get("role") == "assistant" and text:
+            turns[-1] = (turns[-1][0], _first_line(text))
+    return turns
+
+
+@pytest.mark.parametrize("path", _ELSEWHERE, ids=lambda p: p.name[:40])
+def test_a_session_from_elsewhere_is_continued_in_harvey(tmp_path: Path, path: Path) -> None:
+    # Third-party files read in place; see ../shared/realdata/SOURCES.md for each.
+    with open_store(tmp_path / "log.db") as store:
+        (report,) = import_paths(store, [path])
+        items = list(store.read(report.session_id))
+        text = fountain_from_events(store.get_session(report.session_id), items, dialect="harvey")
+    out = tmp_path / "continue.spmd"
+    out.write_text(text, encoding="utf-8")
+    assert harvey_turns(out) == _turns_in_log(items)
+    assert harvey_read(out)["continue_loaded"] == len(_turns_in_log(items))
+
+
+def test_an_unknown_dialect_is_one_line_and_nothing_written(tmp_path: Path) -> None:
+    db, out = tmp_path / "log.db", tmp_path / "out.spmd"
+    with open_store(db) as store:
+        session_id = _our_session(store, "hello")
+    result = run_cli(
+        "fountain", session_id, "--dialect", "screenplain", "-o", str(out), "--db", str(db)
+    )
+    assert result.returncode == 2
+    assert (
+        result.stderr == "error: unknown Fountain dialect 'screenplain' (use agenttrail, harvey)\n"
+    )
+    assert not out.exists()

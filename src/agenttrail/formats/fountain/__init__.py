@@ -34,15 +34,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from agenttrail.errors import InputError
 from agenttrail.formats._common import ImportedSession
 from agenttrail.formats.fountain._elements import SessionLike
 from agenttrail.formats.fountain._reader import read_session
-from agenttrail.formats.fountain._scenes import render_scenes
+from agenttrail.formats.fountain._scenes import DIALECTS, render_scenes
 from agenttrail.formats.fountain._verbatim import is_from_fountain, render_as_read
 from agenttrail.model import Event
 from agenttrail.model.parts import whole_messages
 
-__all__ = ["NAME", "fountain_from_events", "read", "sniff"]
+__all__ = ["DIALECTS", "NAME", "fountain_from_events", "read", "sniff"]
 
 NAME = "fountain"
 
@@ -50,7 +51,9 @@ SUFFIXES = (".spmd", ".fountain")
 """File name endings of Fountain session files (Harvey writes ``.spmd``)."""
 
 
-def fountain_from_events(session: SessionLike, items: Sequence[Event]) -> str:
+def fountain_from_events(
+    session: SessionLike, items: Sequence[Event], *, dialect: str = "agenttrail"
+) -> str:
     """Render a session as a Fountain screenplay (Harvey session format v1.2).
 
     A session read from a Fountain file (ours or Harvey's) renders back as the file was, its
@@ -60,6 +63,12 @@ def fountain_from_events(session: SessionLike, items: Sequence[Event]) -> str:
     Args:
         session: the session row (title, agent, user, workspace, started, metadata).
         items: the session's events in seq order.
+        dialect: ``agenttrail``, or ``harvey`` for a session that did not come from Harvey, to
+            be continued in Harvey (``--continue``): its chat scenes, cues and routing
+            records as Harvey's reader knows them (docs/fountain-format.md).
+
+    Raises:
+        InputError: an unknown dialect.
 
     Returns:
         The whole file as text, ending with a newline.
@@ -82,10 +91,12 @@ def fountain_from_events(session: SessionLike, items: Sequence[Event]) -> str:
         LLAMA3
         There is a compilation error. Line 42 references an undefined variable.
     """
+    if dialect not in DIALECTS:
+        raise InputError(f"unknown Fountain dialect {dialect!r} (use {', '.join(DIALECTS)})")
     items = whole_messages(items)  # an API message stored in growing parts is one speech
-    if is_from_fountain(session):
+    if is_from_fountain(session) and dialect == "agenttrail":
         return render_as_read(session, items)
-    return render_scenes(session, items)
+    return render_scenes(session, items, dialect=dialect)
 
 
 # ---------------------------------------------------------------------------------------------

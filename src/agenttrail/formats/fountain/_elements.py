@@ -182,14 +182,17 @@ def character_of(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def voice(payload: dict[str, Any], names: Names, model: str | None) -> tuple[str, list[str]]:
-    """The cue a message is spoken under, and parentheticals for what the cue does not say."""
+def voice(
+    payload: dict[str, Any], names: Names, model: str | None, *, cue: str | None = None
+) -> tuple[str, list[str]]:
+    """The cue a message is spoken under (``cue`` when given), and parentheticals for what the
+    cue does not say."""
     role = payload.get("role")
-    if role == "user":
+    if cue is None and role == "user":
         cue = names.user_cue
-    elif role == "assistant":
+    elif cue is None and role == "assistant":
         cue = character_of(payload) or model or names.agent_cue
-    else:
+    elif cue is None:
         cue = str(role or "message").upper()
     parens = []
     if role_of_cue(cue, names.user_cue) != role:

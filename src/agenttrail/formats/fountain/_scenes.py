@@ -84,10 +84,18 @@ def _title_page(session: SessionLike, names: Names) -> list[tuple[str, str]]:
     return pairs
 
 
-def render_scenes(session: SessionLike, items: Sequence[Event]) -> str:
+DIALECTS = ("agenttrail", "harvey")
+"""``agenttrail``: the session's own names, ``EXT.`` for remote turns. ``harvey``: what Harvey's
+``--continue`` reads (docs/fountain-format.md, The Harvey dialect)."""
+
+
+def render_scenes(session: SessionLike, items: Sequence[Event], *, dialect: str) -> str:
     """Render a session that did not come from a Fountain file (see
     :func:`agenttrail.formats.fountain.fountain_from_events`)."""
     names = Names.of(session)
+    harvey = dialect == "harvey"
+    if harvey:  # Harvey's reader knows its chat scenes by "HARVEY AND <USER> TALKING"
+        names = Names(agent="Harvey", agent_cue="HARVEY", user_cue=names.user_cue)
     pairing = pair_tool_calls(items)
     scenes, ended = _scenes(items)
     script = Script()
@@ -99,7 +107,7 @@ def render_scenes(session: SessionLike, items: Sequence[Event]) -> str:
         elif scene.kind == "shell":
             write_shell(script, scene.events[0], names)
         else:
-            _write_turn(script, scene, names, session.workspace, pairing)
+            _write_turn(script, scene, names, session.workspace, pairing, harvey=harvey)
     if ended:
         script.transition("THE END.", gap=2)
     return script.text()
@@ -124,7 +132,13 @@ def _turn_model(scene: _Scene) -> tuple[str | None, str]:
 
 
 def _write_turn(
-    script: Script, scene: _Scene, names: Names, workspace: str | None, pairing: Pairing
+    script: Script,
+    scene: _Scene,
+    names: Names,
+    workspace: str | None,
+    pairing: Pairing,
+    *,
+    harvey: bool,
 ) -> None:
     model, location = _turn_model(scene)
     stamp = clock(scene.events[0].created_at)
@@ -133,7 +147,13 @@ def _write_turn(
     agent, user = escape_inline(names.agent), cue_line(names.user_cue)
     where = f" Workspace: {escape_inline(workspace)}." if workspace else ""
     if location == "remote" and model:
-        script.scene_heading(f"EXT. {escape_inline(model)} AND {user} {stamp}")
+        # Harvey's reader skips EXT scenes: its dialect says "routing to" in an INT scene.
+        place = (
+            f"INT. HARVEY AND {user} TALKING"
+            if harvey
+            else f"EXT. {escape_inline(model)} AND {user}"
+        )
+        script.scene_heading(f"{place} {stamp}")
         script.action(f"{agent} routing to {escape_inline(model)} (cloud API).{where}")
     else:
         script.scene_heading(f"INT. {cue_line(names.agent_cue)} AND {user} TALKING {stamp}")
@@ -156,8 +176,13 @@ def _write_turn(
         if notes:
             script.notes(notes)
             notes = []
-        cue, parens = voice(event.payload, names, model)
         prompt = _is_prompt(event, kind)
+        cue, parens = voice(
+            event.payload,
+            names,
+            model,
+            cue=_harvey_cue(event, prompt, names, model) if harvey else None,
+        )
         mention = model if location == "remote" and prompt else None
         said = prose_text(event.payload.get("content"))
         if shown.run is not None:  # one run of a message whose text and calls interleave
@@ -174,3 +199,17 @@ def _write_turn(
             forwarded = True
     if notes:
         script.notes(notes)
+
+
+def _harvey_cue(event: Event, prompt: bool, names: Names, model: str | None) -> str | None:
+    """The cue in the Harvey dialect: Harvey's reader takes a user-cue line for the user's
+    turn and any cue but HARVEY's for the model's reply, so tool results, system prompts and
+    other runtime messages speak as HARVEY (with their role and actor in parentheticals), and
+    a reply never does."""
+    role = event.payload.get("role")
+    if prompt:
+        return None
+    if role == "assistant":
+        cue = character_of(event.payload) or model
+        return cue if cue and cue != names.agent_cue else "MODEL"
+    return names.agent_cue
