@@ -305,3 +305,22 @@ def test_an_unknown_dialect_is_one_line_and_nothing_written(tmp_path: Path) -> N
         result.stderr == "error: unknown Fountain dialect 'screenplain' (use agenttrail, harvey)\n"
     )
     assert not out.exists()
+
+
+def test_times_the_log_knows_state_their_zone_and_read_back(tmp_path: Path) -> None:
+    with open_store(tmp_path / "log.db") as store:
+        session_id = _our_session(store, "hello")
+        original = list(store.read(session_id))
+        text = _render(store, session_id)
+    headings = [line for line in text.split("\n") if line.startswith("INT. ")]
+    assert len(headings) == 2 and all(h.endswith(" UTC") for h in headings)
+    out = tmp_path / "ours.spmd"
+    out.write_text(text, encoding="utf-8")
+    assert harvey_turns(out) == [("hello", "first reply"), ("second question", "hello")]
+    with open_store(tmp_path / "back.db") as back:
+        (report,) = import_paths(back, [out])
+        read_back = [e for e in back.read(report.session_id) if e.type == "message"]
+    # A scene's events take the scene's time, to the second, as an instant again.
+    prompts = [e for e in original if e.type == "message" and e.payload.get("role") == "user"]
+    assert [e.created_at[:19] for e in read_back[::2]] == [e.created_at[:19] for e in prompts]
+    assert all(e.created_at.endswith("Z") for e in read_back)

@@ -18,12 +18,13 @@ from agenttrail.formats.fountain._escaping import (
     escape_note,
     text_from_dialogue,
 )
-from agenttrail.formats.fountain._reader import role_of_cue
+from agenttrail.formats.fountain._reader import FLOATING_TIMES, role_of_cue
 from agenttrail.model import Event, events, payload_attachments, tool_status
 from agenttrail.views.pairing import Pairing
 
 __all__ = [
     "ARGS_NOTE_CHARS",
+    "FLOATING_TIMES",
     "Names",
     "Script",
     "SessionLike",
@@ -81,8 +82,10 @@ class Names:
 class Script:
     """The lines of a Fountain file, one writer per element (Harvey's ``recorder.go`` shape)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, zoned: bool = True) -> None:
         self.lines: list[str] = []
+        self.zoned = zoned
+        """Whether times state their zone (:func:`clock`)."""
 
     def title_page(self, pairs: list[tuple[str, str]]) -> None:
         self.lines += [f"{key}: {escape_inline(value)}" for key, value in pairs]
@@ -129,8 +132,10 @@ class Script:
         return "\n".join(self.lines) + "\n"
 
 
-def clock(created_at: str) -> str:
-    return created_at[:19].replace("T", " ")
+def clock(created_at: str, *, zoned: bool = True) -> str:
+    """A log timestamp (RFC 3339, UTC) as a heading or title-page time: ``2026-06-24 10:02:30
+    UTC``, or without the zone for a session whose times float."""
+    return created_at[:19].replace("T", " ") + (" UTC" if zoned else "")
 
 
 def _score(value: Any) -> str:
@@ -142,7 +147,7 @@ def note_field(value: Any) -> str:
 
 
 def write_recall(script: Script, event: Event) -> None:
-    script.scene_heading(f"INT. CONTEXT RECALL {clock(event.created_at)}")
+    script.scene_heading(f"INT. CONTEXT RECALL {clock(event.created_at, zoned=script.zoned)}")
     script.notes(recall_notes(event))
 
 
@@ -162,7 +167,7 @@ def write_shell(script: Script, event: Event, names: Names, *, heading: bool = T
     p = event.payload
     command = str(p.get("command", ""))
     if heading:
-        script.scene_heading(f"INT. SHELL {clock(event.created_at)}")
+        script.scene_heading(f"INT. SHELL {clock(event.created_at, zoned=script.zoned)}")
     # "!" makes the line an action to every reader, so only what ends a line is escaped.
     script.raw_dialogue(names.user_cue, "! " + escape_note(command))
     output = p.get("output")

@@ -29,11 +29,16 @@ from agenttrail.formats.fountain._escaping import (
 )
 from agenttrail.model import Actor, NewEvent, NewSession, events
 
-__all__ = ["read_session", "role_of_cue"]
+__all__ = ["FLOATING_TIMES", "read_session", "role_of_cue"]
+
+FLOATING_TIMES = "floating_times"
+"""Session metadata key: true when the session's times are wall-clock times of no stated zone
+(a file whose headings say no zone, the seed's example, the sample session that records it);
+rendered, their headings and title page carry no zone either."""
 
 _HEADING = re.compile(
     r"(?P<place>INT|EXT)\. (?P<body>.*?)(?: —)? "
-    r"(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?)$"
+    r"(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?)(?P<zone> UTC)?$"
 )
 _TITLE_KEY = re.compile(r"([A-Za-z][A-Za-z ]*):(?: (.*))?$")
 _PROSE_CALL = re.compile(r"(?P<who>\S+) calls (?P<name>[\w.:-]+): (?P<args>.*)$", re.DOTALL)
@@ -70,6 +75,7 @@ class _Reader:
     recalled: list[dict[str, Any]] = field(default_factory=list)
     events: list[NewEvent] = field(default_factory=list)
     ended: bool = False
+    floating: bool = False
 
     def add(self, payload: dict[str, Any], line: int) -> None:
         self.events.append(NewEvent(payload, self.stamp, key=f"line{line}:{len(self.events)}"))
@@ -114,6 +120,7 @@ class _Reader:
         self.scene = "other"
         if heading is not None:
             self.stamp = _stamp(heading.group("stamp"))
+            self.floating = self.floating or heading.group("zone") is None
         self.annotate("scene", first, line)
         if heading is None:  # a forced heading (".SOMETHING") from another tool
             return
@@ -320,6 +327,8 @@ class _Reader:
         if not self.ended:
             metadata["incomplete"] = True
         date = title.get("Date")
+        if self.floating or (date and not date.strip().endswith(" UTC")):
+            metadata[FLOATING_TIMES] = True
         return NewSession(
             title=title.get("Title"),
             agent=self.agent_name or self.agent_cue,
@@ -438,7 +447,7 @@ def role_of_cue(cue: str, user_cue: str) -> str:
 
 def _stamp(text: str) -> str | None:
     try:
-        return normalize_timestamp(text.strip())
+        return normalize_timestamp(text.strip().removesuffix(" UTC"))
     except InvalidTimestamp:
         return None
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agenttrail.formats.fountain._elements import (
+    FLOATING_TIMES,
     Names,
     Script,
     SessionLike,
@@ -77,7 +78,8 @@ def _title_page(session: SessionLike, names: Names) -> list[tuple[str, str]]:
         ("Author", names.user_cue),
     ]
     if started:
-        pairs += [("Date", clock(started)), ("Draft date", started[:10])]
+        zoned = not session.metadata.get(FLOATING_TIMES)
+        pairs += [("Date", clock(started, zoned=zoned)), ("Draft date", started[:10])]
     extra = session.metadata.get("title_page")
     if isinstance(extra, dict):
         pairs += [(str(k), str(v)) for k, v in extra.items()]
@@ -98,7 +100,7 @@ def render_scenes(session: SessionLike, items: Sequence[Event], *, dialect: str)
         names = Names(agent="Harvey", agent_cue="HARVEY", user_cue=names.user_cue)
     pairing = pair_tool_calls(items)
     scenes, ended = _scenes(items)
-    script = Script()
+    script = Script(zoned=not session.metadata.get(FLOATING_TIMES))
     script.title_page(_title_page(session, names))
     script.transition("FADE IN:")
     for scene in scenes:
@@ -141,7 +143,7 @@ def _write_turn(
     harvey: bool,
 ) -> None:
     model, location = _turn_model(scene)
-    stamp = clock(scene.events[0].created_at)
+    stamp = clock(scene.events[0].created_at, zoned=script.zoned)
     # Names are escaped like any text; the model name is written as it is, dots included (the
     # reader ends it at " Workspace: " or at the line's last dot).
     agent, user = escape_inline(names.agent), cue_line(names.user_cue)
