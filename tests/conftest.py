@@ -50,10 +50,13 @@ from tests._environment import (
     require,
 )
 
-__all__ = ["CHROMIUM", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS", "Served"]
+__all__ = ["CHROMIUM", "HARVEY", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS", "Served"]
 
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
+HARVEY = SHARED / "harvey"
+"""Harvey's own Fountain reader and writer as static binaries (``bin/harveyread``,
+``bin/harveywrite``), the test oracles of docs/fountain-format.md."""
 
 BACKENDS = ("sqlite", "postgresql")
 

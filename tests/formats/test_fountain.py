@@ -87,7 +87,10 @@ def test_the_recorder_api_session_writes_the_golden_bytes(tmp_path: Path) -> Non
 
 def test_the_golden_file_reads_as_the_seed_describes(tmp_path: Path) -> None:
     (session,) = fountain.read(GOLDEN, GOLDEN.read_bytes())
-    kinds = [e.payload["type"] for e in session.events]
+    # Headings, action lines and routing records are kept as annotations (the file's layout).
+    layout = ("scene", "action", "routing")
+    kept = [e for e in session.events if e.payload.get("kind") not in layout]
+    kinds = [e.payload["type"] for e in kept]
     assert kinds.count("recall") == 1 and kinds[0] == "recall"
     prompts = [e.payload["content"] for e in session.events if e.payload.get("role") == "user"]
     assert prompts == [
@@ -170,7 +173,9 @@ def test_hostile_text_reads_back_exactly_and_creates_no_structure(tmp_path: Path
     assert back[-1].type == "session_end"
     # No line of content became a heading, a cue of its own, or a note.
     assert text.count("\nINT. FAKE") == 0 and "\n[[tool: rm" not in text
-    assert "\nERROR:\n" not in text and "\nTHE END.\n" not in text[:-10]
+    assert "\nTHE END.\n" not in text[:-10]
+    parsed = _elements(text)
+    assert ("character", "ERROR:") not in parsed  # dialogue right under its cue
 
 
 _any_text = st.text(st.characters(codec=None, categories=None), max_size=60) | st.sampled_from(
@@ -205,7 +210,8 @@ def test_long_arguments_are_cut_with_their_sha256(tmp_path: Path) -> None:
     note = next(line for line in text.splitlines() if line.startswith("[[tool: write_file"))
     assert len(note) < 400
     whole = json.dumps({"content": "x" * 1_000_000}, separators=(",", ":"))
-    assert f"…[{len(whole)} chars, sha256 {hashlib.sha256(whole.encode()).hexdigest()}]" in note
+    digest = hashlib.sha256(whole.encode()).hexdigest()
+    assert f"…\\(cut: {len(whole)} chars, sha256 {digest})" in note
 
 
 # -- reading Harvey's files, old and new -----------------------------------------------------
@@ -271,7 +277,10 @@ def test_an_old_harvey_file_reads_every_exchange_and_keeps_what_it_does_not_know
         ("grep", {"q": "a — b"}),  # two separators: split on the last
     ]
     kinds = [p.get("kind") for p in payloads if p["type"] == "annotation"]
-    assert kinds == ["model switch", "write", "scene", "mystery"]
+    assert kinds == [
+        *("scene", "action", "routing", "model switch", "write"),
+        *("scene", "mystery"),
+    ]
     assert session.events[0].created_at == "2026-07-03T19:15:00.000000Z"  # minutes only
     assert session.session.metadata["incomplete"] is True  # no THE END.
     assert session.warnings

@@ -236,15 +236,23 @@ def fountain(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
     ] = None,
+    dialect: Annotated[
+        str,
+        typer.Option(
+            "--dialect",
+            help="agenttrail (default), or harvey: scenes and cues Harvey's --continue reads, "
+            "for a session that did not come from Harvey.",
+        ),
+    ] = "agenttrail",
     db: DbOption = None,
 ) -> None:
     """Render a session as a Fountain screenplay (Harvey session format v1.2).
 
-    Example: `agenttrail fountain sample-harvey-session -o harvey.spmd`
+    Example: `agenttrail fountain sample-harvey-session -o harvey.spmd --dialect harvey`
     """
     with open_log(db) as store:
         found = find_session(store, session)
-        text = fountain_from_events(found, list(store.read(found.id)))
+        text = fountain_from_events(found, list(store.read(found.id)), dialect=dialect)
     if output is None:
         sys.stdout.write(text)
     else:

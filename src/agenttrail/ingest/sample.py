@@ -35,7 +35,8 @@ def record_sample(store: LogStore) -> str:
             user="rsdoiel",
             workspace="<workspace>",
             started=_at("10:00:00"),
-            metadata={"credit": "Recorded by Harvey", "sample": True},
+            # The seed's example states no time zone: its times float (docs/fountain-format.md).
+            metadata={"credit": "Recorded by Harvey", "sample": True, "floating_times": True},
         )
     except SessionExists:
         return SAMPLE_SESSION_ID

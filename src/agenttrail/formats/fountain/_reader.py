@@ -4,7 +4,7 @@ The file is cut into blocks (runs of non-blank lines). Each block is one element
 heading, a run of notes, a dialogue (a cue and its lines), an action, or ``THE END.``. The
 reader knows the session's people from the title page and the headings, so it reads each
 dialogue by who speaks and where, never by Fountain's guesses; every text goes through
-:func:`~agenttrail.formats.fountain._text.unescape`.
+:func:`~agenttrail.formats.fountain._escaping.unescape`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from typing import Any
 from agenttrail.codec import normalize_timestamp
 from agenttrail.errors import FormatError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, decode_text
-from agenttrail.formats.fountain._text import (
+from agenttrail.formats.fountain._escaping import (
+    cue_line,
+    dialogue_lines,
     escape_inline,
     is_plain_cue,
     text_from_dialogue,
@@ -27,11 +29,16 @@ from agenttrail.formats.fountain._text import (
 )
 from agenttrail.model import Actor, NewEvent, NewSession, events
 
-__all__ = ["read_session", "role_of_cue"]
+__all__ = ["FLOATING_TIMES", "read_session", "role_of_cue"]
+
+FLOATING_TIMES = "floating_times"
+"""Session metadata key: true when the session's times are wall-clock times of no stated zone
+(a file whose headings say no zone, the seed's example, the sample session that records it);
+rendered, their headings and title page carry no zone either."""
 
 _HEADING = re.compile(
     r"(?P<place>INT|EXT)\. (?P<body>.*?)(?: —)? "
-    r"(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?)$"
+    r"(?P<stamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?)(?P<zone> UTC)?$"
 )
 _TITLE_KEY = re.compile(r"([A-Za-z][A-Za-z ]*):(?: (.*))?$")
 _PROSE_CALL = re.compile(r"(?P<who>\S+) calls (?P<name>[\w.:-]+): (?P<args>.*)$", re.DOTALL)
@@ -39,7 +46,7 @@ _RECALL = re.compile(r"recall: (?P<id>.*) \((?P<source>.*)\)$")
 _RAG = re.compile(r"rag: (?P<chunks>\d+) chunks from (?P<store>.*), top score (?P<score>\S+)$")
 _TOOL = re.compile(r"(?:(?P<who>[^:]+?)\.)?tool: (?P<call>.*)", re.DOTALL)
 _NOTE_KIND = re.compile(r"[\w .-]+")
-_CUT = re.compile(r"…\[(\d+) chars, sha256 ([0-9a-f]{64})\]$")
+_CUT = re.compile(r"…\(cut: (\d+) chars, sha256 ([0-9a-f]{64})\)$")
 _TITLE_KEYS = ("Title", "Credit", "Author", "Date", "Draft date")
 
 
@@ -68,6 +75,7 @@ class _Reader:
     recalled: list[dict[str, Any]] = field(default_factory=list)
     events: list[NewEvent] = field(default_factory=list)
     ended: bool = False
+    floating: bool = False
 
     def add(self, payload: dict[str, Any], line: int) -> None:
         self.events.append(NewEvent(payload, self.stamp, key=f"line{line}:{len(self.events)}"))
@@ -107,13 +115,17 @@ class _Reader:
             self.action("\n".join(block.lines), block.line)
 
     def heading(self, heading: re.Match[str] | None, first: str, line: int) -> None:
+        # Every heading is kept as written: rendering gives it back as it was (its time as
+        # written, floating or not), and a scene type we do not know keeps its name.
+        self.scene = "other"
+        if heading is not None:
+            self.stamp = _stamp(heading.group("stamp"))
+            self.floating = self.floating or heading.group("zone") is None
+        self.annotate("scene", first, line)
         if heading is None:  # a forced heading (".SOMETHING") from another tool
-            self.scene = "other"
-            self.annotate("scene", unescape(first[1:]), line)
             return
-        self.stamp = _stamp(heading.group("stamp"))
         place, body = heading.group("place"), heading.group("body")
-        user = escape_inline(self.user_cue)
+        user = cue_line(self.user_cue)
         if body in ("CONTEXT RECALL", "SHELL"):
             self.scene = "recall" if body == "CONTEXT RECALL" else "shell"
         elif place == "INT" and body.endswith(f" AND {user} TALKING"):
@@ -122,28 +134,36 @@ class _Reader:
         elif place == "EXT" and body.endswith(f" AND {user}"):
             self.scene, self.location = "turn", "remote"
             self.model = unescape(body[: -len(f" AND {user}")])
-        else:
-            self.scene = "other"
-            self.annotate("scene", unescape(first), line)
 
     def dialogue(self, block: _Block) -> None:
         first = block.lines[0]
         cue = unescape(first[1:]) if first.startswith("@") else first
         body = block.lines[1:]
         parens: dict[str, str] = {}
-        while len(body) > 1 and body[0].startswith("(") and body[0].endswith(")"):
-            key, _, value = body[0][1:-1].partition(": ")
-            parens[key] = unescape(value)
+        others: list[str] = []  # Harvey's own: "(chunk 1/3)", "(synthesis)", …
+        while body and body[0].startswith("(") and body[0].endswith(")"):
+            if body[0].startswith("(blank: "):
+                break  # part of the text (leading empty lines)
+            key, found, value = body[0][1:-1].partition(": ")
+            if found and key in ("role", "actor"):
+                parens[key] = unescape(value)
+            else:
+                others.append(body[0][1:-1])
             body = body[1:]
         if self.scene == "shell" and self._shell_line(cue, body):
             return
-        if cue == self.agent_cue and len(body) == 1 and _forwarded_to(body[0]) is not None:
-            self.model = self.model or _forwarded_to(body[0])
+        forwarded = _forwarded_to(body[0]) if len(body) == 1 else None
+        if forwarded is not None and cue in (self.agent_cue, "HARVEY"):
+            # The routing record: the replies that follow are the forwarded model's.
+            self.model = forwarded
+            routing = {"type": "annotation", "kind": "routing", "text": body[0]}
+            self.add({**routing, "character": cue, "actor": "agent"}, block.line)
             return
         role = parens.get("role") or role_of_cue(cue, self.user_cue)
+        text = text_from_dialogue(body, agent=cue == self.agent_cue)
         payload = events.message(
             role,
-            text_from_dialogue(body),
+            text,
             meta=events.meta(model=self.model, location=self.location),
         )
         if role == "user":
@@ -152,6 +172,10 @@ class _Reader:
             payload["actor"] = parens["actor"]
         if role == "assistant":
             payload["character"] = cue
+        if others:
+            payload["parentheticals"] = others
+        if dialogue_lines(text, agent=cue == self.agent_cue) != body:
+            payload["as_written"] = body  # written otherwise than we would: kept as it was
         self.add(payload, block.line)
 
     def _shell_line(self, cue: str, body: list[str]) -> bool:
@@ -167,11 +191,10 @@ class _Reader:
         return False
 
     def action(self, text: str, line: int) -> None:
-        if self._scene_action(text):
-            return
         prose = _PROSE_CALL.fullmatch(text)
         if prose is None:
-            self.annotate("action", unescape(text), line)
+            self._scene_action(text)
+            self.annotate("action", text, line)  # as written: it renders back as it was
             return
         # Harvey before v1.2 wrote tool calls as prose: "Harvey calls read_file: {…}".
         args = prose.group("args")
@@ -191,14 +214,20 @@ class _Reader:
         else:
             return False
         if marker == routed:
+            # Ours: "routing to M (cloud API)."; Harvey's recorder: "routing to M."
             model, found, rest = rest.partition(" (cloud API).")
             if not found:
-                return False
+                model, found, rest = rest.partition(".")
+                if not found or (rest and not rest.startswith(" Workspace: ")):
+                    return False
             self.model = self.model or unescape(model)
         elif rest.startswith(" Model: "):
+            # The model name is written as it is, dots included ("LLAMA3.2"): it ends at the
+            # workspace field, or at the line's last dot.
             rest = rest[len(" Model: ") :]
-            end = _first_unescaped(rest, ".")
-            if end < 0:
+            end = rest.find(". Workspace: ")
+            end = end if end >= 0 else len(rest) - 1
+            if not rest.endswith("."):
                 return False
             self.model = self.model or unescape(rest[:end])
             rest = rest[end + 1 :]
@@ -252,11 +281,14 @@ class _Reader:
         elif note.startswith("error: "):
             self.add(events.error(unescape(note[len("error: ") :]), actor=Actor.SYSTEM.value), line)
         else:
+            # A note we do not know is kept as written (Harvey's own readers parse some of
+            # them, "[[model switch: …]]"), and renders back as it was.
             kind, sep, rest = note.partition(": ")
             if sep and _NOTE_KIND.fullmatch(kind):
                 self.annotate(kind, unescape(rest), line)
             else:
-                self.annotate("note", unescape(note), line)
+                bare = {"type": "annotation", "kind": "note", "text": unescape(note)}
+                self.add({**bare, "bare": True, "actor": "system"}, line)
 
     def tool_note(self, who: str | None, call: str, status: str, line: int) -> None:
         """``[[WHO.tool: name(args) — status]]``: a call and, from its status, its result."""
@@ -284,8 +316,9 @@ class _Reader:
         if status and status != "no result":
             self.add(_result(call_id, name, status), line)
 
-    def session(self, title: dict[str, str]) -> NewSession:
+    def session(self, title: dict[str, str], title_lines: list[str]) -> NewSession:
         metadata: dict[str, Any] = {"format": "fountain", "source": self.path.name}
+        metadata["title_page_lines"] = title_lines
         if title.get("Credit"):
             metadata["credit"] = title["Credit"]
         extra = {k: v for k, v in title.items() if k not in _TITLE_KEYS}
@@ -294,6 +327,8 @@ class _Reader:
         if not self.ended:
             metadata["incomplete"] = True
         date = title.get("Date")
+        if self.floating or (date and not date.strip().endswith(" UTC")):
+            metadata[FLOATING_TIMES] = True
         return NewSession(
             title=title.get("Title"),
             agent=self.agent_name or self.agent_cue,
@@ -313,6 +348,7 @@ def read_session(path: Path, data: bytes) -> ImportedSession:
     text = decode_text(path, data)
     lines = [line.removesuffix("\r") for line in text.split("\n")]
     title, body_start = _title_page(path, lines)
+    title_lines = [line for line in lines[:body_start] if line != ""]
     reader = _Reader(path, user_cue=(title.get("Author") or "USER").strip())
     for block in _blocks(path, lines, body_start):
         reader.block(block)
@@ -322,7 +358,7 @@ def read_session(path: Path, data: bytes) -> ImportedSession:
         reader.add({"type": "session_end", "reason": "closed", "actor": "system"}, len(lines))
     else:
         warnings.append(f"{path}: no THE END.: the session did not close cleanly (incomplete)")
-    return ImportedSession(reader.session(title), reader.events, warnings)
+    return ImportedSession(reader.session(title, title_lines), reader.events, warnings)
 
 
 def _title_page(path: Path, lines: list[str]) -> tuple[dict[str, str], int]:
@@ -411,7 +447,7 @@ def role_of_cue(cue: str, user_cue: str) -> str:
 
 def _stamp(text: str) -> str | None:
     try:
-        return normalize_timestamp(text.strip())
+        return normalize_timestamp(text.strip().removesuffix(" UTC"))
     except InvalidTimestamp:
         return None
 
