@@ -24,6 +24,42 @@ def test_the_console_script_prints_its_version() -> None:
     assert (result.returncode, result.stdout.strip()) == (0, f"agenttrail {__version__}")
 
 
+HEAVY_MODULES = (
+    "agenttrail.formats",
+    "agenttrail.ingest",
+    "agenttrail.replay",
+    "agenttrail.log.store",
+    "rich.table",
+    "fastapi",
+    "httpx",
+    "jsonschema",
+    "cryptography",
+    "jwt",
+)
+"""What building the command and printing ``--version`` must not import: each command imports
+what it uses (its start-up is measured in bench/scale.py, not timed here)."""
+
+
+def test_the_command_starts_without_the_heavy_modules() -> None:
+    probe = (
+        "import sys\n"
+        "from agenttrail.cli import main\n"
+        "code = main(['--version'])\n"
+        f"print(sorted(m for m in sys.modules if m.startswith({HEAVY_MODULES!r})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines() == [f"agenttrail {__version__}", "[]"]
+
+
+def test_import_format_names_are_the_formats() -> None:
+    from agenttrail.cli.log import FORMAT_NAMES
+    from agenttrail.formats import FORMATS
+
+    assert FORMAT_NAMES == tuple(FORMATS)
+
+
 def test_quickstart_imports_shows_and_verifies(tmp_path: Path) -> None:
     db = tmp_path / "log.db"
     result = run_cli_subprocess("quickstart", str(SIMONW), "--db", str(db))

@@ -5,29 +5,22 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
 from agenttrail.cli._options import DbOption, JsonOption, MaxBytesOption, SessionArg
-from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
-from agenttrail.formats import FORMATS
-from agenttrail.formats.fountain import fountain_from_events
-from agenttrail.formats.jsonl import jsonl_from_log
-from agenttrail.ingest.importer import (
-    ImportReport,
-    read_paths,
-    write_sessions,
-)
-from agenttrail.ingest.sample import record_sample
-from agenttrail.log.chain import verify as verify_chain
-from agenttrail.log.store import payload_limit
-from agenttrail.replay import replay as replay_events
-from agenttrail.views.terminal import render_session, safe
+
+if TYPE_CHECKING:
+    from agenttrail.ingest.importer import ImportReport
+
+# The formats, the importer, replay and Rich's tables are imported by the commands that use
+# them, not here: `agenttrail --version` and every other command start without them.
+
+FORMAT_NAMES = ("jsonl", "fountain", "claude_code", "anthropic", "toolbench", "openai")
+"""Names ``--format`` accepts (``agenttrail.formats.FORMATS``; tests/cli keeps them equal)."""
 
 __all__ = ["export", "fountain", "import_command", "quickstart", "replay", "sessions", "show"]
 
@@ -38,7 +31,7 @@ def import_command(
     ],
     format: Annotated[
         str | None,
-        typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMATS)}."),
+        typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMAT_NAMES)}."),
     ] = None,
     max_bytes: MaxBytesOption = None,
     db: DbOption = None,
@@ -51,6 +44,9 @@ def import_command(
 
     Example: `agenttrail import ~/.claude/projects/*/*.jsonl`
     """
+    from agenttrail.ingest.importer import read_paths, write_sessions
+    from agenttrail.log.store import payload_limit
+
     # Read everything first: a bad file leaves the database, or its absence, as it was.
     parsed = read_paths(
         files, format=format, max_payload_bytes=payload_limit(), max_bytes=max_bytes
@@ -78,6 +74,12 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
 
     Example: `agenttrail sessions --json | jq -r .id`
     """
+    from rich.markup import escape
+    from rich.table import Table
+
+    from agenttrail.codec import json_line
+    from agenttrail.views.terminal import safe
+
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
         rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
@@ -116,6 +118,9 @@ def show(
 
     Example: `agenttrail show sample-harvey-session`
     """
+    from agenttrail.log.chain import verify as verify_chain
+    from agenttrail.views.terminal import render_session
+
     with open_log(db) as store:
         found = find_session(store, session)
         (verdict,) = verify_chain(store, [found.id])
@@ -144,6 +149,8 @@ def export(
 
     Example: `agenttrail export sample-harvey-session > harvey.jsonl`
     """
+    from agenttrail.formats.jsonl import jsonl_from_log
+
     if format != "jsonl":
         raise InputError(f"unknown export format {format!r} (use jsonl)")
     with open_log(db) as store:
@@ -168,6 +175,8 @@ def fountain(
 
     Example: `agenttrail fountain sample-harvey-session -o harvey.spmd`
     """
+    from agenttrail.formats.fountain import fountain_from_events
+
     with open_log(db) as store:
         found = find_session(store, session)
         text = fountain_from_events(found, list(store.read(found.id)))
@@ -199,6 +208,8 @@ def replay(
 
     Example: `agenttrail replay sample-harvey-session --format anthropic --upto 12 | jq .`
     """
+    from agenttrail.replay import replay as replay_events
+
     with open_log(db) as store:
         found = find_session(store, session)
         result = replay_events(store.read(found.id), format, upto_seq=upto)
@@ -223,6 +234,12 @@ def quickstart(
 
     Example: `agenttrail quickstart`
     """
+    from agenttrail.ingest.importer import read_paths, write_sessions
+    from agenttrail.ingest.sample import record_sample
+    from agenttrail.log.chain import verify as verify_chain
+    from agenttrail.log.store import payload_limit
+    from agenttrail.views.terminal import render_session
+
     limit = payload_limit()
     if paths:  # named by the user: a bad one is bad input
         parsed = read_paths(_expand(paths), max_payload_bytes=limit)
