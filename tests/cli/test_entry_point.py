@@ -57,7 +57,7 @@ def test_import_format_names_are_the_formats() -> None:
     from agenttrail.cli.log import FORMAT_NAMES
     from agenttrail.formats import FORMATS
 
-    assert FORMAT_NAMES == tuple(FORMATS)
+    assert tuple(FORMATS) == FORMAT_NAMES
 
 
 def test_quickstart_imports_shows_and_verifies(tmp_path: Path) -> None:

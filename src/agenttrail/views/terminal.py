@@ -8,7 +8,7 @@ is flagged with ⚠ and the reason. Text from the log is never read as Rich mark
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -29,8 +29,9 @@ from agenttrail.model import (
     usage_of,
 )
 from agenttrail.model.parts import whole_messages
-from agenttrail.views.order import TextRun, reading_order
+from agenttrail.views.order import Shown, TextRun, reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
+from agenttrail.views.table import print_table
 
 __all__ = ["render_session", "safe", "transcript_table"]
 
@@ -82,7 +83,8 @@ def render_session(
         console: where to print.
         session: the session row (title, agent, user, workspace, started).
         events: the session's events in seq order (an API message stored in growing parts
-            is shown once, :func:`agenttrail.model.parts.whole_messages`).
+            is shown once, :func:`agenttrail.model.parts.whole_messages`). The rows are
+            printed a chunk at a time (:func:`agenttrail.views.table.print_table`).
         full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
         broken_at: the first seq whose chain does not verify, marked on its row.
     """
@@ -98,7 +100,14 @@ def render_session(
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
     console.print(header)
-    console.print(transcript_table(whole_messages(events), full=full, broken_at=broken_at))
+    shown = whole_messages(events)
+    pairing = pair_tool_calls(shown)
+    order = reading_order(shown)
+    print_table(
+        console,
+        _template(),
+        lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at),
+    )
 
 
 def transcript_table(
@@ -109,16 +118,37 @@ def transcript_table(
     The time is ``HH:MM:SS`` (UTC) while every event falls on one day, ``MM-DD HH:MM:SS``
     when the session spans days (a session resumed later). The row holding seq
     ``broken_at`` (an event, or the result shown on its call's row) is marked.
+    :func:`render_session` prints the same rows a chunk at a time.
     """
     pairing = pair_tool_calls(events)
-    one_day = len({event.created_at[:10] for event in events}) <= 1
+    table = _template()
+    for row in _transcript_rows(reading_order(events), pairing, full=full, broken_at=broken_at):
+        table.add_row(*row)
+    return table
+
+
+LABEL_CHARS = 24
+"""Widest event label (``assistant HARVEY``) shown whole; a longer one ends in an ellipsis, so
+that one long character name does not narrow every row's text."""
+
+
+def _template() -> Table:
+    """The transcript's columns, without rows."""
     table = Table(show_lines=False, expand=True, pad_edge=False)
     table.add_column("seq", justify="right", no_wrap=True, style="dim")
     table.add_column("time", no_wrap=True, style="dim")
     table.add_column("actor", no_wrap=True)
-    table.add_column("event", no_wrap=True)
+    table.add_column("event", no_wrap=True, overflow="ellipsis", max_width=LABEL_CHARS)
     table.add_column("text", ratio=1, overflow="fold")
-    for shown in reading_order(events):
+    return table
+
+
+def _transcript_rows(
+    order: list[Shown], pairing: Pairing, *, full: bool, broken_at: int | None
+) -> Iterator[tuple[str, str, Text, Text, Text]]:
+    """One row per shown event (``seq, time, actor, event, text``)."""
+    one_day = len({shown.event.created_at[:10] for shown in order}) <= 1
+    for shown in order:
         event = shown.event
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # shown on its call's row
@@ -133,14 +163,13 @@ def transcript_table(
         result = pairing.result_of.get(event.seq)
         if broken_at is not None and broken_at in (event.seq, result and result.seq):
             text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
-        table.add_row(
+        yield (
             seq,
             event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " "),
             Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
             kind,
             text,
         )
-    return table
 
 
 Row = tuple[str, Text, Text]
