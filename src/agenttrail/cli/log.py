@@ -109,22 +109,41 @@ def show(
     full: Annotated[
         bool, typer.Option("--full", help="Show tool results and runtime notes whole.")
     ] = False,
+    since: Annotated[
+        int | None,
+        typer.Option("--since", metavar="SEQ", min=1, help="Show the rows from this seq on."),
+    ] = None,
+    tail: Annotated[
+        int | None,
+        typer.Option("--tail", metavar="N", min=1, help="Show the rows of the last N seqs."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Print a session as a transcript: one row per event, a tool call and its result on one.
 
     The last line says whether the session's hash chain verifies: a transcript read from a
-    log changed by hand says where.
+    log changed by hand says where. --since and --tail print a window of a long session
+    (a tool call whose result falls outside it is still shown with it).
 
-    Example: `agenttrail show sample-harvey-session`
+    Example: `agenttrail show sample-harvey-session --tail 20`
     """
     from agenttrail.log.chain import verify as verify_chain
     from agenttrail.views.terminal import render_session
 
+    if since is not None and tail is not None:
+        raise InputError("--since and --tail do not go together: give one")
     with open_log(db) as store:
         found = find_session(store, session)
         (verdict,) = verify_chain(store, [found.id])
-        render_session(out, found, store.read(found.id), full=full, broken_at=verdict.bad_seq)
+        first = since or (max(1, found.head_seq - tail + 1) if tail is not None else 1)
+        render_session(
+            out,
+            found,
+            store.read(found.id),
+            full=full,
+            broken_at=verdict.bad_seq,
+            since=first,
+        )
     if verdict.ok:
         line = f"chain intact: {verdict.events} events, head {verdict.head_hash.hex()[:16]}"
         out.print(line, style="dim", markup=False)

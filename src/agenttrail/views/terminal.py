@@ -76,6 +76,7 @@ def render_session(
     *,
     full: bool = False,
     broken_at: int | None = None,
+    since: int = 1,
 ) -> None:
     """Print a session's header and its transcript table.
 
@@ -87,6 +88,8 @@ def render_session(
             printed a chunk at a time (:func:`agenttrail.views.table.print_table`).
         full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
         broken_at: the first seq whose chain does not verify, marked on its row.
+        since: print only the rows from this seq on (a call is paired with its result
+            wherever either falls, so a window reads as the whole session does there).
     """
     header = Text()
     header.append(safe(session.title or "(untitled session)"), style="bold")
@@ -106,7 +109,7 @@ def render_session(
     print_table(
         console,
         _template(),
-        lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at),
+        lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at, since=since),
     )
 
 
@@ -144,12 +147,14 @@ def _template() -> Table:
 
 
 def _transcript_rows(
-    order: list[Shown], pairing: Pairing, *, full: bool, broken_at: int | None
+    order: list[Shown], pairing: Pairing, *, full: bool, broken_at: int | None, since: int = 1
 ) -> Iterator[tuple[str, str, Text, Text, Text]]:
-    """One row per shown event (``seq, time, actor, event, text``)."""
+    """One row per shown event (``seq, time, actor, event, text``) from seq ``since`` on."""
     one_day = len({shown.event.created_at[:10] for shown in order}) <= 1
     for shown in order:
         event = shown.event
+        if event.seq < since:
+            continue
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # shown on its call's row
         if shown.run is not None:  # one run of a message whose text and calls interleave
