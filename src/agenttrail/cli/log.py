@@ -4,6 +4,7 @@ fountain, replay and quickstart."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -74,18 +75,18 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
 
     Example: `agenttrail sessions --json | jq -r .id`
     """
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from agenttrail.codec import json_line
+    from agenttrail.views.table import print_table
     from agenttrail.views.terminal import safe
 
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
         rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
     if json:
-        for s in rows:
-            out.print(json_line(s.record()), markup=False)
+        sys.stdout.writelines(json_line(s.record()) + "\n" for s in rows)
         return
     table = Table(expand=True)
     table.add_column("id", no_wrap=True)  # whole, so it can be copied
@@ -93,15 +94,16 @@ def sessions(db: DbOption = None, json: JsonOption = False) -> None:
     table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=14)
     table.add_column("events", justify="right", no_wrap=True)
     table.add_column("title", overflow="fold", ratio=3)
-    for s in rows:
-        title = (s.title or "").splitlines()[0] if s.title else ""
-        started = (s.started or "")[:16].replace("T", " ")
-        table.add_row(
-            *(escape(safe(v)) for v in (s.id, started, s.agent or "")),
-            str(s.head_seq),
-            escape(safe(title)),
-        )
-    out.print(table)
+
+    def cells() -> Iterator[tuple[Text, ...]]:
+        for s in rows:
+            title = (s.title or "").splitlines()[0] if s.title else ""
+            started = (s.started or "")[:16].replace("T", " ")
+            yield tuple(
+                Text(safe(v)) for v in (s.id, started, s.agent or "", str(s.head_seq), title)
+            )
+
+    print_table(out, table, cells)
 
 
 def show(

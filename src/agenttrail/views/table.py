@@ -11,8 +11,8 @@ edges that join it to its neighbours. The lines are those of the whole table pri
 
 Without colour (a file or a pipe: Rich writes plain text), laying a row out through Rich's
 renderables costs about a millisecond, most of the time of ``agenttrail show``; the rows are
-then laid out here, as Rich lays them out (its own word division, ``rich._wrap.divide_line``,
-and its rules for cropping, ellipsis and padding), and the header and edges come from Rich.
+then laid out here, as Rich lays them out (its word division, ``rich._wrap.divide_line``, and
+its rules for cropping, ellipsis and padding), and the header and edges come from Rich.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from rich._wrap import divide_line
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len, chop_cells, set_cell_size
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Column, Table
@@ -78,8 +77,15 @@ def _measured_widths(
     ]
     for row in rows:
         for i, cell in enumerate(row):
-            if measured[i]:
-                widest[i] = max(widest[i], Measurement.get(console, options, cell).maximum)
+            if not measured[i]:
+                continue
+            if isinstance(cell, Text):  # Text.__rich_measure__'s maximum, without its minimum
+                lines = cell.plain.splitlines()
+                width = min(max(map(_cells, lines), default=0), options.max_width)
+            else:
+                width = Measurement.get(console, options, cell).maximum
+            if width > widest[i]:
+                widest[i] = width
     widths: list[int | None] = []
     for column, is_measured, width in zip(template.columns, measured, widest, strict=True):
         if not is_measured:
@@ -206,6 +212,48 @@ def _pad(table: Table, index: int, side: int, last: int) -> int:
 _TRAILING_SPACE = re.compile(r"\s+$")
 
 
+_WORD = re.compile(r"\s*\S+\s*")
+
+
+def _divide(line: str, width: int, *, fold: bool) -> list[int]:
+    """``rich._wrap.divide_line``: the offsets to break ``line`` at so that each piece fits
+    ``width`` cells, a word longer than a line folded (``fold``) or left to be cropped; a
+    word of printable ASCII is measured and chopped without Rich's per-character tables."""
+    breaks: list[int] = []
+    offset = 0
+    for match in _WORD.finditer(line):
+        start, word = match.start(), match.group()
+        length = _cells(word.rstrip())
+        if width - offset >= length:
+            offset += _cells(word)
+        elif length > width:
+            if fold:
+                if word.isascii() and word.isprintable():
+                    pieces = [word[at : at + width] for at in range(0, len(word), width)]
+                else:
+                    pieces = chop_cells(word, width)
+                for piece in pieces[:-1]:
+                    if start:
+                        breaks.append(start)
+                    start += len(piece)
+                if start:
+                    breaks.append(start)
+                offset = _cells(pieces[-1])
+            else:
+                if start:
+                    breaks.append(start)
+                offset = _cells(word)
+        elif offset and start:
+            breaks.append(start)
+            offset = _cells(word)
+    return breaks
+
+
+def _cells(text: str) -> int:
+    """Terminal cells ``text`` takes (``rich.cells.cell_len``; printable ASCII is one each)."""
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+
+
 def _cell_lines(console: Console, cell: RenderableType, column: Column, width: int) -> list[str]:
     """A cell as lines of exactly ``width`` cells, as Rich lays a ``Text`` out in a column
     (``Text.wrap`` then ``Lines.justify``)."""
@@ -220,11 +268,11 @@ def _cell_lines(console: Console, cell: RenderableType, column: Column, width: i
         return _rendered_lines(console, cell, column, width)
     out: list[str] = []
     for line in cell.plain.split("\n"):
-        if no_wrap:
-            pieces = [line]
+        if no_wrap or (line.isascii() and line.isprintable() and len(line) <= width):
+            pieces = [line]  # it fits: divide_line would not break it
         else:
             pieces = []
-            breaks = divide_line(line, width, fold=overflow == "fold")
+            breaks = _divide(line, width, fold=overflow == "fold")
             for start, end in zip([0, *breaks], [*breaks, len(line)], strict=True):
                 piece = line[start:end]
                 if len(piece) > width:  # Text.rstrip_end: trailing space past the width goes
@@ -235,7 +283,7 @@ def _cell_lines(console: Console, cell: RenderableType, column: Column, width: i
         for piece in pieces:
             if justify == "right":
                 piece = piece.rstrip()
-            length = cell_len(piece)
+            length = _cells(piece)
             if length > width:
                 if overflow == "ellipsis":
                     piece = set_cell_size(piece, width - 1) + "…"

@@ -148,7 +148,7 @@ def _template() -> Table:
 
 def _transcript_rows(
     order: list[Shown], pairing: Pairing, *, full: bool, broken_at: int | None, since: int = 1
-) -> Iterator[tuple[str, str, Text, Text, Text]]:
+) -> Iterator[tuple[Text, Text, Text, Text, Text]]:
     """One row per shown event (``seq, time, actor, event, text``) from seq ``since`` on."""
     one_day = len({shown.event.created_at[:10] for shown in order}) <= 1
     for shown in order:
@@ -169,8 +169,8 @@ def _transcript_rows(
         if broken_at is not None and broken_at in (event.seq, result and result.seq):
             text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
         yield (
-            seq,
-            event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " "),
+            Text(seq),
+            Text(event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " ")),
             Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
             kind,
             text,
