@@ -40,17 +40,27 @@ HEAVY_MODULES = (
 what it uses (its start-up is measured in bench/scale.py, not timed here)."""
 
 
+def _imported_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The lines ``code`` prints, then the modules it imported whose names start with one
+    of ``prefixes``, in a fresh interpreter."""
+    listed = f"sorted(m for m in sys.modules if m.startswith({prefixes!r}))"
+    probe = f"import sys\n{code}\nprint({listed})"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
 def test_the_command_starts_without_the_heavy_modules() -> None:
-    probe = (
-        "import sys\n"
-        "from agenttrail.cli import main\n"
-        "code = main(['--version'])\n"
-        f"print(sorted(m for m in sys.modules if m.startswith({HEAVY_MODULES!r})))\n"
+    version = _imported_after(
+        "from agenttrail.cli import main\nmain(['--version'])", (*HEAVY_MODULES, "typer", "rich")
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    assert version == [f"agenttrail {__version__}", "[]"]
+    # building every command's options and help imports none of what the commands use
+    built = _imported_after(
+        "import typer.main\nfrom agenttrail.cli._app import app\ntyper.main.get_command(app)",
+        HEAVY_MODULES,
     )
-    assert result.stdout.splitlines() == [f"agenttrail {__version__}", "[]"]
+    assert built == ["[]"]
 
 
 def test_import_format_names_are_the_formats() -> None:

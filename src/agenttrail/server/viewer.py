@@ -85,6 +85,15 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) ->
         result: dict[str, Any] = await run(lambda: indexes.overview(store, session_id))
         return result
 
+    @app.get("/v1/summaries")
+    async def summaries(auth: Auth) -> dict[str, Any]:
+        """The summary of every session this token may read, as ``/summary`` gives one:
+        ``{"summaries": [{"id": …, "events": …, "chain": …}, …]}`` in the sessions' order."""
+        auth.require("read")
+        ids = [s.id for s in await run(store.sessions) if auth.session in ("*", s.id)]
+        found: list[dict[str, Any]] = await run(lambda: indexes.overviews(store, ids))
+        return {"summaries": [{"id": i, **summary} for i, summary in zip(ids, found, strict=True)]}
+
     @app.get("/v1/search")
     async def search_sessions(
         auth: Auth,
