@@ -22,7 +22,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from rich.cells import cell_len, chop_cells, set_cell_size
+from rich.cells import cell_len, chop_cells, get_character_cell_size, set_cell_size
 from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.table import Column, Table
@@ -228,10 +228,7 @@ def _divide(line: str, width: int, *, fold: bool) -> list[int]:
             offset += _cells(word)
         elif length > width:
             if fold:
-                if word.isascii() and word.isprintable():
-                    pieces = [word[at : at + width] for at in range(0, len(word), width)]
-                else:
-                    pieces = chop_cells(word, width)
+                pieces = _chop(word, width)
                 for piece in pieces[:-1]:
                     if start:
                         breaks.append(start)
@@ -247,6 +244,16 @@ def _divide(line: str, width: int, *, fold: bool) -> list[int]:
             breaks.append(start)
             offset = _cells(word)
     return breaks
+
+
+def _chop(word: str, width: int) -> list[str]:
+    """``rich.cells.chop_cells``: ``word`` in pieces of ``width`` cells; by slicing when
+    every character is one cell (Rich splits it into graphemes, a millisecond a line)."""
+    if (word.isascii() and word.isprintable()) or all(
+        get_character_cell_size(c) == 1 for c in set(word)
+    ):
+        return [word[at : at + width] for at in range(0, len(word), width)]
+    return chop_cells(word, width)
 
 
 def _cells(text: str) -> int:
