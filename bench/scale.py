@@ -21,8 +21,11 @@ floor, and its growth from the previous size (linear is the ratio of the sizes: 
 ``show``'s peak memory (RSS), which should not grow with the session.
 
 Also: ``sessions`` (table and ``--json``) over a log of ``--sessions`` sessions, against
-``sqlite3`` reading the sessions table and writing each row as JSON; and the CLI's start-up
-(``agenttrail --version``, best of five) against ``python -c pass``.
+``sqlite3`` reading the sessions table and writing each row as JSON; the CLI's start-up
+(``agenttrail --version``, best of five) against ``python -c pass``; and the viewer's sessions
+list over 1,000 of those sessions (wall-clock time, in this process through Starlette's test
+client): one ``GET /v1/summaries`` against a ``GET …/summary`` per session, as the page asked
+before.
 """
 
 from __future__ import annotations
@@ -158,6 +161,32 @@ def best_of(times: int, command: list[str]) -> float:
     return best
 
 
+def viewer_list(db: Path, n: int) -> None:
+    """Print the wall-clock seconds of the viewer's sessions list over the first ``n``
+    sessions: one request for every summary, then one request per session."""
+    from fastapi.testclient import TestClient
+
+    from agenttrail.server import create_app, mint_token
+
+    secret = b"bench-secret-not-for-production-0123456789abcdef"
+    with open_store(str(db)) as store:
+        for session in store.sessions()[n:]:
+            store.remove_session(session.id, reason="bench: keep the first sessions")
+        client = TestClient(create_app(store, secret=secret))
+        headers = {"Authorization": f"Bearer {mint_token(secret, rights=['read'])}"}
+        start = time.perf_counter()
+        listed = client.get("/v1/summaries", headers=headers).json()["summaries"]
+        one = time.perf_counter() - start
+        start = time.perf_counter()
+        for session in listed:
+            client.get(f"/v1/sessions/{session['id']}/summary", headers=headers)
+        each = time.perf_counter() - start
+    print(
+        f"viewer sessions list, {len(listed):,} sessions (wall): one request {one:.2f} s, "
+        f"a request per session {each:.2f} s"
+    )
+
+
 def _row(name: str, seconds: float, floor: float, before: float | None, extra: str = "") -> None:
     growth = f"{seconds / before:5.1f}x" if before else "    —"
     ratio = seconds / floor
@@ -205,6 +234,7 @@ def main() -> None:
         for name, command in {"sessions": ["sessions"], "--json": ["sessions", "--json"]}.items():
             took, _ = run_cli(*command, "--db", str(db), out=folder / "out")
             _row(name, took, floor, None)
+        viewer_list(db, 1000)
         python = best_of(5, [sys.executable, "-c", "pass"])
         version = best_of(5, [sys.executable, "-m", "agenttrail.cli", "--version"])
         print(
