@@ -19,7 +19,7 @@ from agenttrail.log.store import open_store
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.parts import whole_messages
 from agenttrail.views.table import print_table
-from agenttrail.views.terminal import render_session, transcript_table
+from agenttrail.views.terminal import READ_AHEAD, print_session, render_session, transcript_table
 from tests.conftest import REALDATA
 
 # Every transcript file of the real data that import reads (SOURCES.md lists them).
@@ -50,10 +50,13 @@ def _same_as_rich(db: Path, session_id: str, width: int, *, colour: bool) -> Non
         session = store.get_session(session_id)
         streamed = _console(width, colour=colour)
         render_session(streamed, session, store.read(session_id))
+        read_twice = _console(width, colour=colour)  # reads the session as it prints
+        print_session(read_twice, session, store)
         whole = _console(width, colour=colour)
         whole.print(transcript_table(whole_messages(store.read(session_id))))
     assert _printed(whole), "the oracle printed the table"
     assert _printed(streamed).endswith(_printed(whole))
+    assert _printed(read_twice) == _printed(streamed)
 
 
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -69,8 +72,13 @@ def test_show_prints_what_rich_prints_for_the_whole_table(tmp_path: Path, path: 
 
 def _large_session(db: Path, n: int) -> None:
     """``n`` events of messages, tool calls and results (one in 50 results 20 KiB), over two
-    days, with a long character name (its label is cut)."""
-    batch: list[NewEvent] = []
+    days, with a long character name (its label is cut); one call's result comes more than
+    :data:`READ_AHEAD` events later, and one result comes before its call."""
+    batch: list[NewEvent] = [
+        NewEvent(events.tool_call("far", "wait", {}), "2026-01-01T09:00:00.000000Z"),
+        NewEvent(events.tool_result("early", "look", output="seen"), "2026-01-01T09:00:00.000000Z"),
+        NewEvent(events.tool_call("early", "look", {}), "2026-01-01T09:00:01.000000Z"),
+    ]
     for turn in range(n // 4):
         call = f"call_{turn}"
         output = ("line of output " * 8 + "\n") * (1400 if turn % 50 == 49 else 2)
@@ -84,8 +92,10 @@ def _large_session(db: Path, n: int) -> None:
         ):
             day = 1 + len(batch) * 2 // n
             batch.append(NewEvent(payload, f"2026-01-0{day}T10:00:00.000000Z"))
+    far = NewEvent(events.tool_result("far", "wait", output="done"), "2026-01-02T11:00:00.000000Z")
+    assert n - 4 > READ_AHEAD
     with open_store(str(db), create=True) as store:
-        store.append_batch("big", batch[:n], create=NewSession("big", "big", "bench"))
+        store.append_batch("big", [*batch[: n - 1], far], create=NewSession("big", "big", "x"))
 
 
 def test_show_of_a_large_session_prints_what_rich_prints(tmp_path: Path) -> None:

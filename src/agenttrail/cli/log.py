@@ -130,7 +130,7 @@ def show(
     Example: `agenttrail show sample-harvey-session --tail 20`
     """
     from agenttrail.log.chain import verify as verify_chain
-    from agenttrail.views.terminal import render_session
+    from agenttrail.views.terminal import print_session
 
     if since is not None and tail is not None:
         raise InputError("--since and --tail do not go together: give one")
@@ -138,14 +138,7 @@ def show(
         found = find_session(store, session)
         (verdict,) = verify_chain(store, [found.id])
         first = since or (max(1, found.head_seq - tail + 1) if tail is not None else 1)
-        render_session(
-            out,
-            found,
-            store.read(found.id),
-            full=full,
-            broken_at=verdict.bad_seq,
-            since=first,
-        )
+        print_session(out, found, store, full=full, broken_at=verdict.bad_seq, since=first)
     if verdict.ok:
         line = f"chain intact: {verdict.events} events, head {verdict.head_hash.hex()[:16]}"
         out.print(line, style="dim", markup=False)

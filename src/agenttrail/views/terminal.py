@@ -8,6 +8,7 @@ is flagged with ⚠ and the reason. Text from the log is never read as Rich mark
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from agenttrail.codec import json_line
 from agenttrail.model import (
     Attachment,
     Event,
+    LogReader,
     Session,
     attachment_of,
     content_text,
@@ -28,12 +30,19 @@ from agenttrail.model import (
     tool_status,
     usage_of,
 )
-from agenttrail.model.parts import whole_messages
-from agenttrail.views.order import Shown, TextRun, reading_order
-from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
+from agenttrail.model.parts import MessageParts, whole_messages
+from agenttrail.views.order import Shown, TextRun, reading_order, text_runs
+from agenttrail.views.pairing import (
+    ANOMALY_TEXT,
+    Pairing,
+    ToolRef,
+    pair_refs,
+    pair_tool_calls,
+    tool_ref,
+)
 from agenttrail.views.table import print_table
 
-__all__ = ["render_session", "safe", "transcript_table"]
+__all__ = ["READ_AHEAD", "print_session", "render_session", "safe", "transcript_table"]
 
 ARGS_CHARS = 160
 """Widest tool-call argument text shown in a row before it is cut (characters)."""
@@ -91,6 +100,18 @@ def render_session(
         since: print only the rows from this seq on (a call is paired with its result
             wherever either falls, so a window reads as the whole session does there).
     """
+    _print_header(console, session)
+    shown = whole_messages(events)
+    pairing = pair_tool_calls(shown)
+    order = reading_order(shown)
+    print_table(
+        console,
+        _template(),
+        lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at, since=since),
+    )
+
+
+def _print_header(console: Console, session: Session) -> None:
     header = Text()
     header.append(safe(session.title or "(untitled session)"), style="bold")
     header.append(f"\nsession {safe(session.id)}", style="dim")
@@ -103,14 +124,6 @@ def render_session(
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
     console.print(header)
-    shown = whole_messages(events)
-    pairing = pair_tool_calls(shown)
-    order = reading_order(shown)
-    print_table(
-        console,
-        _template(),
-        lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at, since=since),
-    )
 
 
 def transcript_table(
@@ -148,7 +161,7 @@ def _template() -> Table:
 
 def _transcript_rows(
     order: list[Shown], pairing: Pairing, *, full: bool, broken_at: int | None, since: int = 1
-) -> Iterator[tuple[Text, Text, Text, Text, Text]]:
+) -> Iterator[TableRow]:
     """One row per shown event (``seq, time, actor, event, text``) from seq ``since`` on."""
     one_day = len({shown.event.created_at[:10] for shown in order}) <= 1
     for shown in order:
@@ -157,24 +170,120 @@ def _transcript_rows(
             continue
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # shown on its call's row
-        if shown.run is not None:  # one run of a message whose text and calls interleave
-            seq, kind, text = _message_run(event, shown.run, shown.first)
-        else:
-            writer = _WRITERS.get(event.type or "", _generic)
-            seq, kind, text = writer(event, pairing, full)
-        anomaly = pairing.anomalies.get(event.seq)
-        if anomaly is not None:
-            text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
-        result = pairing.result_of.get(event.seq)
-        if broken_at is not None and broken_at in (event.seq, result and result.seq):
-            text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
-        yield (
-            Text(seq),
-            Text(event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " ")),
-            Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
-            kind,
-            text,
-        )
+        yield _row(shown, pairing, full=full, broken_at=broken_at, one_day=one_day)
+
+
+TableRow = tuple[Text, Text, Text, Text, Text]
+
+
+def _row(
+    shown: Shown, pairing: Pairing, *, full: bool, broken_at: int | None, one_day: bool
+) -> TableRow:
+    event = shown.event
+    if shown.run is not None:  # one run of a message whose text and calls interleave
+        seq, kind, text = _message_run(event, shown.run, shown.first)
+    else:
+        writer = _WRITERS.get(event.type or "", _generic)
+        seq, kind, text = writer(event, pairing, full)
+    anomaly = pairing.anomalies.get(event.seq)
+    if anomaly is not None:
+        text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
+    result = pairing.result_of.get(event.seq)
+    if broken_at is not None and broken_at in (event.seq, result and result.seq):
+        text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
+    return (
+        Text(seq),
+        Text(event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " ")),
+        Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
+        kind,
+        text,
+    )
+
+
+READ_AHEAD = 1000
+"""Events :func:`print_session` reads ahead to reach a tool call's result; a result further
+away is read on its own."""
+
+
+def print_session(
+    console: Console,
+    session: Session,
+    log: LogReader,
+    *,
+    full: bool = False,
+    broken_at: int | None = None,
+    since: int = 1,
+) -> None:
+    """:func:`render_session` of a session in ``log``, read as it is printed: memory does not
+    grow with the session's length.
+
+    The session is read three times: for what pairs with what and whether any message is
+    stored in parts or split into runs (then it is printed by :func:`render_session`, which
+    holds the session); to measure the columns; to print. A call's row shows its result,
+    read ahead (at most :data:`READ_AHEAD` events) or on its own.
+    """
+    refs: list[ToolRef] = []
+    days: set[str] = set()
+    parts = MessageParts()
+    messages: list[int] = []
+    ordered = False
+    for event in log.read(session.id):
+        days.add(event.created_at[:10])
+        ref = tool_ref(event)
+        if ref is not None:
+            refs.append(ref)
+        parts.add(event)
+        if event.type == "message":
+            ordered = text_runs(event.payload) is not None
+            if ordered:
+                break
+            messages.append(event.seq)
+    if ordered or any(parts.read_as(seq) is not None for seq in messages):
+        events = log.read(session.id)
+        render_session(console, session, events, full=full, broken_at=broken_at, since=since)
+        return
+    _print_header(console, session)
+    seqs = pair_refs(refs)
+    del refs, parts, messages
+
+    def rows() -> Iterator[TableRow]:
+        ahead: deque[Event] = deque()
+        stream = iter(log.read(session.id, after_seq=since - 1))
+        while True:
+            event = ahead.popleft() if ahead else next(stream, None)
+            if event is None:
+                return
+            if event.seq in seqs.call_seq:
+                continue  # shown on its call's row
+            found: dict[int, Event] = {}
+            result_seq = seqs.result_seq.get(event.seq)
+            if result_seq is not None:
+                found[event.seq] = _result(log, session.id, result_seq, ahead, stream)
+            pairing = Pairing(result_of=found, anomalies=seqs.anomalies)
+            yield _row(
+                Shown(event), pairing, full=full, broken_at=broken_at, one_day=len(days) <= 1
+            )
+
+    print_table(console, _template(), rows)
+
+
+def _result(
+    log: LogReader, session_id: str, seq: int, ahead: deque[Event], stream: Iterator[Event]
+) -> Event:
+    """Event ``seq`` (a result after its call, or before it): from the events read ahead,
+    by reading ahead up to it, or on its own."""
+    if ahead and ahead[0].seq <= seq <= ahead[-1].seq:
+        return ahead[seq - ahead[0].seq]
+    if not ahead or seq > ahead[-1].seq:
+        while len(ahead) < READ_AHEAD:
+            event = next(stream, None)
+            if event is None:
+                break
+            ahead.append(event)
+            if event.seq == seq:
+                return event
+    (event,) = log.read(session_id, after_seq=seq - 1, limit=1)
+    return event
 
 
 Row = tuple[str, Text, Text]
