@@ -214,8 +214,8 @@ def print_session(
     broken_at: int | None = None,
     since: int = 1,
 ) -> None:
-    """:func:`render_session` of a session in ``log``, read as it is printed: memory does not
-    grow with the session's length.
+    """:func:`render_session` of a session in ``log``, read as it is printed: what is held is
+    which call pairs with which result (a few integers per tool call), never the events.
 
     The session is read three times: for what pairs with what and whether any message is
     stored in parts or split into runs (then it is printed by :func:`render_session`, which
