@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agenttrail.codec import decode_payload, encode_payload, json_line, normalize_timestamp
+from agenttrail.codec import (
+    decode_payload,
+    encode_payload,
+    indented_json,
+    json_line,
+    normalize_timestamp,
+)
 from agenttrail.errors import PayloadError
 from tests.conftest import HAS_SHARED, VECTORS
 
@@ -110,3 +116,23 @@ def test_encoding_equals_cbor2_canonical_mode(payload: dict[str, object]) -> Non
     if expected is not None:
         assert encode_payload(payload) == expected
     assert decode_payload(encode_payload(payload)) == payload
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.sampled_from([*'ab"\\,:[]{} \n', "é", "😀", "\u2028"])),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+    ),
+    max_leaves=25,
+)
+
+
+@given(_JSON, st.integers(0, 4))
+def test_indented_json_is_what_the_standard_library_writes(value: object, indent: int) -> None:
+    # the standard library's own indenting encoder is the oracle
+    expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    assert indented_json(value, indent) == expected

@@ -36,6 +36,7 @@ __all__ = [
     "canonical_json",
     "decode_payload",
     "encode_payload",
+    "indented_json",
     "json_line",
     "normalize_timestamp",
     "now_timestamp",
@@ -291,3 +292,39 @@ def _check_ijson(value: Any, path: str) -> None:
             _check_ijson(item, f"{path}[{index}]")
         return
     raise NotIJSON(f"{path}: a {type(value).__name__} is not JSON")
+
+
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\[\]|\{\}|[\[\]{},:]')
+"""A token of compact JSON text that indenting changes or must skip: a string (skipped
+whole), an empty array or object (kept as it is), a bracket, a comma or a colon."""
+
+
+def indented_json(value: object, indent: int) -> str:
+    """``json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)``, the same
+    text, in linear time at C speed: the standard library encodes with its C encoder only
+    without ``indent`` (its pure-Python one took half of a long replay's time), so the compact
+    text is encoded in C and then indented, bracket by bracket.
+
+    Raises:
+        ValueError: ``value`` holds NaN or an infinity; TypeError: it is not JSON-ready.
+    """
+    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    level = 0
+
+    def spaced(token: re.Match[str]) -> str:
+        nonlocal level
+        text = token.group()
+        mark = text[0]
+        if mark == '"' or len(text) == 2:
+            return text
+        if mark == ",":
+            return ",\n" + " " * (indent * level)
+        if mark == ":":
+            return ": "
+        if mark in "[{":
+            level += 1
+            return mark + "\n" + " " * (indent * level)
+        level -= 1
+        return "\n" + " " * (indent * level) + mark
+
+    return _TOKEN.sub(spaced, compact)

@@ -9,7 +9,13 @@ import os
 
 from agenttrail.errors import InputError
 
-__all__ = ["byte_limit", "count_limit"]
+__all__ = ["DEFAULT_MAX_IMPORT_BYTES", "byte_limit", "count_limit"]
+
+DEFAULT_MAX_IMPORT_BYTES = 256 * 1024 * 1024
+"""Largest file :func:`agenttrail.formats.read_file` reads (bytes) unless told otherwise. A
+parsed transcript takes several times its size in memory, so a few hundred MiB is already a
+lot of memory for one import; larger files are refused before a byte is read
+(``--max-bytes``, ``AGENTTRAIL_MAX_IMPORT_BYTES``)."""
 
 
 def byte_limit(value: int | None, variable: str, default: int, what: str) -> int:

@@ -178,6 +178,27 @@ def test_show_gives_the_date_when_a_session_spans_days(tmp_path: Path) -> None:
     assert "10:00:00" in one_day and "06-24 10:00:00" not in one_day
 
 
+def test_show_prints_a_window_of_a_long_session(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        store.create_session(NewSession(id="long"))
+        store.append("long", events.tool_call("c1", "read_file", {"path": "a"}))
+        for i in range(2, 10):
+            store.append("long", events.message("user", f"message number {i}"))
+        store.append("long", events.tool_result("c1", "read_file", output="the file"))
+    tail = run_cli("show", "long", "--tail", "3", "--db", str(db)).stdout
+    assert [n for n in range(2, 10) if f"message number {n}" in tail] == [8, 9]
+    assert "1→10" not in tail  # the call is before the window: its row is not shown
+    since = run_cli("show", "long", "--since", "1", "--db", str(db)).stdout
+    assert "1→10" in since and "result with no call" not in since  # paired across the gap
+    assert "chain intact: 10 events" in tail
+    both = run_cli("show", "long", "--tail", "3", "--since", "2", "--db", str(db))
+    assert (both.returncode, both.stderr) == (
+        2,
+        "error: --since and --tail do not go together: give one\n",
+    )
+
+
 def test_sessions_lists_sessions_as_a_table_and_as_json(tmp_path: Path) -> None:
     db = tmp_path / "log.db"
     _mixed_log(db)

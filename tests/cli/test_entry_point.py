@@ -24,6 +24,59 @@ def test_the_console_script_prints_its_version() -> None:
     assert (result.returncode, result.stdout.strip()) == (0, f"agenttrail {__version__}")
 
 
+HEAVY_MODULES = (
+    "agenttrail.formats",
+    "agenttrail.ingest",
+    "agenttrail.replay",
+    "agenttrail.log.store",
+    "rich.table",
+    "fastapi",
+    "httpx",
+    "jsonschema",
+    "cryptography",
+    "jwt",
+)
+"""What building the command and printing ``--version`` must not import: each command imports
+what it uses (its start-up is measured in bench/scale.py, not timed here)."""
+
+
+def _imported_after(code: str, prefixes: tuple[str, ...]) -> list[str]:
+    """The lines ``code`` prints, then the modules it imported whose names start with one
+    of ``prefixes``, in a fresh interpreter."""
+    listed = f"sorted(m for m in sys.modules if m.startswith({prefixes!r}))"
+    probe = f"import sys\n{code}\nprint({listed})"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_the_command_starts_without_the_heavy_modules() -> None:
+    version = _imported_after(
+        "from agenttrail.cli import main\nmain(['--version'])", (*HEAVY_MODULES, "typer", "rich")
+    )
+    assert version == [f"agenttrail {__version__}", "[]"]
+    # building every command's options and help imports none of what the commands use
+    built = _imported_after(
+        "import typer.main\nfrom agenttrail.cli._app import app\ntyper.main.get_command(app)",
+        HEAVY_MODULES,
+    )
+    assert built == ["[]"]
+
+
+def test_import_format_names_are_the_formats() -> None:
+    from agenttrail.cli.log import FORMAT_NAMES
+    from agenttrail.formats import FORMATS
+
+    assert tuple(FORMATS) == FORMAT_NAMES
+
+
+def test_export_format_names_are_the_writers() -> None:
+    from agenttrail.cli.log import EXPORT_FORMATS
+    from agenttrail.views.document import DOCUMENT_FORMATS
+
+    assert ("jsonl", "otlp", *DOCUMENT_FORMATS) == EXPORT_FORMATS
+
+
 def test_quickstart_imports_shows_and_verifies(tmp_path: Path) -> None:
     db = tmp_path / "log.db"
     result = run_cli_subprocess("quickstart", str(SIMONW), "--db", str(db))

@@ -234,6 +234,28 @@ def test_the_page_never_parses_log_text_as_html_and_loads_nothing_from_outside()
         assert "http://" not in text and "https://" not in text, f"{path.name} links outside"
 
 
+def test_one_request_gives_every_sessions_summary_as_each_summary_gives_it(
+    tmp_path: Path,
+) -> None:
+    with open_store(tmp_path / "log.db") as store:
+        (report,) = import_paths(store, [TOOL_HEAVY])
+        _new_session(store, "orphan", [events.tool_result("ghost", "x", output="?")])
+        _new_session(store, "empty", [])
+        with serving(create_app(store, secret=SECRET)) as port:
+            url = f"http://127.0.0.1:{port}"
+            everything = {"Authorization": f"Bearer {mint_token(SECRET, rights=['read'])}"}
+            listed = httpx.get(f"{url}/v1/summaries", headers=everything).json()["summaries"]
+            assert [s["id"] for s in listed] == [s.id for s in store.sessions()]
+            for summary in listed:
+                one = httpx.get(f"{url}/v1/sessions/{summary['id']}/summary", headers=everything)
+                assert summary == {"id": summary["id"], **one.json()}
+            assert [s["anomalies"] for s in listed[1:]] == [1, 0]
+            scoped = mint_token(SECRET, rights=["read"], session="orphan")
+            mine = httpx.get(f"{url}/v1/summaries", headers={"Authorization": f"Bearer {scoped}"})
+            assert [s["id"] for s in mine.json()["summaries"]] == ["orphan"]
+    assert report.session_id == listed[0]["id"]
+
+
 # -- reading a session -----------------------------------------------------------------------
 
 

@@ -9,78 +9,32 @@ The commands live in one module per group: :mod:`.log` (import, sessions, show, 
 fountain, replay, quickstart), :mod:`.evidence` (verify, reconcile, claims, traces, trace,
 keygen, checkpoint), :mod:`.admin` (retain, serve, proxy, token, migrate), :mod:`.report`
 (usage, diff), :mod:`.watch` (watch) and :mod:`.push` (push); :mod:`._options` and
-:mod:`._common` hold the options and helpers they share. This module builds the app from them,
-in the order ``agenttrail --help`` lists them (:data:`COMMANDS`).
+:mod:`._common` hold the options and helpers they share. This module runs the app that
+:mod:`._app` builds from them; ``agenttrail --version`` is answered before Typer and Rich are
+imported (the start-up is measured in bench/scale.py).
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
-from typing import Annotated, Any
-
-import typer
+import sys
+from typing import TYPE_CHECKING, Any
 
 from agenttrail import __version__
-from agenttrail.cli import admin, evidence, log, push, report, watch
-from agenttrail.cli._common import err, out
 from agenttrail.errors import AgentTrailError
+
+if TYPE_CHECKING:
+    from agenttrail.cli._app import app
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
-    name="agenttrail",
-    help="A flight recorder for AI agents: import, read and verify agent session logs.",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
-)
 
-COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
-    ("import", log.import_command),
-    ("watch", watch.watch),
-    ("sessions", log.sessions),
-    ("show", log.show),
-    ("export", log.export),
-    ("push", push.push),
-    ("fountain", log.fountain),
-    ("usage", report.usage),
-    ("diff", report.diff),
-    ("verify", evidence.verify),
-    ("reconcile", evidence.reconcile_command),
-    ("claims", evidence.claims),
-    ("quickstart", log.quickstart),
-    ("traces", evidence.traces),
-    ("trace", evidence.trace),
-    ("retain", admin.retain),
-    ("keygen", evidence.keygen),
-    ("checkpoint", evidence.checkpoint),
-    ("replay", log.replay),
-    ("serve", admin.serve),
-    ("proxy", admin.proxy),
-    ("token", admin.token),
-    ("migrate", admin.migrate_command),
-)
-"""Every command and its function, in the order ``agenttrail --help`` lists them."""
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from agenttrail.cli._app import app
 
-for _name, _command in COMMANDS:
-    app.command(_name)(_command)
-
-
-def _version(value: bool) -> None:
-    if value:
-        out.print(f"agenttrail {__version__}", markup=False)
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
-    ] = False,
-) -> None:
-    """A flight recorder for AI agents: import, read and verify agent session logs."""
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     # as Unix tools do, instead of a broken-pipe error at exit. `serve` ignores SIGPIPE
     # again once it has printed its address (cli/admin.py): its sockets must not kill it.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+        # what the app's eager --version option prints, without importing Typer and Rich
+        sys.stdout.write(f"agenttrail {__version__}\n")
+        return 0
+    from agenttrail.cli._app import app
+    from agenttrail.cli._common import err
+
     try:
         app(args=argv, prog_name="agenttrail")
     except SystemExit as e:

@@ -11,12 +11,15 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from agenttrail.errors import InputError, SessionNotFound
-from agenttrail.log.store import LogStore, open_store
-from agenttrail.model import Session
+
+if TYPE_CHECKING:
+    from agenttrail.log.store import LogStore
+    from agenttrail.model import Session
 
 __all__ = ["err", "find_session", "open_log", "out", "write_atomically"]
 
@@ -29,6 +32,8 @@ def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -
     """The log named by ``--db`` (else ``$AGENTTRAIL_DATABASE_URL``, else ./agenttrail.db);
     ``create`` sets up a new one; ``no_redact`` (``--no-redact``) stores payloads verbatim,
     else redaction follows the environment and ``agenttrail.toml`` (docs/redaction.md)."""
+    from agenttrail.log.store import open_store  # the store's imports: only a command pays
+
     return open_store(db, create=create, redact=False if no_redact else None)
 
 

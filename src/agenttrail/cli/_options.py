@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES
+from agenttrail.limits import DEFAULT_MAX_IMPORT_BYTES
 
 __all__ = ["DbOption", "JsonOption", "MaxBytesOption", "NoRedactOption", "SessionArg"]
 

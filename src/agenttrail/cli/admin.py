@@ -8,19 +8,17 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agenttrail.cli._common import err, find_session, open_log, out
 from agenttrail.cli._options import DbOption, NoRedactOption
 from agenttrail.errors import InputError
-from agenttrail.ingest.migrate import migrate as migrate_log
-from agenttrail.log.redact import REDACT_ENV
-from agenttrail.log.retention import due_for_removal
-from agenttrail.log.retention import retain as retain_sessions
-from agenttrail.log.store import LogStore
-from agenttrail.server.auth import RIGHTS, load_secret, mint_token
+from agenttrail.server.auth import RIGHTS  # a tuple, for --rights help; PyJWT loads on use
+
+if TYPE_CHECKING:
+    from agenttrail.log.store import LogStore
 
 __all__ = ["migrate_command", "proxy", "retain", "serve", "token"]
 
@@ -44,6 +42,9 @@ def retain(
 
     Example: `agenttrail retain --older-than 365 --reason "records schedule R-7"`
     """
+    from agenttrail.log.retention import due_for_removal
+    from agenttrail.log.retention import retain as retain_sessions
+
     with open_log(db) as store:
         if dry_run:
             for s in due_for_removal(store, older_than):
@@ -71,6 +72,8 @@ SecretOption = Annotated[
 
 
 def _secret(store: LogStore, secret_file: Path | None) -> bytes:
+    from agenttrail.server.auth import load_secret
+
     if not store.url.startswith("sqlite:///") and not (
         secret_file or os.environ.get("AGENTTRAIL_SECRET")
     ):
@@ -127,6 +130,7 @@ def serve(
     import uvicorn  # the server's imports cost half a second; only serve pays them
 
     from agenttrail.server.app import create_app
+    from agenttrail.server.auth import mint_token
     from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES
     from agenttrail.server.tools import ToolRegistry
 
@@ -230,6 +234,7 @@ def proxy(
     `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 python agent.py`
     """
     from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
+    from agenttrail.log.redact import REDACT_ENV
 
     if no_redact:  # capture's writer process opens the log itself: it reads the switch here
         os.environ[REDACT_ENV] = "0"
@@ -259,6 +264,8 @@ def token(
 
     Example: `agenttrail token --session sample-harvey-session --rights read,append`
     """
+    from agenttrail.server.auth import mint_token
+
     with open_log(db) as store:
         scope = find_session(store, session).id if session is not None else "*"
         secret = _secret(store, secret_file)
@@ -282,6 +289,8 @@ def migrate_command(
 
     Example: `agenttrail migrate --from sqlite:///agenttrail.db --to postgresql://app@db/agenttrail`
     """
+    from agenttrail.ingest.migrate import migrate as migrate_log
+
     with open_log(source) as src, open_log(target, create=True) as dst:
         report = migrate_log(src, dst)
     for m in report.sessions:

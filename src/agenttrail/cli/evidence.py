@@ -5,30 +5,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
 from agenttrail.cli._options import DbOption, JsonOption, SessionArg
-from agenttrail.codec import json_line
 from agenttrail.errors import InputError
-from agenttrail.evidence.audit import audit
-from agenttrail.evidence.claims import ClaimCheck, unbacked_claims
-from agenttrail.evidence.reconcile import CLASSES, ClaimVerdict
-from agenttrail.evidence.reconcile import reconcile as reconcile_claims
-from agenttrail.evidence.traces import trace_record
-from agenttrail.log.checkpoints import (
-    checkpoint_json,
-    generate_keys,
-    load_checkpoint,
-    make_checkpoint,
-    verify_checkpoint,
-)
-from agenttrail.views.terminal import safe
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+    from agenttrail.evidence.claims import ClaimCheck
+    from agenttrail.evidence.reconcile import ClaimVerdict
 
 __all__ = ["checkpoint", "claims", "keygen", "reconcile_command", "trace", "traces", "verify"]
 
@@ -58,6 +47,9 @@ def verify(
 
     Example: `agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub`
     """
+    from agenttrail.evidence.audit import audit
+    from agenttrail.log.checkpoints import load_checkpoint, verify_checkpoint
+
     if (checkpoint is None) != (pubkey is None):
         raise InputError("--checkpoint and --pubkey go together")
     with open_log(db) as store:
@@ -116,6 +108,14 @@ def reconcile_command(
 
     Example: `agenttrail reconcile loan-advice --rerun`
     """
+    from rich.markup import escape
+    from rich.table import Table
+
+    from agenttrail.codec import json_line
+    from agenttrail.evidence.reconcile import CLASSES
+    from agenttrail.evidence.reconcile import reconcile as reconcile_claims
+    from agenttrail.views.terminal import safe
+
     with open_log(db) as store:
         verdicts = reconcile_claims(store, find_session(store, session).id, rerun=rerun)
     if json:
@@ -145,6 +145,8 @@ def reconcile_command(
 
 
 def _verdict_text(v: ClaimVerdict) -> Text:
+    from rich.text import Text
+
     return Text(v.status, style="green" if v.status == "consistent" else "bold red")
 
 
@@ -160,6 +162,13 @@ def claims(
 
     Example: `agenttrail claims loan-advice --json | jq -r .stated`
     """
+    from rich.markup import escape
+    from rich.table import Table
+
+    from agenttrail.codec import json_line
+    from agenttrail.evidence.claims import unbacked_claims
+    from agenttrail.views.terminal import safe
+
     with open_log(db) as store:
         found = find_session(store, session)
         unbacked = unbacked_claims(store.read(found.id), store.traces(found.id))
@@ -210,6 +219,13 @@ def traces(
 
     Example: `agenttrail traces mortgage-session`
     """
+    from rich.markup import escape
+    from rich.table import Table
+
+    from agenttrail.codec import json_line
+    from agenttrail.evidence.traces import trace_record
+    from agenttrail.views.terminal import safe
+
     with open_log(db) as store:
         rows = store.traces(find_session(store, session).id)
     if json:
@@ -245,6 +261,10 @@ def trace(
 
     Example: `agenttrail trace 1`
     """
+    from agenttrail.codec import json_line
+    from agenttrail.evidence.traces import trace_record
+    from agenttrail.views.terminal import safe
+
     with open_log(db) as store:
         row = store.trace(trace_id)
     for key, value in trace_record(row, envelope=True).items():
@@ -253,6 +273,8 @@ def trace(
 
 
 def _status_text(status: str) -> Text:
+    from rich.text import Text
+
     styles = {
         "verified": "green",
         "computed": "cyan",
@@ -272,6 +294,8 @@ def keygen(
 
     Example: `agenttrail keygen --out agenttrail.key`
     """
+    from agenttrail.log.checkpoints import generate_keys
+
     public_file = out_file.with_name(out_file.name + ".pub")
     for path in (out_file, public_file):
         if path.exists():
@@ -301,6 +325,8 @@ def checkpoint(
 
     Example: `agenttrail checkpoint mortgage-session --key agenttrail.key -o head.json`
     """
+    from agenttrail.log.checkpoints import checkpoint_json, make_checkpoint
+
     with open_log(db) as store:
         found = find_session(store, session)
         signed = make_checkpoint(store, found.id, _read_key(key), key_name=str(key))

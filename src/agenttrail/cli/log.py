@@ -4,12 +4,11 @@ fountain, replay and quickstart."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
 from agenttrail.cli._options import (
@@ -19,26 +18,26 @@ from agenttrail.cli._options import (
     NoRedactOption,
     SessionArg,
 )
-from agenttrail.cli._progress import import_progress
-from agenttrail.codec import json_line
 from agenttrail.errors import FormatError, InputError
-from agenttrail.formats import FORMATS
-from agenttrail.formats.fountain import fountain_from_events
-from agenttrail.formats.jsonl import jsonl_from_log
-from agenttrail.formats.otlp.export import otlp_json, request_from_log
-from agenttrail.ingest.importer import (
-    ImportReport,
-    expand_paths,
-    read_paths,
-    write_sessions,
+
+if TYPE_CHECKING:
+    from agenttrail.ingest.importer import ImportReport
+
+# The formats, the importer, replay and Rich's tables are imported by the commands that use
+# them, not here: `agenttrail --version` and every other command start without them.
+
+FORMAT_NAMES = (
+    "jsonl",
+    "otlp",
+    "fountain",
+    "inspect",
+    "claude_code",
+    "anthropic",
+    "langfuse",
+    "toolbench",
+    "openai",
 )
-from agenttrail.ingest.sample import record_sample
-from agenttrail.log.chain import verify as verify_chain
-from agenttrail.log.store import payload_limit
-from agenttrail.replay import replay as replay_events
-from agenttrail.views.document import DOCUMENT_FORMATS, document_from_events
-from agenttrail.views.terminal import render_session, safe
-from agenttrail.views.usage import usage_totals_of
+"""Names ``--format`` accepts (``agenttrail.formats.FORMATS``; tests/cli keeps them equal)."""
 
 __all__ = ["export", "fountain", "import_command", "quickstart", "replay", "sessions", "show"]
 
@@ -54,7 +53,7 @@ def import_command(
     ],
     format: Annotated[
         str | None,
-        typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMATS)}."),
+        typer.Option("--format", help=f"Skip detection: one of {', '.join(FORMAT_NAMES)}."),
     ] = None,
     max_bytes: MaxBytesOption = None,
     no_redact: NoRedactOption = False,
@@ -70,6 +69,10 @@ def import_command(
 
     Example: `agenttrail import ~/.claude/projects/`
     """
+    from agenttrail.cli._progress import import_progress
+    from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
+    from agenttrail.log.store import payload_limit
+
     paths = expand_paths(files)
     # Read everything first: a bad file leaves the database, or its absence, as it was.
     with import_progress(paths) as progress:
@@ -112,42 +115,48 @@ def sessions(
 
     Example: `agenttrail sessions --usage`
     """
+    from rich.table import Table
+    from rich.text import Text
+
+    from agenttrail.codec import json_line
+    from agenttrail.views.table import print_table
+    from agenttrail.views.terminal import safe
+
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
         rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
-        totals = {s.id: usage_totals_of(s, store.read(s.id)) for s in rows} if usage else {}
+        if usage:
+            from agenttrail.views.usage import usage_totals_of
+
+            totals = {s.id: usage_totals_of(s, store.read(s.id)) for s in rows}
     if json:
         for s in rows:
             record = s.record()
             if usage:
                 record["usage"] = totals[s.id].record()
-            out.print(json_line(record), markup=False)
+            sys.stdout.write(json_line(record) + "\n")
         return
     table = Table(expand=True)
     table.add_column("id", no_wrap=True)  # whole, so it can be copied
     table.add_column("started", no_wrap=True)
     table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=14)
     table.add_column("events", justify="right", no_wrap=True)
+    table.add_column("title", overflow="fold", ratio=3)
     if usage:
         table.add_column("tokens", justify="right", no_wrap=True)
         table.add_column("cost", justify="right", no_wrap=True)
-    table.add_column("title", overflow="fold", ratio=3)
-    for s in rows:
-        title = (s.title or "").splitlines()[0] if s.title else ""
-        started = (s.started or "")[:16].replace("T", " ")
-        spent = totals.get(s.id)
-        tokens = spent.token_total() if spent is not None else None
-        table.add_row(
-            *(escape(safe(v)) for v in (s.id, started, s.agent or "")),
-            str(s.head_seq),
-            *(
-                ()
-                if spent is None
-                else ("-" if tokens is None else f"{tokens:,}", spent.cost_text())
-            ),
-            escape(safe(title)),
-        )
-    out.print(table)
+
+    def cells() -> Iterator[tuple[Text, ...]]:
+        for s in rows:
+            title = (s.title or "").splitlines()[0] if s.title else ""
+            started = (s.started or "")[:16].replace("T", " ")
+            values = [s.id, started, s.agent or "", str(s.head_seq), title]
+            if usage:
+                tokens = totals[s.id].token_total()
+                values += ["-" if tokens is None else f"{tokens:,}", totals[s.id].cost_text()]
+            yield tuple(Text(safe(v)) for v in values)
+
+    print_table(out, table, cells)
 
 
 def show(
@@ -155,19 +164,34 @@ def show(
     full: Annotated[
         bool, typer.Option("--full", help="Show tool results and runtime notes whole.")
     ] = False,
+    since: Annotated[
+        int | None,
+        typer.Option("--since", metavar="SEQ", min=1, help="Show the rows from this seq on."),
+    ] = None,
+    tail: Annotated[
+        int | None,
+        typer.Option("--tail", metavar="N", min=1, help="Show the rows of the last N seqs."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Print a session as a transcript: one row per event, a tool call and its result on one.
 
     The last line says whether the session's hash chain verifies: a transcript read from a
-    log changed by hand says where.
+    log changed by hand says where. --since and --tail print a window of a long session
+    (a tool call whose result falls outside it is still shown with it).
 
-    Example: `agenttrail show sample-harvey-session`
+    Example: `agenttrail show sample-harvey-session --tail 20`
     """
+    from agenttrail.log.chain import verify as verify_chain
+    from agenttrail.views.terminal import print_session
+
+    if since is not None and tail is not None:
+        raise InputError("--since and --tail do not go together: give one")
     with open_log(db) as store:
         found = find_session(store, session)
         (verdict,) = verify_chain(store, [found.id])
-        render_session(out, found, store.read(found.id), full=full, broken_at=verdict.bad_seq)
+        first = since or (max(1, found.head_seq - tail + 1) if tail is not None else 1)
+        print_session(out, found, store, full=full, broken_at=verdict.bad_seq, since=first)
     if verdict.ok:
         line = f"chain intact: {verdict.events} events, head {verdict.head_hash.hex()[:16]}"
         out.print(line, style="dim", markup=False)
@@ -176,7 +200,9 @@ def show(
         out.print(line, style="bold red", markup=False)
 
 
-_EXPORT_FORMATS = ("jsonl", "otlp", *DOCUMENT_FORMATS)
+EXPORT_FORMATS = ("jsonl", "otlp", "md", "html")
+"""What ``export --format`` writes (``md`` and ``html``: ``views.document.DOCUMENT_FORMATS``;
+tests/cli keeps them equal)."""
 
 
 def export(
@@ -204,18 +230,24 @@ def export(
 
     Example: `agenttrail export sample-harvey-session --format html -o harvey.html`
     """
-    if format not in _EXPORT_FORMATS:
-        raise InputError(f"unknown export format {format!r} (use {', '.join(_EXPORT_FORMATS)})")
+    from agenttrail.formats.jsonl import jsonl_from_log
+
+    if format not in EXPORT_FORMATS:
+        raise InputError(f"unknown export format {format!r} (use {', '.join(EXPORT_FORMATS)})")
     with open_log(db) as store:
         found = find_session(store, session)
         if format == "otlp":
+            from agenttrail.formats.otlp.export import otlp_json, request_from_log
+
             text = otlp_json(request_from_log(store, [found]))
             if output is None:
                 sys.stdout.write(text + "\n")
             else:
                 write_atomically(output, [text])
             return
-        if format in DOCUMENT_FORMATS:
+        if format in ("md", "html"):
+            from agenttrail.views.document import document_from_events
+
             text = document_from_events(found, store.read(found.id), format)
             if output is None:
                 sys.stdout.write(text)
@@ -250,6 +282,8 @@ def fountain(
 
     Example: `agenttrail fountain sample-harvey-session -o harvey.spmd --dialect harvey`
     """
+    from agenttrail.formats.fountain import fountain_from_events
+
     with open_log(db) as store:
         found = find_session(store, session)
         text = fountain_from_events(found, list(store.read(found.id)), dialect=dialect)
@@ -281,6 +315,8 @@ def replay(
 
     Example: `agenttrail replay sample-harvey-session --format anthropic --upto 12 | jq .`
     """
+    from agenttrail.replay import replay as replay_events
+
     with open_log(db) as store:
         found = find_session(store, session)
         result = replay_events(store.read(found.id), format, upto_seq=upto)
@@ -305,6 +341,12 @@ def quickstart(
 
     Example: `agenttrail quickstart`
     """
+    from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
+    from agenttrail.ingest.sample import record_sample
+    from agenttrail.log.chain import verify as verify_chain
+    from agenttrail.log.store import payload_limit
+    from agenttrail.views.terminal import render_session
+
     limit = payload_limit()
     if paths:  # named by the user: a bad one is bad input
         parsed = read_paths(expand_paths(paths, suffixes=(".jsonl",)), max_payload_bytes=limit)

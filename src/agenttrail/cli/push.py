@@ -9,20 +9,19 @@ success, and its ``partial_success`` may still report rejected spans).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import httpx
 import typer
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 
 from agenttrail.cli._common import err, find_session, open_log
 from agenttrail.cli._options import DbOption
 from agenttrail.errors import InputError, RemoteError
-from agenttrail.formats.otlp.export import request_from_log
+
+if TYPE_CHECKING:  # httpx and protobuf load when a push runs, not with every command
+    import httpx
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
 __all__ = ["parse_headers", "post_traces", "push"]
 
@@ -60,6 +59,8 @@ def post_traces(
         RemoteError: the receiver cannot be reached, answers other than 2xx, or reports
             rejected spans; the message is one line naming the URL.
     """
+    import httpx
+
     body = request.SerializeToString(deterministic=True)
     try:
         answer = httpx.post(
@@ -85,6 +86,11 @@ def _rejected(answer: httpx.Response) -> tuple[int, str] | None:
     """The rejected spans and the message of a protobuf answer's ``partial_success``."""
     if not answer.content or not answer.headers.get("content-type", "").startswith(PROTOBUF):
         return None
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
     response = ExportTraceServiceResponse()
     try:
         response.ParseFromString(answer.content)
@@ -134,6 +140,8 @@ def push(
     """
     if not otlp.startswith(("http://", "https://")):
         raise InputError(f"--otlp {otlp!r}: expected an http:// or https:// URL")
+    from agenttrail.formats.otlp.export import request_from_log
+
     headers = parse_headers(header or [])
     with open_log(db) as store:
         found = [find_session(store, s) for s in sessions]

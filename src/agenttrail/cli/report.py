@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from agenttrail.cli._common import find_session, open_log, out
 from agenttrail.cli._options import DbOption, JsonOption
@@ -17,7 +16,6 @@ from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.providers.prices import PRICE_SOURCE
 from agenttrail.views.diff import Change, Divergence, diff_sessions
-from agenttrail.views.terminal import safe
 from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
 
 __all__ = ["diff", "usage"]
@@ -46,6 +44,8 @@ def usage(
 
     Example: `agenttrail usage sample-harvey-session --by turn`
     """
+    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
+
     group = next((g for g in GROUPS if g == by), None)
     if group is None:
         raise InputError(f"--by {by!r}: use one of {', '.join(GROUPS)}")
@@ -63,6 +63,8 @@ def usage(
         for key, totals in groups.items():
             out.print(json_line({by: key, **totals.record()}), markup=False)
         return
+    from rich.table import Table  # only the table pays for it
+
     table = Table(expand=True, caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
     table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
     for name in ("calls", "input", "output", "cache read", "cache write", "cost"):
@@ -100,6 +102,8 @@ def diff(
 
     Example: `agenttrail diff sample-harvey-session sample-harvey-session`
     """
+    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
+
     with open_log(db) as store:
         first, second = find_session(store, a), find_session(store, b)
         a_events, b_events = list(store.read(first.id)), list(store.read(second.id))
@@ -124,6 +128,8 @@ def diff(
 
 
 def _print_first(first: Divergence | None, prefix: int) -> None:
+    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
+
     if first is None:
         out.print(f"identical: all {prefix} steps alike", markup=False)
         return
@@ -141,6 +147,8 @@ def _print_first(first: Divergence | None, prefix: int) -> None:
 
 
 def _print_change(change: Change) -> None:
+    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
+
     a, b = (v if isinstance(v, str) else json_line(v) for v in (change.a, change.b))
     out.print(safe(f"  {change.field}:"), markup=False)
     if "\n" not in a and "\n" not in b:

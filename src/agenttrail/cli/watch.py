@@ -13,9 +13,6 @@ import typer
 
 from agenttrail.cli._common import err, open_log, out
 from agenttrail.cli._options import DbOption, MaxBytesOption, NoRedactOption
-from agenttrail.ingest.watch import WatchNote, watched_folder
-from agenttrail.ingest.watch import watch as watch_transcripts
-from agenttrail.views.terminal import safe
 
 __all__ = ["watch"]
 
@@ -48,6 +45,10 @@ def watch(
 
     Example: `agenttrail watch ~/.claude/projects --db sessions.db`
     """
+    from agenttrail.ingest.watch import WatchNote, watched_folder
+    from agenttrail.ingest.watch import watch as watch_transcripts
+    from agenttrail.views.terminal import safe
+
     root = watched_folder(folder)  # before the log is opened: a bad DIR creates no database
 
     def show(note: WatchNote) -> None:

@@ -40,6 +40,7 @@ from agenttrail.formats._common import (
     lead,
     load_json,
 )
+from agenttrail.limits import DEFAULT_MAX_IMPORT_BYTES  # its home; kept here for importers
 
 __all__ = [
     "DEFAULT_MAX_IMPORT_BYTES",
@@ -69,12 +70,6 @@ FORMATS: dict[str, ModuleType] = {
 }
 """Format name → module, in the order ``detect`` asks them."""
 
-
-DEFAULT_MAX_IMPORT_BYTES = 256 * 1024 * 1024
-"""Largest file :func:`read_file` reads (bytes) unless told otherwise. A parsed transcript
-takes several times its size in memory, so a few hundred MiB is already a lot of memory for
-one import; larger files are refused before a byte is read (``--max-bytes``,
-``AGENTTRAIL_MAX_IMPORT_BYTES``)."""
 
 IMPORT_SUFFIXES = (".jsonl", ".json", ".eval", ".yaml", ".yml", ".txt", ".spmd", ".fountain")
 """Name endings of the files ``agenttrail import DIR`` reads below a folder (each also with

@@ -289,7 +289,8 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
         return _write_export(store, path, imported, session_id)
     if "rechained" in imported.session.metadata:
         _check_rechained(store, path, session_id)
-    results = _append(store, session_id, imported.events, _filled(imported))
+    whole = store.head(session_id) is None
+    results = _append(store, session_id, imported.events, _filled(imported), whole=whole)
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
 
@@ -326,7 +327,7 @@ def _write_export(
             )
     fresh = imported.events[head_seq:]
     if fresh:
-        results = _append(store, session_id, fresh, _filled(imported))
+        results = _append(store, session_id, fresh, _filled(imported), whole=head_seq == 0)
     else:
         results = []
         traces.capture(store, session_id)  # nothing new: only rows the session may lack
@@ -342,10 +343,19 @@ def _write_export(
 
 
 def _append(
-    store: LogStore, session_id: str, batch: Sequence[NewEvent], create: NewSession
+    store: LogStore,
+    session_id: str,
+    batch: Sequence[NewEvent],
+    create: NewSession,
+    *,
+    whole: bool = False,
 ) -> list[Appended]:
     """Append a session's events and, in the same transaction, every trace row the session
-    then calls for (rows already stored are skipped)."""
+    then calls for (rows already stored are skipped). ``whole``: the batch is the whole
+    session, so when none of its results is an envelope there is no row to build and the
+    session is not read back."""
+    if whole and not traces.holds_envelopes(event.payload for event in batch):
+        return store.append_batch(session_id, batch, create=create)
     done = store.append_traced(
         session_id, batch, lambda _, session: traces.rows_for(session_id, session()), create=create
     )

@@ -11,15 +11,16 @@ stored session lacks.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 
-from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec
+from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec, check_envelope
 from agenttrail.evidence.traces import trace_row, turn_starts
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event, NewTrace, TraceRow
 from agenttrail.views.pairing import pair_tool_calls
 
-__all__ = ["capture", "log_written", "rows_for", "write"]
+__all__ = ["capture", "holds_envelopes", "log_written", "rows_for", "write"]
 
 # The logging channel docs/evidence.md names for trace rows and their alerts: a logging
 # configuration that routes record-hash alerts keeps working wherever the writer lives.
@@ -82,6 +83,16 @@ def rows_for(
         if row is not None:
             rows.append(row)
     return rows
+
+
+def holds_envelopes(payloads: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether any tool result among ``payloads`` has an output that is an envelope of the
+    default spec: a whole session without one calls for no trace row, so the importer need
+    not read it back to pair its calls (:func:`rows_for` builds rows only for envelopes)."""
+    return any(
+        p.get("type") == "tool_result" and check_envelope(p.get("output"), DEFAULT_SPEC)
+        for p in payloads
+    )
 
 
 def write(store: LogStore, rows: Sequence[NewTrace]) -> list[TraceRow]:

@@ -38,12 +38,11 @@ them all):
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from agenttrail.codec import json_line
+from agenttrail.codec import indented_json, json_line
 from agenttrail.errors import InputError
 from agenttrail.model import Event
 from agenttrail.replay.anthropic import AnthropicRenderer
@@ -114,7 +113,7 @@ class Replay:
         """
         if indent is None:
             return json_line(self.body())
-        text = json.dumps(self.body(), ensure_ascii=False, indent=indent, allow_nan=False)
+        text = indented_json(self.body(), indent)
         return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

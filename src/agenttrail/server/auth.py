@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import jwt
-
 from agenttrail.errors import Forbidden, InputError, Unauthorized
 
 __all__ = [
@@ -96,6 +94,8 @@ def mint_token(
         raise InputError(f"unknown right {unknown[0]!r} (use {', '.join(RIGHTS)})")
     now = int(time.time())
     claims = {"sid": session, "rights": granted, "iat": now, "exp": now + int(ttl_s)}
+    import jwt  # PyJWT pulls in cryptography: only a command that mints or checks pays
+
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
@@ -110,6 +110,8 @@ def check_token(secret: bytes, token: str | None) -> Grant:
     forged or expired."""
     if not token:
         raise Unauthorized("a bearer token is required (Authorization: Bearer …)")
+    import jwt
+
     try:
         claims = jwt.decode(token, secret, algorithms=[ALGORITHM], options={"require": ["exp"]})
     except jwt.ExpiredSignatureError:

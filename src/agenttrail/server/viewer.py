@@ -85,9 +85,27 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) ->
         auth.require("read", session_id)
         result: dict[str, Any] = await run(lambda: indexes.overview(store, session_id))
         session = await run(lambda: store.get_session(session_id))
-        spent = await run(lambda: usage_totals_of(session, store.read(session_id)))
-        result["usage"] = spent.record()
+        result["usage"] = await run(
+            lambda: usage_totals_of(session, store.read(session.id)).record()
+        )
         return result
+
+    @app.get("/v1/summaries")
+    async def summaries(auth: Auth) -> dict[str, Any]:
+        """The summary of every session this token may read, as ``/summary`` gives one:
+        ``{"summaries": [{"id": …, "events": …, "chain": …, "usage": …}, …]}`` in the sessions'
+        order."""
+        auth.require("read")
+        sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
+        ids = [s.id for s in sessions]
+        found: list[dict[str, Any]] = await run(lambda: indexes.overviews(store, ids))
+        spent = await run(lambda: [usage_totals_of(s, store.read(s.id)).record() for s in sessions])
+        return {
+            "summaries": [
+                {"id": i, **summary, "usage": usage}
+                for i, summary, usage in zip(ids, found, spent, strict=True)
+            ]
+        }
 
     @app.get("/v1/search")
     async def search_sessions(

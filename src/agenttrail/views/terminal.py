@@ -8,7 +8,8 @@ is flagged with ⚠ and the reason. Text from the log is never read as Rich mark
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -19,6 +20,7 @@ from agenttrail.codec import json_line
 from agenttrail.model import (
     Attachment,
     Event,
+    LogReader,
     Session,
     attachment_of,
     content_text,
@@ -28,12 +30,20 @@ from agenttrail.model import (
     tool_status,
     usage_of,
 )
-from agenttrail.model.parts import whole_messages
-from agenttrail.views.order import TextRun, reading_order
-from agenttrail.views.pairing import ANOMALY_TEXT, Pairing, pair_tool_calls
-from agenttrail.views.usage import usage_totals_of
+from agenttrail.model.parts import MessageParts, whole_messages
+from agenttrail.views.order import Shown, TextRun, reading_order, text_runs
+from agenttrail.views.pairing import (
+    ANOMALY_TEXT,
+    Pairing,
+    ToolRef,
+    pair_refs,
+    pair_tool_calls,
+    tool_ref,
+)
+from agenttrail.views.table import print_table
+from agenttrail.views.usage import Totals, usage_totals_of
 
-__all__ = ["render_session", "safe", "transcript_table"]
+__all__ = ["READ_AHEAD", "print_session", "render_session", "safe", "transcript_table"]
 
 ARGS_CHARS = 160
 """Widest tool-call argument text shown in a row before it is cut (characters)."""
@@ -76,6 +86,7 @@ def render_session(
     *,
     full: bool = False,
     broken_at: int | None = None,
+    since: int = 1,
 ) -> None:
     """Print a session's header and its transcript table.
 
@@ -83,10 +94,26 @@ def render_session(
         console: where to print.
         session: the session row (title, agent, user, workspace, started).
         events: the session's events in seq order (an API message stored in growing parts
-            is shown once, :func:`agenttrail.model.parts.whole_messages`).
+            is shown once, :func:`agenttrail.model.parts.whole_messages`). The rows are
+            printed a chunk at a time (:func:`agenttrail.views.table.print_table`).
         full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
         broken_at: the first seq whose chain does not verify, marked on its row.
+        since: print only the rows from this seq on (a call is paired with its result
+            wherever either falls, so a window reads as the whole session does there).
     """
+    shown = whole_messages(events)
+    _print_header(console, session, usage_totals_of(session, shown))
+    pairing = pair_tool_calls(shown)
+    order = reading_order(shown)
+    print_table(
+        console,
+        _template(),
+        lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at, since=since),
+    )
+
+
+def _print_header(console: Console, session: Session, usage: Totals) -> None:
+    """The session's title, id and fields, and its usage and cost when it made model calls."""
     header = Text()
     header.append(safe(session.title or "(untitled session)"), style="bold")
     header.append(f"\nsession {safe(session.id)}", style="dim")
@@ -98,8 +125,6 @@ def render_session(
     ):
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
-    shown = whole_messages(events)
-    usage = usage_totals_of(session, shown)
     if usage.calls:
         calls = f"{usage.calls} model call{'' if usage.calls == 1 else 's'}"
         line = f"\nusage: {calls} · {usage.tokens_text()} · cost {usage.cost_text()}"
@@ -107,7 +132,6 @@ def render_session(
             line += f" ({', '.join(sorted(usage.sources))})"
         header.append(line, style="dim")
     console.print(header)
-    console.print(transcript_table(shown, full=full, broken_at=broken_at))
 
 
 def transcript_table(
@@ -118,38 +142,157 @@ def transcript_table(
     The time is ``HH:MM:SS`` (UTC) while every event falls on one day, ``MM-DD HH:MM:SS``
     when the session spans days (a session resumed later). The row holding seq
     ``broken_at`` (an event, or the result shown on its call's row) is marked.
+    :func:`render_session` prints the same rows a chunk at a time.
     """
     pairing = pair_tool_calls(events)
-    one_day = len({event.created_at[:10] for event in events}) <= 1
+    table = _template()
+    for row in _transcript_rows(reading_order(events), pairing, full=full, broken_at=broken_at):
+        table.add_row(*row)
+    return table
+
+
+LABEL_CHARS = 24
+"""Widest event label (``assistant HARVEY``) shown whole; a longer one ends in an ellipsis, so
+that one long character name does not narrow every row's text."""
+
+
+def _template() -> Table:
+    """The transcript's columns, without rows."""
     table = Table(show_lines=False, expand=True, pad_edge=False)
     table.add_column("seq", justify="right", no_wrap=True, style="dim")
     table.add_column("time", no_wrap=True, style="dim")
     table.add_column("actor", no_wrap=True)
-    table.add_column("event", no_wrap=True)
+    table.add_column("event", no_wrap=True, overflow="ellipsis", max_width=LABEL_CHARS)
     table.add_column("text", ratio=1, overflow="fold")
-    for shown in reading_order(events):
+    return table
+
+
+def _transcript_rows(
+    order: list[Shown], pairing: Pairing, *, full: bool, broken_at: int | None, since: int = 1
+) -> Iterator[TableRow]:
+    """One row per shown event (``seq, time, actor, event, text``) from seq ``since`` on."""
+    one_day = len({shown.event.created_at[:10] for shown in order}) <= 1
+    for shown in order:
         event = shown.event
+        if event.seq < since:
+            continue
         if event.type == "tool_result" and event.seq in pairing.call_of:
             continue  # shown on its call's row
-        if shown.run is not None:  # one run of a message whose text and calls interleave
-            seq, kind, text = _message_run(event, shown.run, shown.first)
-        else:
-            writer = _WRITERS.get(event.type or "", _generic)
-            seq, kind, text = writer(event, pairing, full)
-        anomaly = pairing.anomalies.get(event.seq)
-        if anomaly is not None:
-            text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
-        result = pairing.result_of.get(event.seq)
-        if broken_at is not None and broken_at in (event.seq, result and result.seq):
-            text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
-        table.add_row(
-            seq,
-            event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " "),
-            Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
-            kind,
-            text,
-        )
-    return table
+        yield _row(shown, pairing, full=full, broken_at=broken_at, one_day=one_day)
+
+
+TableRow = tuple[Text, Text, Text, Text, Text]
+
+
+def _row(
+    shown: Shown, pairing: Pairing, *, full: bool, broken_at: int | None, one_day: bool
+) -> TableRow:
+    event = shown.event
+    if shown.run is not None:  # one run of a message whose text and calls interleave
+        seq, kind, text = _message_run(event, shown.run, shown.first)
+    else:
+        writer = _WRITERS.get(event.type or "", _generic)
+        seq, kind, text = writer(event, pairing, full)
+    anomaly = pairing.anomalies.get(event.seq)
+    if anomaly is not None:
+        text.append(f"\n⚠ {ANOMALY_TEXT[anomaly.kind]}", style="bold red")
+    result = pairing.result_of.get(event.seq)
+    if broken_at is not None and broken_at in (event.seq, result and result.seq):
+        text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
+    return (
+        Text(seq),
+        Text(event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " ")),
+        Text(safe(event.actor), style=_ACTOR_STYLE.get(event.actor, "")),
+        kind,
+        text,
+    )
+
+
+READ_AHEAD = 1000
+"""Events :func:`print_session` reads ahead to reach a tool call's result; a result further
+away is read on its own."""
+
+
+def print_session(
+    console: Console,
+    session: Session,
+    log: LogReader,
+    *,
+    full: bool = False,
+    broken_at: int | None = None,
+    since: int = 1,
+) -> None:
+    """:func:`render_session` of a session in ``log``, read as it is printed: what is held is
+    which call pairs with which result (a few integers per tool call), never the events.
+
+    The session is read four times: for what pairs with what and whether any message is
+    stored in parts or split into runs (then it is printed by :func:`render_session`, which
+    holds the session); for its usage; to measure the columns; to print. A call's row shows its
+    result, read ahead (at most :data:`READ_AHEAD` events) or on its own.
+    """
+    refs: list[ToolRef] = []
+    days: set[str] = set()
+    parts = MessageParts()
+    messages: list[int] = []
+    ordered = False
+    for event in log.read(session.id):
+        days.add(event.created_at[:10])
+        ref = tool_ref(event)
+        if ref is not None:
+            refs.append(ref)
+        parts.add(event)
+        if event.type == "message":
+            ordered = text_runs(event.payload) is not None
+            if ordered:
+                break
+            messages.append(event.seq)
+    if ordered or any(parts.read_as(seq) is not None for seq in messages):
+        events = log.read(session.id)
+        render_session(console, session, events, full=full, broken_at=broken_at, since=since)
+        return
+    # a message in parts was printed whole above: here each event is one, and usage streams
+    _print_header(console, session, usage_totals_of(session, log.read(session.id)))
+    seqs = pair_refs(refs)
+    del refs, parts, messages
+
+    def rows() -> Iterator[TableRow]:
+        ahead: deque[Event] = deque()
+        stream = iter(log.read(session.id, after_seq=since - 1))
+        while True:
+            event = ahead.popleft() if ahead else next(stream, None)
+            if event is None:
+                return
+            if event.seq in seqs.call_seq:
+                continue  # shown on its call's row
+            found: dict[int, Event] = {}
+            result_seq = seqs.result_seq.get(event.seq)
+            if result_seq is not None:
+                found[event.seq] = _result(log, session.id, result_seq, ahead, stream)
+            pairing = Pairing(result_of=found, anomalies=seqs.anomalies)
+            yield _row(
+                Shown(event), pairing, full=full, broken_at=broken_at, one_day=len(days) <= 1
+            )
+
+    print_table(console, _template(), rows)
+
+
+def _result(
+    log: LogReader, session_id: str, seq: int, ahead: deque[Event], stream: Iterator[Event]
+) -> Event:
+    """Event ``seq`` (a result after its call, or before it): from the events read ahead,
+    by reading ahead up to it, or on its own."""
+    if ahead and ahead[0].seq <= seq <= ahead[-1].seq:
+        return ahead[seq - ahead[0].seq]
+    if not ahead or seq > ahead[-1].seq:
+        while len(ahead) < READ_AHEAD:
+            event = next(stream, None)
+            if event is None:
+                break
+            ahead.append(event)
+            if event.seq == seq:
+                return event
+    (event,) = log.read(session_id, after_seq=seq - 1, limit=1)
+    return event
 
 
 Row = tuple[str, Text, Text]

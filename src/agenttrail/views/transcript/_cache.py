@@ -91,7 +91,15 @@ class IndexCache:
         The chain and the trace rows are checked on every call
         (:func:`agenttrail.evidence.audit.audit`): a badge must not vouch for a log from memory.
         """
-        summary: dict[str, Any] = self.use(store, session_id, lambda index: index.summary())
-        (verdict,) = audit(store, [session_id])
-        summary["chain"] = verdict.record(escape=safe)
+        (summary,) = self.overviews(store, [session_id])
         return summary
+
+    def overviews(self, store: ChainReader, session_ids: list[str]) -> list[dict[str, Any]]:
+        """:meth:`overview` of each session, in order, their chains checked in one pass
+        (the viewer's sessions list asks for all of them at once)."""
+        summaries: list[dict[str, Any]] = [
+            self.use(store, session_id, lambda index: index.summary()) for session_id in session_ids
+        ]
+        for summary, verdict in zip(summaries, audit(store, session_ids), strict=True):
+            summary["chain"] = verdict.record(escape=safe)
+        return summaries

@@ -1,0 +1,247 @@
+"""How the commands that read a whole session scale with its length, as ratios against a raw
+floor measured in the same run.
+
+    python bench/scale.py [--sizes 1000,10000,100000] [--sessions 10000]
+
+For each size, a SQLite session of that many events is built: turns of a user message, an
+assistant message with usage, a tool call, its ~1 KiB result and a closing assistant message,
+one turn in 100 with a 100 KiB result. Then each command runs as the user runs it, a fresh
+``python -m agenttrail.cli`` writing to a file (so each figure includes the interpreter's
+start-up, about 0.1 s, which dominates the smallest size). Every figure is CPU time (user
+and system), which a shared VM's other tenants disturb far less than wall-clock time:
+
+- show, fountain, replay --format openai / anthropic, export: the session to a file;
+- import: that export into a new log (trace rows captured, chain reproduced);
+- verify: the session's chain and trace rows.
+
+The raw floor is what any reader must do: ``sqlite3`` reading the session's rows, cbor2
+decoding each payload and ``json.dumps`` writing it to a file, one line per event, in this
+process (no interpreter start-up). Each figure is reported as seconds, its ratio to the
+floor, and its growth from the previous size (linear is the ratio of the sizes: 10x), plus
+``show``'s peak memory (RSS), which should not grow with the session.
+
+Also: ``sessions`` (table and ``--json``) over a log of ``--sessions`` sessions, against
+``sqlite3`` reading the sessions table and writing each row as JSON; the CLI's start-up
+(``agenttrail --version``, best of five) against ``python -c pass``; and the viewer's sessions
+list over 1,000 of those sessions (wall-clock time, in this process through Starlette's test
+client): one ``GET /v1/summaries`` against a ``GET …/summary`` per session, as the page asked
+before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import cbor2
+
+from agenttrail.log.store import open_store
+from agenttrail.model import NewEvent, NewSession, events
+
+SESSION = "scale"
+
+PROBE = """
+import resource, sys
+from agenttrail.cli import main
+code = main(sys.argv[1:])
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(usage.ru_utime + usage.ru_stime, usage.ru_maxrss, file=sys.stderr)
+sys.exit(code)
+"""
+"""Runs one command and prints its CPU seconds and peak RSS (KiB) on stderr's last line."""
+
+
+def _payloads(n: int) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    turn = 0
+    while len(out) < n:
+        output = ("R" * 102_400) if turn % 100 == 99 else ("r" * 1000)
+        call = f"call_{turn}"
+        meta = events.meta(model="gpt-4o", provider="openai", usage=events.usage(100 + turn, 20))
+        out += [
+            events.message("user", f"question {turn}: what is in file {turn}?"),
+            events.message("assistant", f"Let me look at file {turn}.", meta=meta),
+            events.tool_call(call, "read_file", {"path": f"/tmp/file{turn}.txt"}),
+            events.tool_result(call, "read_file", output=output),
+            events.message("assistant", f"File {turn} holds {len(output)} characters.", meta=meta),
+        ]
+        turn += 1
+    return out[:n]
+
+
+def build_session(db: Path, n: int) -> None:
+    """A log at ``db`` holding one session of ``n`` events, written in batches of 2,000."""
+    payloads = _payloads(n)
+    with open_store(str(db), create=True) as store:
+        for start in range(0, n, 2000):
+            batch = [
+                NewEvent(
+                    p,
+                    f"2026-01-01T{k // 3_600_000 % 24:02d}:{k // 60_000 % 60:02d}:"
+                    f"{k // 1000 % 60:02d}.{k % 1000:03d}000Z",
+                )
+                for k, p in enumerate(payloads[start : start + 2000], start=start)
+            ]
+            create = NewSession(SESSION, "scale session", "bench") if start == 0 else None
+            store.append_batch(SESSION, batch, create=create)
+
+
+def build_sessions(db: Path, n: int) -> None:
+    """A log at ``db`` of ``n`` sessions of one to three events."""
+    with open_store(str(db), create=True) as store:
+        for i in range(n):
+            sid = f"s-{i:05d}"
+            day = f"2026-01-{1 + i % 28:02d}"
+            batch = [NewEvent(events.message("user", f"hello {i}"), f"{day}T10:00:00.000000Z")]
+            create = NewSession(sid, f"session {i}", "bench", started=day)
+            store.append_batch(sid, batch * (1 + i % 3), create=create)
+
+
+def raw_floor(db: Path, out: Path) -> float:
+    """CPU seconds for sqlite3 to read the session's rows and write each payload as JSON."""
+    start = time.process_time()
+    conn = sqlite3.connect(db)
+    with out.open("w", encoding="utf-8") as file:
+        for seq, created_at, payload in conn.execute(
+            "SELECT seq, created_at, payload FROM session_events WHERE session_id = ? ORDER BY seq",
+            (SESSION,),
+        ):
+            data = {"seq": seq, "created_at": created_at, "payload": cbor2.loads(payload)}
+            file.write(json.dumps(data, ensure_ascii=False) + "\n")
+    conn.close()
+    return time.process_time() - start
+
+
+def raw_sessions(db: Path, out: Path) -> float:
+    """CPU seconds for sqlite3 to read every session row and write it as JSON."""
+    start = time.process_time()
+    conn = sqlite3.connect(db)
+    with out.open("w", encoding="utf-8") as file:
+        for row in conn.execute("SELECT id, title, agent, started FROM sessions ORDER BY started"):
+            file.write(json.dumps(row) + "\n")
+    conn.close()
+    return time.process_time() - start
+
+
+def run_cli(*args: str, out: Path) -> tuple[float, int]:
+    """CPU seconds and peak RSS (KiB) of ``agenttrail ARGS > out`` in a fresh interpreter."""
+    with out.open("w") as file:
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, *args],
+            stdout=file,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            env={**os.environ, "COLUMNS": "120"},
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"agenttrail {' '.join(args)} failed: {done.stderr}")
+    cpu, rss = done.stderr.strip().splitlines()[-1].split()
+    return float(cpu), int(rss)
+
+
+def best_of(times: int, command: list[str]) -> float:
+    """The least CPU seconds (user and system) of ``times`` runs of ``command``."""
+    best = float("inf")
+    for _ in range(times):
+        before = os.times()
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        after = os.times()
+        used = (after.children_user - before.children_user) + (
+            after.children_system - before.children_system
+        )
+        best = min(best, used)
+    return best
+
+
+def viewer_list(db: Path, n: int) -> None:
+    """Print the wall-clock seconds of the viewer's sessions list over the first ``n``
+    sessions: one request for every summary, then one request per session."""
+    from fastapi.testclient import TestClient
+
+    from agenttrail.server import create_app, mint_token
+
+    secret = b"bench-secret-not-for-production-0123456789abcdef"
+    with open_store(str(db)) as store:
+        for session in store.sessions()[n:]:
+            store.remove_session(session.id, reason="bench: keep the first sessions")
+        client = TestClient(create_app(store, secret=secret))
+        headers = {"Authorization": f"Bearer {mint_token(secret, rights=['read'])}"}
+        start = time.perf_counter()
+        listed = client.get("/v1/summaries", headers=headers).json()["summaries"]
+        one = time.perf_counter() - start
+        start = time.perf_counter()
+        for session in listed:
+            client.get(f"/v1/sessions/{session['id']}/summary", headers=headers)
+        each = time.perf_counter() - start
+    print(
+        f"viewer sessions list, {len(listed):,} sessions (wall): one request {one:.2f} s, "
+        f"a request per session {each:.2f} s"
+    )
+
+
+def _row(name: str, seconds: float, floor: float, before: float | None, extra: str = "") -> None:
+    growth = f"{seconds / before:5.1f}x" if before else "    —"
+    ratio = seconds / floor
+    print(f"  {name:28} {seconds:8.2f} s CPU  {ratio:6.1f}x floor  growth {growth} {extra}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--sessions", type=int, default=10_000)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        previous: dict[str, float] = {}
+        for n in sizes:
+            db = folder / f"s{n}.db"
+            build_session(db, n)
+            out = folder / "out"
+            floor = raw_floor(db, out)
+            print(f"{n:,} events: raw floor {floor:.3f} s")
+            seconds: dict[str, float] = {}
+            commands = {
+                "show": ["show", SESSION],
+                "fountain": ["fountain", SESSION],
+                "replay --format openai": ["replay", SESSION, "--format", "openai"],
+                "replay --format anthropic": ["replay", SESSION, "--format", "anthropic"],
+                "export": ["export", SESSION, "-o", str(folder / "export.jsonl")],
+                "verify": ["verify", SESSION],
+            }
+            for name, command in commands.items():
+                took, rss = run_cli(*command, "--db", str(db), out=out)
+                seconds[name] = took
+                extra = f"peak RSS {rss / 1024:6.0f} MiB" if name == "show" else ""
+                _row(name, took, floor, previous.get(name), extra)
+            target = folder / f"import{n}.db"
+            took, _ = run_cli("import", str(folder / "export.jsonl"), "--db", str(target), out=out)
+            seconds["import of export"] = took
+            _row("import of export", took, floor, previous.get("import of export"))
+            previous = seconds
+        db = folder / "sessions.db"
+        build_sessions(db, args.sessions)
+        floor = raw_sessions(db, folder / "out")
+        print(f"{args.sessions:,} sessions: raw floor {floor:.3f} s")
+        for name, command in {"sessions": ["sessions"], "--json": ["sessions", "--json"]}.items():
+            took, _ = run_cli(*command, "--db", str(db), out=folder / "out")
+            _row(name, took, floor, None)
+        viewer_list(db, 1000)
+        python = best_of(5, [sys.executable, "-c", "pass"])
+        version = best_of(5, [sys.executable, "-m", "agenttrail.cli", "--version"])
+        print(
+            f"CLI start-up (CPU): agenttrail --version {version:.3f} s, "
+            f"python -c pass {python:.3f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""A table printed a chunk at a time (agenttrail.views.table) prints the lines Rich prints for
+the whole table at once: Rich itself is the oracle, on real sessions, on a generated session
+of 5,000 events, and on made-up cells (wide characters, tabs, markup, long words)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agenttrail.ingest.importer import import_paths
+from agenttrail.log.store import open_store
+from agenttrail.model import NewEvent, NewSession, events
+from agenttrail.model.parts import whole_messages
+from agenttrail.views.table import print_table
+from agenttrail.views.terminal import READ_AHEAD, print_session, render_session, transcript_table
+from tests.conftest import REALDATA
+
+# Every transcript file of the real data that import reads (SOURCES.md lists them).
+REAL_FILES = sorted(
+    p
+    for folder in ("claude-code-simonw", "claude-code-spotter", "harvey", "toolbench")
+    for p in (REALDATA / folder).glob("*")
+    if p.suffix in (".jsonl", ".spmd", ".json")
+)
+
+
+def _console(width: int, *, colour: bool) -> Console:
+    if colour:
+        return Console(
+            file=io.StringIO(), width=width, force_terminal=True, color_system="truecolor"
+        )
+    return Console(file=io.StringIO(), width=width, color_system=None)
+
+
+def _printed(console: Console) -> str:
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    return file.getvalue()
+
+
+def _same_as_rich(db: Path, session_id: str, width: int, *, colour: bool) -> None:
+    with open_store(str(db)) as store:
+        session = store.get_session(session_id)
+        streamed = _console(width, colour=colour)
+        render_session(streamed, session, store.read(session_id))
+        read_twice = _console(width, colour=colour)  # reads the session as it prints
+        print_session(read_twice, session, store)
+        whole = _console(width, colour=colour)
+        whole.print(transcript_table(whole_messages(store.read(session_id))))
+    assert _printed(whole), "the oracle printed the table"
+    assert _printed(streamed).endswith(_printed(whole))
+    assert _printed(read_twice) == _printed(streamed)
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_show_prints_what_rich_prints_for_the_whole_table(tmp_path: Path, path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(str(db), create=True) as store:
+        reports = import_paths(store, [path])
+    for report in reports:
+        for width in (60, 100, 180):
+            _same_as_rich(db, report.session_id, width, colour=False)
+        _same_as_rich(db, report.session_id, 120, colour=True)
+
+
+def _large_session(db: Path, n: int) -> None:
+    """``n`` events of messages, tool calls and results (one in 50 results 20 KiB), over two
+    days, with a long character name (its label is cut); one call's result comes more than
+    :data:`READ_AHEAD` events later, and one result comes before its call."""
+    batch: list[NewEvent] = [
+        NewEvent(events.tool_call("far", "wait", {}), "2026-01-01T09:00:00.000000Z"),
+        NewEvent(events.tool_result("early", "look", output="seen"), "2026-01-01T09:00:00.000000Z"),
+        NewEvent(events.tool_call("early", "look", {}), "2026-01-01T09:00:01.000000Z"),
+    ]
+    for turn in range(n // 4):
+        call = f"call_{turn}"
+        output = ("line of output " * 8 + "\n") * (1400 if turn % 50 == 49 else 2)
+        for payload in (
+            events.message("user", f"question {turn}: what is in file {turn}?"),
+            events.message(
+                "assistant", "Looking. " * (turn % 7), character="A VERY LONG CHARACTER NAME"
+            ),
+            events.tool_call(call, "read_file", {"path": f"/tmp/file{turn}.txt"}),
+            events.tool_result(call, "read_file", output=output),
+        ):
+            day = 1 + len(batch) * 2 // n
+            batch.append(NewEvent(payload, f"2026-01-0{day}T10:00:00.000000Z"))
+    far = NewEvent(events.tool_result("far", "wait", output="done"), "2026-01-02T11:00:00.000000Z")
+    assert n - 4 > READ_AHEAD
+    with open_store(str(db), create=True) as store:
+        store.append_batch("big", [*batch[: n - 1], far], create=NewSession("big", "big", "x"))
+
+
+def test_show_of_a_large_session_prints_what_rich_prints(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    _large_session(db, 5000)
+    _same_as_rich(db, "big", 120, colour=False)
+
+
+_CELL = st.text(st.sampled_from([*"ab c\t\n[]:-", "界", "é", "\u0301", "😀", " "]), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_CELL, _CELL, _CELL), max_size=7),
+    width=st.integers(20, 90),
+    chunk=st.integers(1, 4),
+    colour=st.booleans(),
+)
+def test_chunks_print_what_rich_prints(
+    rows: list[tuple[str, str, str]], width: int, chunk: int, colour: bool
+) -> None:
+    def template() -> Table:
+        table = Table(expand=True, pad_edge=False)
+        table.add_column("n", justify="right", no_wrap=True)
+        table.add_column("label", no_wrap=True, overflow="ellipsis", max_width=6)
+        table.add_column("text", ratio=1, overflow="fold")
+        return table
+
+    def cells() -> list[tuple[str, Text, Text]]:
+        return [(a, Text(b), Text(c)) for a, b, c in rows]
+
+    whole = template()
+    for row in cells():
+        whole.add_row(*row)
+    expected = _console(width, colour=colour)
+    expected.print(whole)
+    streamed = _console(width, colour=colour)
+    print_table(streamed, template(), cells, chunk_rows=chunk)
+    assert _printed(streamed) == _printed(expected)
