@@ -25,6 +25,7 @@ __all__ = [
     "ROLES",
     "SERVER_TOOL_CALL_BLOCKS",
     "SERVER_TOOL_RESULT_BLOCKS",
+    "STOP_REASONS",
     "TEXT_BLOCK",
     "THINKING_BLOCKS",
     "TOOL_CALL_BLOCKS",
@@ -110,3 +111,15 @@ def is_server_tool_error(content: object) -> bool:
         return False
     kind = content.get("type")
     return isinstance(kind, str) and kind.endswith("_error")
+
+
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_call",
+    "refusal": "content_filter",
+}
+"""Messages ``stop_reason`` values (docs.anthropic.com/en/api/messages) and what each means in
+the OpenTelemetry GenAI conventions' ``FinishReason`` (stop, length, content_filter,
+tool_call)."""

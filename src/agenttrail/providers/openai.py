@@ -18,6 +18,7 @@ __all__ = [
     "CHAT_ROLES",
     "CHAT_USER_PARTS",
     "CUSTOM_TOOL_TYPES",
+    "FINISH_REASONS",
     "INPUT_ITEM_MARKS",
     "LEGACY_PAIRING",
     "OUTPUT_ITEMS_AS_INPUT",
@@ -93,3 +94,15 @@ def is_output_item(kind: object) -> bool:
 CUSTOM_TOOL_TYPES = frozenset({"custom", "custom_tool_call"})
 """``toolType`` of a call to a custom tool, which takes free text instead of JSON arguments:
 Chat ``custom``, Responses ``custom_tool_call`` (function calling guide, custom tools)."""
+
+
+FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool_calls": "tool_call",
+    "function_call": "tool_call",
+}
+"""Chat Completions ``finish_reason`` values (platform.openai.com/docs/api-reference/chat/object)
+and what each means in the OpenTelemetry GenAI conventions' ``FinishReason`` (stop, length,
+content_filter, tool_call)."""

@@ -31,7 +31,7 @@ from agenttrail.model import (
     output_text,
     text_of,
 )
-from agenttrail.providers import anthropic
+from agenttrail.providers import anthropic, openai
 from agenttrail.replay.plan import AssistantTurn, Call
 
 __all__ = [
@@ -47,20 +47,7 @@ __all__ = [
 Message = dict[str, Any]
 """One GenAI message or part: a JSON-ready mapping."""
 
-_FINISH_REASONS = {
-    # OpenAI Chat Completions `finish_reason` (https://platform.openai.com/docs/api-reference/chat/object)
-    "stop": "stop",
-    "length": "length",
-    "content_filter": "content_filter",
-    "tool_calls": "tool_call",
-    "function_call": "tool_call",
-    # Anthropic `stop_reason` (https://docs.anthropic.com/en/api/messages)
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "tool_use": "tool_call",
-    "refusal": "content_filter",
-}
+_FINISH_REASONS = {**openai.FINISH_REASONS, **anthropic.STOP_REASONS}
 """A provider's finish or stop reason → the semantic conventions' ``FinishReason`` (the
 output-messages schema); a reason not listed is passed on as it is (the schema allows any
 string)."""
