@@ -7,7 +7,8 @@ Run once with the code at main before chain v2 (commit 2b0c7ea), from the reposi
 The file is kept as written: the tests open it with today's code and require that it still
 verifies as v1 (tests/log/test_chain_v2.py), that migrate copies it as v1 with its chains
 intact (tests/ingest/test_migrate.py). It holds the sample session (events, trace rows,
-idempotency keys), the loan session of tests/loan_session.py (trace rows), an empty session and a tombstone left by retention.
+idempotency keys), the loan session of tests/loan_session.py (trace rows), an empty
+session and a tombstone left by retention.
 """
 
 from __future__ import annotations

@@ -238,7 +238,7 @@ def _session(value: Any, session_id: str, where: str, number: int) -> NewSession
     metadata = value.get("metadata", {})
     if not isinstance(metadata, dict):
         raise FormatError("expected an object", path=where, line=number, field="session.metadata")
-    fields = {name: value.get(name) for name in _SESSION_FIELDS[:-1]}
+    fields: dict[str, Any] = {name: value.get(name) for name in _SESSION_FIELDS[:-1]}
     return NewSession(id=session_id, metadata=metadata, **fields)
 
 
