@@ -50,10 +50,22 @@ from tests._environment import (
     require,
 )
 
-__all__ = ["CHROMIUM", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS", "Served"]
+__all__ = [
+    "CHROMIUM",
+    "HAS_SHARED",
+    "REALDATA",
+    "ROOT",
+    "SHARED",
+    "V1_LOG",
+    "VECTORS",
+    "Served",
+]
 
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
+V1_LOG = ROOT / "tests" / "data" / "v1-log.db"
+"""A log written by the code before chain v2 (``tests/data/make_v1_log.py``); copy it before
+opening it (opening migrates its schema)."""
 
 BACKENDS = ("sqlite", "postgresql")
 
