@@ -7,7 +7,7 @@ never a traceback.
 
 The commands live in one module per group: :mod:`.log` (import, sessions, show, export,
 fountain, replay, quickstart), :mod:`.evidence` (verify, reconcile, claims, traces, trace,
-keygen, checkpoint), :mod:`.admin` (retain, serve, proxy, token, migrate) and :mod:`.watch`
+keygen, checkpoint), :mod:`.admin` (retain, erase, serve, proxy, token, migrate) and :mod:`.watch`
 (watch); :mod:`._options` and :mod:`._common` hold the options and helpers they share. This
 module builds the app from them, in the order ``agenttrail --help`` lists them
 (:data:`COMMANDS`).
@@ -51,6 +51,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("traces", evidence.traces),
     ("trace", evidence.trace),
     ("retain", admin.retain),
+    ("erase", admin.erase),
     ("keygen", evidence.keygen),
     ("checkpoint", evidence.checkpoint),
     ("replay", log.replay),

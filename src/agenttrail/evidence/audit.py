@@ -42,6 +42,8 @@ class SessionAudit:
     trace_problems: tuple[str, ...] = ()
     """One line per trace row that does not match the log; none are looked for when the
     chain does not hold."""
+    erased: tuple[int, ...] = ()
+    """The seqs whose payload was erased (``agenttrail erase``); their digests still chain."""
 
     @property
     def chain_ok(self) -> bool:
@@ -62,7 +64,7 @@ class SessionAudit:
     def record(self, *, escape: Callable[[str], str] = _as_is) -> dict[str, Any]:
         """The verdict as the JSON-ready mapping the API and the viewer return::
 
-            {"ok", "events", "head", "bad_seq", "reason", "trace_problems"}
+            {"ok", "events", "head", "bad_seq", "reason", "trace_problems", "erased"}
 
         Args:
             escape: applied to ``reason`` and to each trace problem (the viewer passes
@@ -75,6 +77,7 @@ class SessionAudit:
             "bad_seq": self.bad_seq,
             "reason": escape(self.reason),
             "trace_problems": [escape(p) for p in self.trace_problems],
+            "erased": list(self.erased),
         }
 
 
@@ -107,4 +110,5 @@ def _audit(store: ChainReader, verdict: SessionVerdict) -> SessionAudit:
         bad_seq=verdict.bad_seq,
         reason=verdict.reason,
         trace_problems=tuple(problems),
+        erased=verdict.erased,
     )
