@@ -103,8 +103,19 @@ def test_the_erased_bytes_leave_the_sqlite_files(tmp_path: Path) -> None:
         store.append("s", events.message("assistant", f"{SECRET} " * 2000))
     assert SECRET.encode() in db.read_bytes() + _wal(db)
     done = subprocess.run(
-        [sys.executable, "-m", "agenttrail.cli", "erase", "s", "2", "5", "--reason", "leak"]
-        + ["--db", str(db)],
+        [
+            sys.executable,
+            "-m",
+            "agenttrail.cli",
+            "erase",
+            "s",
+            "2",
+            "5",
+            "--reason",
+            "x",
+            "--db",
+            db,
+        ],
         capture_output=True,
         text=True,
     )

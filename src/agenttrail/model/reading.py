@@ -49,8 +49,8 @@ ERASED = "erased"
 def erased_payload() -> dict[str, Any]:
     """What an erased event reads as everywhere (show, export, replay, Fountain, the viewer):
     ``{"type": "erased", "note": "payload erased (agenttrail erase)"}``, which every view
-    writes as it writes any payload of a type it does not know. Its bytes are gone; the erasure event that removed them says who,
-    when, why (docs/log-format.md, Erasure)."""
+    writes as it writes any payload of a type it does not know. Its bytes are gone; the
+    erasure event that removed them says who, when, why (docs/log-format.md, Erasure)."""
     return {"type": ERASED, "note": "payload erased (agenttrail erase)"}
 
 
