@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenttrail.evidence.traces import verify_traces
-from agenttrail.log.chain import ChainReader, SessionVerdict, problem_place, verify
+from agenttrail.log.chain import (
+    ChainReader,
+    SessionVerdict,
+    problem_place,
+    trace_chain_problems,
+    verify,
+)
 
 __all__ = ["SessionAudit", "audit"]
 
@@ -102,7 +108,10 @@ def audit(store: ChainReader, session_ids: Iterable[str] | None = None) -> list[
 
 
 def _audit(store: ChainReader, verdict: SessionVerdict) -> SessionAudit:
-    problems = verify_traces(store, verdict.session_id) if verdict.ok else []
+    problems = []
+    if verdict.ok:
+        problems = verify_traces(store, verdict.session_id)
+        problems += trace_chain_problems(store, verdict.session_id)
     return SessionAudit(
         session_id=verdict.session_id,
         events=verdict.events,

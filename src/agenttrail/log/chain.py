@@ -37,13 +37,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from agenttrail.codec import decode_payload
-from agenttrail.errors import SessionRowDamaged
+from agenttrail.errors import SessionRowDamaged, StoreError
 from agenttrail.log.digests import (
     CHAIN_TAG_V2,
     SALT_BYTES,
     ChainHasherV2,
     chain_hasher_v2,
     payload_digest,
+    trace_hash,
 )
 from agenttrail.model import LogReader
 
@@ -53,7 +54,7 @@ except ImportError:  # built without a C compiler or OpenSSL's headers (pyprojec
     _speedups = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from agenttrail.log.store import ChainPage, Row
+    from agenttrail.log.store import ChainPage, Row, TraceChain
 
 __all__ = [
     "CHAIN_TAG",
@@ -65,6 +66,7 @@ __all__ = [
     "event_hash",
     "problem_place",
     "stored_type",
+    "trace_chain_problems",
     "verify",
 ]
 
@@ -141,6 +143,11 @@ class ChainReader(LogReader, Protocol):
 
     def event_session_ids(self) -> set[str]:
         """Every session id that has at least one event row."""
+        ...
+
+    def trace_chain(self, session_id: str) -> TraceChain:
+        """A session's trace head and trace rows with their hashes, in the order written
+        (``LogStore.trace_chain``)."""
         ...
 
     def session_ids(self) -> list[str]:
@@ -243,6 +250,38 @@ def _verify_listed(store: ChainReader, session_id: str) -> SessionVerdict:
         except SessionRowDamaged as e:
             return dataclasses.replace(verdict, bad_seq=None, reason=e.problem)
     return verdict
+
+
+def trace_chain_problems(store: ChainReader, session_id: str) -> list[str]:
+    """Why a v2 session's trace rows do not chain (docs/log-format.md, Chain v2): the first
+    row whose hash is not its columns chained to the row before (``trace row N (result seq
+    S) does not chain``), or a trace head that is not the last row; ``[]`` when they chain,
+    for a v1 session, and when the rows cannot be read (the trace-row checks say so)."""
+    try:
+        chain = store.trace_chain(session_id)
+    except StoreError:
+        return []
+    if chain.version != 2:
+        return []
+    found = _trace_chain_problem(chain)
+    return [] if found is None else [found]
+
+
+def _trace_chain_problem(chain: TraceChain) -> str | None:
+    prev = GENESIS_HASH
+    for number, row in enumerate(chain.rows, start=1):
+        *values, stored = row
+        if stored is None or trace_hash(prev, values) != stored:
+            return f"trace row {number} (result seq {values[2]!r}) does not chain"
+        prev = stored
+    have = len(chain.rows)
+    if have != chain.rows_chained:
+        return f"the trace head says {chain.rows_chained!r} trace rows, there are {have}"
+    if chain.rows and chain.hash != prev:
+        return "trace head hash does not match the last trace row"
+    if not chain.rows and chain.hash is not None:
+        return "trace head hash with no trace rows"
+    return None
 
 
 def _verify_session(store: ChainReader, session_id: str) -> SessionVerdict:

@@ -23,6 +23,16 @@ title, agent, user, workspace, start and metadata are chained too::
 ``field`` of a value of any other type (a column changed by hand into a BLOB or a number)
 gives a different byte (0x02 ‖ len ‖ its bytes as SQLite would print them), so such a change
 is caught like any other.
+
+A v2 session's trace rows form a chain of their own, in the order they were written, whose
+head (count and hash) the session row keeps::
+
+    t_k = SHA-256( "agenttrail-trace-v2" 0x00 ‖ t_{k-1} ‖ field(session_id) ‖ int(call_seq)
+                 ‖ int(result_seq) ‖ field(turn_seq) ‖ field(tool) ‖ field(inputs)
+                 ‖ field(envelope) ‖ field(created_at) ‖ field(record_hash)
+                 ‖ field(stated_hash) ‖ field(status) ‖ field(detail) ‖ field(spec) )
+    t_0 = 32 zero bytes
+    field(int) = 0x03 ‖ 8-byte signed big-endian;  field(bytes) = 0x02 ‖ len ‖ bytes
 """
 
 from __future__ import annotations
@@ -36,11 +46,13 @@ __all__ = [
     "CHAIN_TAG_V2",
     "SALT_BYTES",
     "SESSION_TAG",
+    "TRACE_TAG",
     "ChainHasherV2",
     "chain_hasher_v2",
     "new_salt",
     "payload_digest",
     "session_genesis",
+    "trace_hash",
 ]
 
 CHAIN_TAG_V2 = b"agenttrail-chain-v2\x00"
@@ -48,6 +60,9 @@ CHAIN_TAG_V2 = b"agenttrail-chain-v2\x00"
 
 SESSION_TAG = b"agenttrail-session-v2\x00"
 """Domain-separation tag of a v2 session's genesis (22 bytes)."""
+
+TRACE_TAG = b"agenttrail-trace-v2\x00"
+"""Domain-separation tag of a v2 trace row's hash (20 bytes)."""
 
 SALT_BYTES = 32
 """Bytes of random salt per event (``secrets.token_bytes``): as long as the digest, so a
@@ -88,14 +103,25 @@ def chain_hasher_v2(session_id: str) -> ChainHasherV2:
 def session_genesis(session_id: str, fields: Sequence[object]) -> bytes:
     """``hash_0`` of a v2 session: the digest of its id and ``fields``, the session row's
     ``title, agent, user, workspace, started, metadata`` as stored (module docstring)."""
-    parts = [SESSION_TAG]
-    for value in (session_id, *fields):
+    return _sha256(b"".join(_fields([SESSION_TAG], (session_id, *fields)))).digest()
+
+
+def trace_hash(prev: bytes, values: Sequence[object]) -> bytes:
+    """``t_k`` of a v2 trace row: its columns ``values`` in ``NewTrace`` order (session_id
+    … spec), chained to ``prev`` (module docstring)."""
+    return _sha256(b"".join(_fields([TRACE_TAG, prev], values))).digest()
+
+
+def _fields(parts: list[bytes], values: Sequence[object]) -> list[bytes]:
+    for value in values:
         if value is None:
             parts.append(b"\x00")
         elif isinstance(value, str):
             data = value.encode("utf-8", "surrogatepass")
             parts += (b"\x01", _pack_u32(len(data)), data)
-        else:  # changed by hand into another type: never equal to the text it replaced
+        elif type(value) is int and -(2**63) <= value < 2**63:
+            parts += (b"\x03", value.to_bytes(8, "big", signed=True))
+        else:  # bytes, or changed by hand into another type: never equal to the text it was
             data = value if isinstance(value, bytes) else repr(value).encode()
             parts += (b"\x02", _pack_u32(len(data)), data)
-    return _sha256(b"".join(parts)).digest()
+    return parts

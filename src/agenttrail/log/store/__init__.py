@@ -52,6 +52,7 @@ __all__ = [
     "Row",
     "Tombstone",
     "TraceBuilder",
+    "TraceChain",
     "TraceLog",
     "Traced",
     "TurnLease",
@@ -140,6 +141,19 @@ class Erasure:
     """The events whose payload and salt were removed."""
     erasure_seq: int
     """The seq of the chained ``erasure`` event that records it."""
+
+
+class TraceChain(NamedTuple):
+    """A v2 session's trace rows as verify reads them (docs/log-format.md, Chain v2)."""
+
+    version: int
+    """The session's chain version (trace rows chain in v2 only)."""
+    rows_chained: int
+    """``trace_count`` of the session row: how many rows its trace chain has."""
+    hash: bytes | None
+    """``trace_hash``: the last row's hash, ``None`` with no rows."""
+    rows: list[tuple[Any, ...]]
+    """Each row's columns in ``NewTrace`` order, then its hash, in the order written."""
 
 
 class ChainPage(NamedTuple):

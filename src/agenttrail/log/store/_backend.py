@@ -30,13 +30,14 @@ from agenttrail.errors import (
     TurnInFlight,
 )
 from agenttrail.log.chain import GENESIS_HASH
-from agenttrail.log.digests import session_genesis
+from agenttrail.log.digests import session_genesis, trace_hash
 from agenttrail.log.store import (
     Appended,
     AppendListener,
     ChainPage,
     Row,
     Tombstone,
+    TraceChain,
     TurnLease,
 )
 from agenttrail.log.store._rules import (
@@ -181,6 +182,20 @@ class Backend(ABC, Generic[C]):
 
     # -- what the roles share ---------------------------------------------------------------
 
+    def trace_chain(self, session_id: str) -> TraceChain:
+        """A session's trace head and its trace rows with their hashes, in the order written
+        (``ChainReader.trace_chain``)."""
+
+        def read(tx: Tx) -> TraceChain:
+            head = tx.execute(self.sql.trace_head, (session_id,)).fetchone()
+            rows = tx.execute(self.sql.trace_chain, (session_id,)).fetchall()
+            if head is None:
+                return TraceChain(1, 0, None, rows)
+            last = None if head[2] is None else bytes(head[2])
+            return TraceChain(head[0], head[1], last, rows)
+
+        return self._read(read)
+
     def _query(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._read(lambda tx: tx.execute(query, params).fetchall())
 
@@ -241,11 +256,22 @@ class Backend(ABC, Generic[C]):
         """Insert trace rows (checked by the caller); those whose result already has one are
         skipped. Returns the rows written, with their ids."""
         written: list[TraceRow] = []
+        heads: dict[str, list[Any]] = {}  # session → [chain version, trace count, trace hash]
         for row in rows:
             values = [getattr(row, name) for name in TRACE_FIELDS]
-            got = conn.execute(self.sql.insert_trace, values).fetchone()
+            head = heads.get(row.session_id)
+            if head is None:
+                found = conn.execute(self.sql.lock_trace_head, (row.session_id,)).fetchone()
+                head = heads[row.session_id] = list(found) if found else [1, 0, None]
+            digest = trace_hash(head[2] or GENESIS_HASH, values) if head[0] == 2 else None
+            got = conn.execute(self.sql.insert_trace, [*values, digest]).fetchone()
             if got is not None:
                 written.append(stored_trace(row, int(got[0])))
+                if digest is not None:
+                    head[1], head[2] = head[1] + 1, digest
+        for session_id, (version, count, last) in heads.items():
+            if version == 2 and last is not None:
+                conn.execute(self.sql.set_trace_head, (count, last, session_id))
         return written
 
     def _events_in(self, conn: C, session_id: str) -> list[Event]:

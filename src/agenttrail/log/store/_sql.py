@@ -96,6 +96,13 @@ class Statements:
     tombstones: str
     erasures: str
     insert_erasure: str
+    trace_head: str
+    """A session's chain version and trace head."""
+    lock_trace_head: str
+    """The same, the session row locked until the transaction ends (PostgreSQL)."""
+    set_trace_head: str
+    trace_chain: str
+    """A session's trace rows with their hashes, in the order written (``id``)."""
     erase_row: str
     """Empty a row's payload and salt (the schema's trigger admits it only with an erasure
     row: ``schema/*-0002.sql``)."""
@@ -139,8 +146,8 @@ def statements(dialect: Dialect) -> Statements:
             f"SELECT key, seq FROM session_event_keys WHERE session_id = {p} ORDER BY seq, key"
         ),
         insert_trace=(
-            f"INSERT INTO trace_rows ({_TRACE_COLUMNS}) "
-            f"VALUES ({', '.join([p] * len(TRACE_FIELDS))}) "
+            f"INSERT INTO trace_rows ({_TRACE_COLUMNS}, hash) "
+            f"VALUES ({', '.join([p] * (len(TRACE_FIELDS) + 1))}) "
             "ON CONFLICT (session_id, result_seq) DO NOTHING RETURNING id"
         ),
         traces=f"{traces} ORDER BY result_seq",
@@ -162,6 +169,14 @@ def statements(dialect: Dialect) -> Statements:
             f"ORDER BY deleted_at, {order}"
         ),
         erasures=f"SELECT seq, erasure_seq FROM erasures WHERE session_id = {p} ORDER BY seq",
+        trace_head=f"SELECT chain_version, trace_count, trace_hash FROM sessions WHERE id = {p}",
+        lock_trace_head=(
+            f"SELECT chain_version, trace_count, trace_hash FROM sessions WHERE id = {p}{lock}"
+        ),
+        set_trace_head=f"UPDATE sessions SET trace_count = {p}, trace_hash = {p} WHERE id = {p}",
+        trace_chain=(
+            f"SELECT {_TRACE_COLUMNS}, hash FROM trace_rows WHERE session_id = {p} ORDER BY id"
+        ),
         insert_erasure=(
             f"INSERT INTO erasures (session_id, seq, erasure_seq) VALUES ({p}, {p}, {p})"
         ),

@@ -83,6 +83,13 @@ BEGIN
     RETURN NEXT;
 END $$;
 
+-- The trace rows of a v2 session form a chain of their own: each row's hash, and the
+-- session's trace head. NULL in a v1 session.
+ALTER TABLE trace_rows ADD COLUMN hash bytea;
+ALTER TABLE sessions ADD COLUMN trace_count bigint NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN trace_hash bytea;
+GRANT UPDATE (trace_count, trace_hash) ON sessions TO agenttrail_writer;
+
 REVOKE ALL ON erasures FROM PUBLIC;
 GRANT SELECT, INSERT ON erasures TO agenttrail_writer;
 -- Erasure only: the trigger above admits nothing else.

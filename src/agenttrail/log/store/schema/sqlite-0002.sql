@@ -44,3 +44,9 @@ WHEN NOT (
 BEGIN
     SELECT RAISE(ABORT, 'agenttrail: session_events is append-only: UPDATE refused');
 END;
+
+-- The trace rows of a v2 session form a chain of their own (docs/log-format.md, Trace rows
+-- in chain v2): each row's hash, and the session's trace head. NULL in a v1 session.
+ALTER TABLE trace_rows ADD COLUMN hash BLOB;
+ALTER TABLE sessions ADD COLUMN trace_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN trace_hash BLOB;
