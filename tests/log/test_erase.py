@@ -183,3 +183,20 @@ def test_migrate_copies_erasures_and_keeps_v1_as_v1(db_url: str, tmp_path: Path)
     if not is_postgres(db_url):
         with sqlite3.connect(db_url) as conn:
             assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+
+
+def test_every_reader_shows_an_erased_event_as_erased(tmp_path: Path) -> None:
+    # show, export, Fountain and replay read the event by one rule (model/reading.py): the
+    # erased payload, never its bytes.
+    db = str(tmp_path / "agenttrail.db")
+    with open_store(db) as store:
+        _session(store)
+        store.erase("s", [2], by="me", reason="leak")
+    for command in (["show", "s"], ["export", "s"], ["fountain", "s"]):
+        shown = run_cli(*command, "--db", db)
+        assert shown.returncode == 0, shown.stderr
+        assert SECRET not in shown.stdout
+        assert "erased" in shown.stdout, command
+    replayed = run_cli("replay", "s", "--format", "openai", "--db", db)
+    assert replayed.returncode == 0, replayed.stderr
+    assert SECRET not in replayed.stdout and "my key?" in replayed.stdout
