@@ -45,7 +45,7 @@ EVIDENCE = {
     ),
     "session_events": ("session_id", "seq", "created_at", "payload", "hash", "salt", "digest"),
     "erasures": ("session_id", "seq", "erasure_seq"),
-    "trace_rows": (*TRACE_FIELDS, "id", "hash"),
+    "trace_rows": (*TRACE_FIELDS, "hash"),  # not id: docs/log-format.md says why
 }
 """The evidence columns of each table of a v2 log."""
 
