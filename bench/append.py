@@ -10,7 +10,9 @@ Baselines, measured on the same machine in the same run so that the ratio means 
   floor), and vs raw ``sqlite3`` reading the same payloads plus that hashing (what any
   verifier written in Python must at least do); also pinned to one CPU (verify reads the
   next page on a second thread while the C check hashes this one), and with the Python
-  check that runs when the C extension was not built.
+  check that runs when the C extension was not built. The session verified is chained as v2
+  (every new session: a salted digest per payload, docs/log-format.md, Chain v2); the same
+  payloads chained as v1 are verified too.
 With ``--postgres URL`` (e.g. ``postgresql://postgres@127.0.0.1:5432/test``) the PostgreSQL
 backend is measured too, in schemas of its own that are dropped afterwards:
 - batched append  vs raw psycopg ``executemany`` of the same rows, and vs ``COPY … FROM STDIN
@@ -147,8 +149,12 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
             out["agenttrail_batched"] = _rate(total, batched)
             out["agenttrail_single"] = _rate(single, one_by_one)
 
-            verified = store.sessions()[0].id
-            stored = [data for _, _, data, _ in store.read_rows(verified)]
+            verified = store.sessions()[0].id  # chain v2, as every new session
+            stored = [row[2] for row in store.read_rows(verified)]
+            # The same payloads in a session chained as v1 (as sessions written before v2).
+            v1 = store.create_session(NewSession(id="v1", chain_version=1)).id
+            for start in range(0, total, batch):
+                store.append_batch(v1, [NewEvent(p) for p in payloads[start : start + batch]])
 
             def raw_hash() -> None:
                 for data in stored:
@@ -156,7 +162,11 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
 
             def ours_verify() -> None:
                 (verdict,) = verify(store, [verified])
-                assert verdict.ok and verdict.events == total
+                assert verdict.ok and verdict.events == total and verdict.version == 2
+
+            def ours_verify_v1() -> None:
+                (verdict,) = verify(store, [v1])
+                assert verdict.ok and verdict.events == total and verdict.version == 1
 
             reader = sqlite3.connect(root / "agenttrail.db")
 
@@ -171,6 +181,7 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
             out["raw_sha256"] = _rate(total, raw_hash)
             out["raw_read_sha256"] = _rate(total, raw_read_hash)
             out["agenttrail_verify"] = _rate(total, ours_verify)
+            out["agenttrail_verify_v1"] = _rate(total, ours_verify_v1)
             with _one_core():
                 out["agenttrail_verify_one_core"] = _rate(total, ours_verify)
             with _python_check():
@@ -180,6 +191,7 @@ def bench(total: int, single: int, batch: int) -> dict[str, float]:
     out["ratio_batched"] = out["agenttrail_batched"] / out["raw_batched"]
     out["ratio_single"] = out["agenttrail_single"] / out["raw_single"]
     out["ratio_verify"] = out["agenttrail_verify"] / out["raw_sha256"]
+    out["ratio_verify_v1"] = out["agenttrail_verify_v1"] / out["raw_sha256"]
     out["ratio_verify_read"] = out["agenttrail_verify"] / out["raw_read_sha256"]
     out["ratio_verify_one_core"] = out["agenttrail_verify_one_core"] / out["raw_sha256"]
     out["ratio_verify_python"] = out["agenttrail_verify_python"] / out["raw_sha256"]
@@ -371,7 +383,8 @@ def main() -> None:
             "ratio_batched",
         ),
         ("append, one per commit", "agenttrail_single", "raw_single", "ratio_single"),
-        ("verify", "agenttrail_verify", "raw_sha256", "ratio_verify"),
+        ("verify (chain v2)", "agenttrail_verify", "raw_sha256", "ratio_verify"),
+        ("verify, chain v1", "agenttrail_verify_v1", "raw_sha256", "ratio_verify_v1"),
         ("verify, one core", "agenttrail_verify_one_core", "raw_sha256", "ratio_verify_one_core"),
         ("verify, Python check", "agenttrail_verify_python", "raw_sha256", "ratio_verify_python"),
         ("verify vs read+hash", "agenttrail_verify", "raw_read_sha256", "ratio_verify_read"),

@@ -50,13 +50,26 @@ from tests._environment import (
     require,
 )
 
-__all__ = ["CHROMIUM", "HARVEY", "HAS_SHARED", "REALDATA", "ROOT", "SHARED", "VECTORS", "Served"]
+__all__ = [
+    "CHROMIUM",
+    "HARVEY",
+    "HAS_SHARED",
+    "REALDATA",
+    "ROOT",
+    "SHARED",
+    "V1_LOG",
+    "VECTORS",
+    "Served",
+]
 
 REALDATA = SHARED / "realdata"
 VECTORS = SHARED / "vectors"
 HARVEY = SHARED / "harvey"
 """Harvey's own Fountain reader and writer as static binaries (``bin/harveyread``,
 ``bin/harveywrite``), the test oracles of docs/fountain-format.md."""
+V1_LOG = ROOT / "tests" / "data" / "v1-log.db"
+"""A log written by the code before chain v2 (``tests/data/make_v1_log.py``); copy it before
+opening it (opening migrates its schema)."""
 
 BACKENDS = ("sqlite", "postgresql")
 

@@ -69,20 +69,24 @@ def test_every_command_is_documented_and_has_help(command: str) -> None:
     assert "\n" not in summary.strip(), summary
 
 
-def _outsider_script(db: Path, session: str) -> str:
+def _outsider_script(db: Path, session: str, version: int = 2) -> str:
+    """The by-hand verifier of docs/log-format.md for a session of chain ``version``: the
+    first script of the section for v1, the second for v2."""
     block = LOG_FORMAT.split("### Verify with sqlite3 and sha256sum only", 1)[1]
-    script = _code_blocks(block, "sh")[0]
+    script = _code_blocks(block, "sh")[version - 1]
     return script.replace(
         "DB=agenttrail.db SESSION=sample-harvey-session", f"DB='{db}' SESSION='{session}'"
     )
 
 
-def _verifies_by_hand(db: str | Path, script: Callable[[str], str]) -> None:
-    """Write the sample session and one with a lone surrogate and a 512 KiB result into
-    ``db``, then run the by-hand ``script(session)`` of each: it prints ``ok`` for every seq
-    and the head the store has."""
+def _verifies_by_hand(db: str | Path, script: Callable[[str, int], str]) -> None:
+    """Write the sample session (chain v2, seq 4 erased) and one with a lone surrogate and a
+    512 KiB result (chain v1, as a session from before the id rule is) into ``db``, then run
+    the by-hand ``script(session, version)`` of each: it prints ``ok`` for every seq and the
+    head the store has."""
     with open_store(db) as store:
         record_sample(store)
+        store.erase(SAMPLE_SESSION_ID, [4], by="tests", reason="by-hand check of an erasure")
         # A UTF-8 id is hashed as its bytes; no new session may have one (the id rule), but
         # old logs hold them, and the by-hand check must still read them.
         session_made_before_the_id_rule(str(db), "hard é")
@@ -91,12 +95,16 @@ def _verifies_by_hand(db: str | Path, script: Callable[[str], str]) -> None:
             turn.user("café \udc81 done")
             call = turn.tool_call("read_file", {"path": "big"})
             turn.tool_result(call, "x" * (512 * 1024))
-        heads = {s.id: (s.head_seq, s.head_hash.hex()) for s in store.sessions()}
-    for session, (head_seq, head_hash) in heads.items():
+        heads = {s.id: (s.head_seq, s.head_hash.hex(), s.chain_version) for s in store.sessions()}
+    assert {version for _, _, version in heads.values()} == {1, 2}
+    for session, (head_seq, head_hash, version) in heads.items():
         out = subprocess.run(
-            ["sh", "-c", script(session)], capture_output=True, text=True, check=True
+            ["sh", "-c", script(session, version)], capture_output=True, text=True, check=True
         ).stdout.splitlines()
-        assert out[:-1] == [f"seq {n}: ok" for n in range(1, head_seq + 1)]
+        erased = [4] if session == SAMPLE_SESSION_ID else []
+        assert out[:-1] == [
+            f"seq {n}: ok" + (" (erased)" if n in erased else "") for n in range(1, head_seq + 1)
+        ]
         assert out[-1] == f"head|{head_seq}|{head_hash}"
 
 
@@ -106,7 +114,7 @@ def _verifies_by_hand(db: str | Path, script: Callable[[str], str]) -> None:
 )
 def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> None:
     db = tmp_path / "agenttrail.db"
-    _verifies_by_hand(db, lambda session: _outsider_script(db, session))
+    _verifies_by_hand(db, lambda session, version: _outsider_script(db, session, version))
     # The same script catches a row changed by someone who dropped the triggers.
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("DROP TRIGGER session_events_no_update")
@@ -123,9 +131,9 @@ def test_a_log_verifies_by_hand_with_sqlite3_and_sha256sum(tmp_path: Path) -> No
     assert run_cli("verify", "--db", str(db)).returncode == 1
 
 
-def _psql_script(url: str, session: str) -> str:
+def _psql_script(url: str, session: str, version: int = 2) -> str:
     block = LOG_FORMAT.split("### Verify with psql and sha256sum only", 1)[1]
-    script = _code_blocks(block, "sh")[0]
+    script = _code_blocks(block, "sh")[version - 1]
     server = parse_url(url)
     first = (
         "URL=postgresql://postgres@127.0.0.1:5432/test SCHEMA=public SESSION=sample-harvey-session"
@@ -142,7 +150,7 @@ def _psql_script(url: str, session: str) -> str:
 )
 def test_a_postgresql_log_verifies_by_hand_with_psql_and_sha256sum(postgres_url: str) -> None:
     with postgres_schema(postgres_url) as url:
-        _verifies_by_hand(url, lambda session: _psql_script(url, session))
+        _verifies_by_hand(url, lambda session, version: _psql_script(url, session, version))
         # The same script catches a row changed by the database's owner around the triggers.
         with owner_connection(url) as conn:
             conn.execute("ALTER TABLE session_events DISABLE TRIGGER session_events_no_update")

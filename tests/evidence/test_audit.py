@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agenttrail.evidence.audit import SessionAudit, audit
-from agenttrail.log.chain import GENESIS_HASH
+from agenttrail.log.digests import session_genesis
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewSession
 from agenttrail.views.terminal import safe
@@ -50,6 +50,7 @@ def test_an_intact_session_with_trace_rows_is_ok(store: LogStore) -> None:
         "bad_seq": None,
         "reason": "",
         "trace_problems": [],
+        "erased": [],
     }
 
 
@@ -59,7 +60,9 @@ def test_every_session_is_audited_when_none_is_named(store: LogStore) -> None:
     verdicts = audit(store)
     assert sorted(v.session_id for v in verdicts) == sorted([SESSION_ID, empty])
     (blank,) = [v for v in verdicts if v.session_id == empty]
-    assert (blank.ok, blank.events, blank.head) == (True, 0, GENESIS_HASH.hex())
+    # a v2 session's empty head is its genesis (docs/log-format.md, Chain v2)
+    genesis = session_genesis(empty, (None, None, None, None, None, "{}"))
+    assert (blank.ok, blank.events, blank.head) == (True, 0, genesis.hex())
 
 
 def test_a_changed_envelope_is_a_trace_problem_on_an_intact_chain(db_path: Path) -> None:
@@ -78,13 +81,15 @@ def test_a_changed_envelope_is_a_trace_problem_on_an_intact_chain(db_path: Path)
     assert verdict.chain_ok and not verdict.ok
     assert verdict.trace_problems == (
         f"trace 1: envelope differs from the logged result (seq {row.result_seq})",
+        # and the trace rows' own chain (chain v2) breaks there
+        f"trace row 1 (result seq {row.result_seq}) does not chain",
     )
     assert verdict.record()["ok"] is False
     # The viewer's badge and the CLI say the same as the verdict.
     assert chain == verdict.record(escape=safe)
     shown = run_cli("verify", SESSION_ID, "--db", str(db_path))
     assert shown.returncode == 1
-    assert shown.stdout == f"FAIL  {SESSION_ID}  {verdict.trace_problems[0]}\n"
+    assert shown.stdout == "".join(f"FAIL  {SESSION_ID}  {p}\n" for p in verdict.trace_problems)
 
 
 def test_a_broken_chain_names_its_first_bad_seq_and_skips_the_trace_rows(db_path: Path) -> None:

@@ -96,7 +96,7 @@ def _check(store: LogStore, session_id: str, acks: Acks) -> tuple[int, int]:
     """Assert that the log holds everything acknowledged, each envelope result with its trace
     row, and verifies; returns (events, trace rows) checked."""
     stored = {
-        seq: (digest, created_at) for seq, created_at, _, digest in store.read_rows(session_id)
+        seq: (digest, created_at) for seq, created_at, _, digest, *_ in store.read_rows(session_id)
     }
     lost = [
         seq for seq, (digest, _, _) in acks.events.items() if stored.get(seq, (b"",))[0] != digest

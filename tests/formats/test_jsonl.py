@@ -39,9 +39,12 @@ REAL_FILES = [
 ]
 
 
-def exported(events: list[Event]) -> bytes:
-    """The bytes ``agenttrail export`` writes: one line per event, each ending in a newline."""
-    return "".join(line + "\n" for line in jsonl_from_events(events)).encode("utf-8")
+def exported(events: list[Event], log: LogStore) -> bytes:
+    """The bytes ``agenttrail export`` writes: one line per event, each ending in a newline,
+    the session's fields on the first (a v2 chain starts from them)."""
+    session = log.get_session(events[0].session_id) if events else None
+    lines = jsonl_from_events(events, session=session)
+    return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
 def write(path: Path, data: bytes) -> Path:
@@ -62,7 +65,7 @@ def test_export_import_export_is_byte_identical(
 ) -> None:
     events = import_events(store, path)
     assert events, path.name
-    first = exported(events)
+    first = exported(events, store)
     file = write(tmp_path / "export.jsonl", first)
     assert detect(file, first) is jsonl
     [report] = import_paths(second, [file])
@@ -72,7 +75,7 @@ def test_export_import_export_is_byte_identical(
         0,
     )
     again = list(second.read(report.session_id))
-    assert exported(again) == first
+    assert exported(again, second) == first
     # every chain hash survives: the second log holds the very rows of the first
     assert [(e.seq, e.created_at, e.data, e.hash) for e in again] == [
         (e.seq, e.created_at, e.data, e.hash) for e in events
@@ -84,13 +87,15 @@ def test_export_import_export_is_byte_identical(
 
 def test_every_line_is_the_event_record(store: LogStore) -> None:
     events = import_events(store, CLAUDE_CODE_SPOTTER / "short.jsonl")
-    lines = exported(events).decode("utf-8").splitlines()
+    lines = exported(events, store).decode("utf-8").splitlines()
     assert len(lines) == len(events)
     for line, event in zip(lines, events, strict=True):
         record = json.loads(line)
-        fields = ["session_id", "seq", "created_at", "actor", "payload", "hash", "anomalies"]
+        fields = ["session_id", "seq", "created_at", "actor", "payload", "hash", "salt"]
+        fields += ["anomalies", "session"] if event.seq == 1 else ["anomalies"]
         assert list(record) == fields
         # the derived anomalies follow the event's own fields (tested below, by kind)
+        record.pop("session", None)
         assert record == json.loads(json.dumps(event_record(event, record["anomalies"])))
         assert record["hash"] == event.hash.hex()
 
@@ -100,7 +105,7 @@ def test_every_line_is_the_event_record(store: LogStore) -> None:
 
 def _lines(store: LogStore) -> list[dict[str, Any]]:
     events = import_events(store, ANTHROPIC_SDK / "092be1de-d3f8-4c22-a4ea-a7ad54689836.json")
-    return [json.loads(line) for line in exported(events).decode("utf-8").splitlines()]
+    return [json.loads(line) for line in exported(events, store).decode("utf-8").splitlines()]
 
 
 def _file(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
@@ -176,7 +181,7 @@ def test_a_line_of_the_wrong_shape_is_refused(
 def test_a_line_that_is_not_json_is_named(
     store: LogStore, second: LogStore, tmp_path: Path
 ) -> None:
-    lines = exported(import_events(store, CLAUDE_CODE_SPOTTER / "short.jsonl")).splitlines()
+    lines = exported(import_events(store, CLAUDE_CODE_SPOTTER / "short.jsonl"), store).splitlines()
     lines[4] = b'{"session_id": "short", "seq": 5, '  # cut off
     path = write(tmp_path / "broken.jsonl", b"\n".join(lines) + b"\n")
     error = _refused(path, second)
@@ -200,7 +205,7 @@ def test_several_sessions_in_one_file(store: LogStore, second: LogStore, tmp_pat
     ]
     ids = [events[0].session_id for events in parts]
     assert len(set(ids)) == 3
-    path = write(tmp_path / "three.jsonl", b"".join(exported(events) for events in parts))
+    path = write(tmp_path / "three.jsonl", b"".join(exported(events, store) for events in parts))
     sessions = read_file(path)
     assert [s.session.id for s in sessions] == ids
     assert [s.exported_hashes for s in sessions] == [[e.hash for e in ev] for ev in parts]
@@ -209,7 +214,7 @@ def test_several_sessions_in_one_file(store: LogStore, second: LogStore, tmp_pat
         (i, len(ev)) for i, ev in zip(ids, parts, strict=True)
     ]
     for session_id, events in zip(ids, parts, strict=True):
-        assert exported(list(second.read(session_id))) == exported(events)
+        assert exported(list(second.read(session_id)), second) == exported(events, store)
 
 
 def test_interleaved_sessions_are_read_by_session(
@@ -217,14 +222,14 @@ def test_interleaved_sessions_are_read_by_session(
 ) -> None:
     a = import_events(store, ANTHROPIC_SDK / "10e53c1d-51be-4c64-b5bf-99adb3fa4719.json")
     b = import_events(store, CASSETTES / "test_chat_completion_tool_calls_with_content.yaml")
-    lines_a = exported(a).splitlines(keepends=True)
-    lines_b = exported(b).splitlines(keepends=True)
+    lines_a = exported(a, store).splitlines(keepends=True)
+    lines_b = exported(b, store).splitlines(keepends=True)
     mixed = [line for pair in zip(lines_a, lines_b, strict=False) for line in pair]
     mixed += lines_a[len(lines_b) :] + lines_b[len(lines_a) :]
     path = write(tmp_path / "mixed.jsonl", b"".join(mixed))
     import_paths(second, [path])
-    assert exported(list(second.read(a[0].session_id))) == exported(a)
-    assert exported(list(second.read(b[0].session_id))) == exported(b)
+    assert exported(list(second.read(a[0].session_id)), second) == exported(a, store)
+    assert exported(list(second.read(b[0].session_id)), second) == exported(b, store)
 
 
 def test_one_altered_session_refuses_the_whole_file(
@@ -233,7 +238,7 @@ def test_one_altered_session_refuses_the_whole_file(
     good = import_events(store, ANTHROPIC_SDK / "10e53c1d-51be-4c64-b5bf-99adb3fa4719.json")
     records = _lines(store)
     records[-1]["payload"]["actor"] = "user"
-    text = exported(good) + _file(tmp_path, records).read_bytes()
+    text = exported(good, store) + _file(tmp_path, records).read_bytes()
     error = _refused(write(tmp_path / "two.jsonl", text), second)
     assert (error.line, error.field) == (len(good) + len(records), "hash")
 

@@ -9,14 +9,16 @@ the real CLI into real SQLite logs.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.ingest.importer import import_paths
+from agenttrail.ingest.sample import SAMPLE_SESSION_ID
 from agenttrail.log.store import open_store
-from tests.conftest import REALDATA, run_cli
+from tests.conftest import REALDATA, V1_LOG, run_cli
 
 TRANSCRIPTS = [
     REALDATA / "claude-code-spotter" / "tool_heavy.jsonl",
@@ -60,24 +62,30 @@ def test_export_import_keeps_the_session_and_its_keys(source: Path, tmp_path: Pa
 
 
 def test_an_export_without_session_or_keys_still_imports(tmp_path: Path) -> None:
-    # the lines older agenttrail wrote: no `key`, no `session`
-    with open_store(str(tmp_path / "first.db")) as store:
-        [report] = import_paths(store, [TRANSCRIPTS[1]])
-        old = "".join(line + "\n" for line in jsonl_from_events(store.read(report.session_id)))
-    assert '"key"' not in old and '"session"' not in old
+    # the lines older agenttrail wrote: no `key`, no `session`, no `salt` (chain v1), from a
+    # log written by the code before chain v2 (tests/data/make_v1_log.py)
+    db = tmp_path / "v1.db"
+    shutil.copyfile(V1_LOG, db)
+    with open_store(str(db)) as store:
+        old = "".join(line + "\n" for line in jsonl_from_events(store.read(SAMPLE_SESSION_ID)))
+        written = store.get_session(SAMPLE_SESSION_ID).head_seq
+    assert '"key"' not in old and '"session"' not in old and '"salt"' not in old
     path = tmp_path / "old.jsonl"
     path.write_text(old, encoding="utf-8")
     with open_store(str(tmp_path / "second.db")) as store:
         [imported] = import_paths(store, [path])
-        assert imported.written == report.written
-        rows = "".join(line + "\n" for line in jsonl_from_events(store.read(report.session_id)))
+        assert imported.written == written
+        assert store.get_session(SAMPLE_SESSION_ID).chain_version == 1
+        rows = "".join(line + "\n" for line in jsonl_from_events(store.read(SAMPLE_SESSION_ID)))
     assert rows == old
 
 
 def _export_lines(tmp_path: Path) -> tuple[list[dict[str, object]], str]:
     with open_store(str(tmp_path / "source.db")) as store:
         [report] = import_paths(store, [TRANSCRIPTS[1]])
-        lines = [json.loads(line) for line in jsonl_from_events(store.read(report.session_id))]
+        session = store.get_session(report.session_id)
+        events = store.read(report.session_id)
+        lines = [json.loads(line) for line in jsonl_from_events(events, session=session)]
     return lines, report.session_id
 
 

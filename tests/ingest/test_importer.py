@@ -27,6 +27,7 @@ from agenttrail.ingest.importer import (
 )
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store._rules import as_new_session
 from agenttrail.model import NewEvent, NewSession, events
 from tests import mortgage_model
 from tests.conftest import REALDATA, run_cli, session_made_before_the_id_rule
@@ -43,8 +44,11 @@ def _rows(store: LogStore, session_id: str) -> list[tuple[int, str, bytes, bytes
     return list(store.read_rows(session_id))
 
 
-def _export(store: LogStore, session_id: str, path: Path, *, upto: int | None = None) -> Path:
-    lines = list(jsonl_from_events(store.read(session_id)))[:upto]
+def _export(
+    store: LogStore, session_id: str, path: Path, *, upto: int | None = None, stated: bool = True
+) -> Path:
+    session = store.get_session(session_id) if stated else None
+    lines = list(jsonl_from_events(store.read(session_id), session=session))[:upto]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 
@@ -56,10 +60,14 @@ def exported(store: LogStore, tmp_path: Path) -> Path:
     return _export(store, SAMPLE_SESSION_ID, tmp_path / "sample.jsonl")
 
 
-def _holding(path: Path, batch: list[NewEvent]) -> LogStore:
-    """A log at ``path`` whose sample session holds ``batch`` and nothing else."""
+def _holding(path: Path, batch: list[NewEvent], like: LogStore | None = None) -> LogStore:
+    """A log at ``path`` whose sample session holds ``batch`` and nothing else; with the
+    session fields of the sample session in ``like`` (so that its chain starts the same)."""
     log = open_store(path)
-    log.create_session(NewSession(SAMPLE_SESSION_ID))
+    new = NewSession(SAMPLE_SESSION_ID)
+    if like is not None:
+        new = as_new_session(like.get_session(SAMPLE_SESSION_ID))
+    log.create_session(new)
     log.append_batch(SAMPLE_SESSION_ID, batch)
     return log
 
@@ -114,7 +122,8 @@ def test_importing_a_file_again_writes_nothing(store: LogStore) -> None:
 def test_a_session_without_a_title_or_start_takes_them_from_its_events(
     store: LogStore, tmp_path: Path
 ) -> None:
-    store.create_session(NewSession("bare"))  # an export carries neither
+    # An export by older agenttrail (chain v1) carries neither: no `session` line.
+    store.create_session(NewSession("bare", chain_version=1))
     store.append_batch(
         "bare",
         [
@@ -123,7 +132,7 @@ def test_a_session_without_a_title_or_start_takes_them_from_its_events(
         ],
     )
     with open_store(tmp_path / "copy.db") as copy:
-        import_paths(copy, [_export(store, "bare", tmp_path / "bare.jsonl")])
+        import_paths(copy, [_export(store, "bare", tmp_path / "bare.jsonl", stated=False)])
         session = copy.get_session("bare")
     assert (session.title, session.started) == ("Does harvey.go compile cleanly?", DAY_ONE)
 
@@ -154,8 +163,11 @@ def test_an_export_over_a_session_that_differs_is_refused_naming_the_seq(
     store: LogStore, exported: Path, tmp_path: Path
 ) -> None:
     first = next(iter(store.read(SAMPLE_SESSION_ID)))
-    batch = [NewEvent(first.payload, first.created_at), NewEvent(events.message("user", "other"))]
-    with _holding(tmp_path / "copy.db", batch) as copy:
+    batch = [
+        NewEvent(first.payload, first.created_at, salt=first.salt),  # the same first event
+        NewEvent(events.message("user", "other")),
+    ]
+    with _holding(tmp_path / "copy.db", batch, like=store) as copy:
         with pytest.raises(InputError) as refused:
             import_paths(copy, [exported])
         assert str(refused.value) == (

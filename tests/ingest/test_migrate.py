@@ -70,7 +70,8 @@ def test_sqlite_to_postgresql_and_back_keeps_every_chain(tmp_path: Path, postgre
             assert _contents(store) == original
         with owner_connection(pg) as conn:  # the very bytes, not an equal re-encoding
             row = conn.execute(
-                "SELECT payload, hash FROM session_events WHERE session_id = 'hard-e' AND seq = 1"
+                "SELECT payload, hash, salt, digest FROM session_events "
+                "WHERE session_id = 'hard-e' AND seq = 1"
             ).fetchone()
         assert row == original["events"]["hard-e"][0][2:]
         again = run_cli("migrate", "--from", source, "--to", pg)  # nothing new: nothing copied
@@ -128,15 +129,12 @@ def test_a_broken_source_chain_is_not_copied(db_url: str, tmp_path: Path) -> Non
         src.append("s", events.message("user", "two"))
     _attack(source, "UPDATE session_events SET payload = ? WHERE seq = 2", params=(b"\xa0",))
     with open_store(source) as src, open_store(db_url) as dst:
-        with pytest.raises(ChainBroken, match="seq 2: stored hash does not match"):
+        with pytest.raises(ChainBroken, match="seq 2: payload does not match its digest"):
             migrate(src, dst)
         assert dst.sessions() == []  # nothing of the session is written
     result = run_cli("migrate", "--from", str(source), "--to", db_url)
     assert result.returncode == 1
-    broken = (
-        "session s: chain broken at seq 2: "
-        "stored hash does not match the row's bytes (on the source)"
-    )
+    broken = "session s: chain broken at seq 2: payload does not match its digest (on the source)"
     assert result.stderr == f"error: {broken}\n"
 
 

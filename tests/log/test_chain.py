@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from agenttrail.log import chain
 from agenttrail.log.chain import CHAIN_TAG, GENESIS_HASH, chain_hasher, event_hash, verify
+from agenttrail.log.digests import chain_hasher_v2, payload_digest
 from agenttrail.log.store import LogStore, open_store
-from agenttrail.log.store._base import CHAIN_PAGE_ROWS
+from agenttrail.log.store._backend import CHAIN_PAGE_ROWS
 from agenttrail.model import NewEvent, NewSession, events
 from tests.conftest import is_postgres, owner_connection, postgres_schema, run_cli
 
@@ -115,7 +116,9 @@ def test_cli_verify_names_the_session_and_first_bad_seq_after_a_change(db_url: s
     assert run_cli("verify", "t", "--db", db_url).returncode == 0
     # The transcript says so too, on its last line.
     shown = run_cli("show", "s", "--db", db_url)
-    assert shown.stdout.splitlines()[-1].startswith("⚠ chain broken at seq 3: stored hash")
+    assert shown.stdout.splitlines()[-1].startswith(
+        "⚠ chain broken at seq 3: payload does not match its digest"
+    )
     assert "⚠ the chain breaks at seq 3" in shown.stdout  # on the row itself
     assert (
         run_cli("show", "t", "--db", db_url)
@@ -148,11 +151,13 @@ def test_cli_verify_catches_an_inserted_row(db_url: str) -> None:
     # A row appended by hand with a correctly chained hash: only the head gives it away.
     data = b"\xa1dtypeex"
     created = "2026-06-24T10:00:05.000000Z"
-    digest = event_hash(forged, 5, created, "s", data)
+    salt = bytes(32)
+    digest = payload_digest(salt, data)
     _attack(
         db_url,
-        "INSERT INTO session_events VALUES ('s', 5, ?, ?, ?)",
-        params=(created, data, digest),
+        "INSERT INTO session_events (session_id, seq, created_at, payload, hash, salt, digest) "
+        "VALUES ('s', 5, ?, ?, ?, ?, ?)",
+        params=(created, data, chain_hasher_v2("s")(forged, 5, created, digest), salt, digest),
     )
     result = run_cli("verify", "--db", db_url)
     assert result.returncode == 1
@@ -276,7 +281,7 @@ def _pages(draw: st.DrawFn) -> tuple[str, bytes, list[tuple[Any, ...]], int]:
         )
         payload = draw(st.binary(max_size=3000))
         digest = _documented_hash(link, first_seq + offset, created, sid, payload)
-        rows.append((first_seq + offset, created, payload, digest))
+        rows.append((first_seq + offset, created, payload, digest, None, None))
         link = digest
     change = draw(st.sampled_from(["none", "seq", "created_at", "payload", "hash", "type"]))
     if change != "none":
@@ -312,11 +317,11 @@ def test_the_c_check_finds_the_same_first_bad_row_as_the_python_check(
 def test_the_c_check_refuses_arguments_of_the_wrong_shape(c_check: Any) -> None:
     with pytest.raises(ValueError, match="prev_hash must be 32 bytes"):
         c_check.first_bad_row(CHAIN_TAG, b"s", b"short", [], 1)
-    with pytest.raises(TypeError, match="4-tuple"):
+    with pytest.raises(TypeError, match="6-tuple"):
         c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"")], 1)
     with pytest.raises(ValueError, match="first_seq out of range"):
         c_check.first_bad_row(
-            CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"", GENESIS_HASH)], 2**63 - 1
+            CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"", GENESIS_HASH, None, None)], 2**63 - 1
         )
     assert c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [], 1) == -1
 
@@ -347,7 +352,7 @@ def test_verify_finds_a_change_deep_in_a_long_session_and_stops_reading(
     with open_store(db_url) as store:
         (verdict,) = verify(store, ["long"])
     assert (verdict.bad_seq, verdict.events) == (bad, bad)
-    assert verdict.reason == "stored hash does not match the row's bytes"
+    assert verdict.reason == "payload does not match its digest"
     assert threading.active_count() == threads  # the read-ahead thread is gone
 
 

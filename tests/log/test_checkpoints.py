@@ -8,7 +8,7 @@ from pathlib import Path
 
 from agenttrail.codec import encode_payload
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
-from agenttrail.log.chain import GENESIS_HASH, event_hash
+from agenttrail.log.digests import chain_hasher_v2, payload_digest, session_genesis
 from agenttrail.log.store import open_store
 from agenttrail.model import NewSession, events
 from tests.conftest import run_cli
@@ -23,17 +23,25 @@ def _rewrite_consistently(
     for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'").fetchall():
         conn.execute(f"DROP TRIGGER {name}")
     rows = conn.execute(
-        "SELECT seq, created_at, payload FROM session_events WHERE session_id = ? ORDER BY seq",
+        "SELECT seq, created_at, payload, salt FROM session_events WHERE session_id = ? "
+        "ORDER BY seq",
         (session_id,),
     ).fetchall()
-    prev = GENESIS_HASH
-    for row_seq, created_at, data in rows:
+    fields = conn.execute(
+        'SELECT title, agent, "user", workspace, started, metadata FROM sessions WHERE id = ?',
+        (session_id,),
+    ).fetchone()
+    prev = session_genesis(session_id, fields)
+    hash_row = chain_hasher_v2(session_id)
+    for row_seq, created_at, data, salt in rows:
         if row_seq == seq:
             data = encode_payload(payload)
-        prev = event_hash(prev, row_seq, created_at, session_id, data)
+        digest = payload_digest(salt, data)
+        prev = hash_row(prev, row_seq, created_at, digest)
         conn.execute(
-            "UPDATE session_events SET payload = ?, hash = ? WHERE session_id = ? AND seq = ?",
-            (data, prev, session_id, row_seq),
+            "UPDATE session_events SET payload = ?, digest = ?, hash = ? "
+            "WHERE session_id = ? AND seq = ?",
+            (data, digest, prev, session_id, row_seq),
         )
     conn.execute("UPDATE sessions SET head_hash = ? WHERE id = ?", (prev, session_id))
     conn.close()
@@ -119,8 +127,9 @@ def test_a_checkpointed_session_that_was_removed_fails_verification(tmp_path: Pa
         store.remove_session(SAMPLE_SESSION_ID, reason="retention")
     result = run_cli("verify", "--checkpoint", str(head), "--pubkey", f"{key}.pub", "--db", str(db))
     assert result.returncode == 1, result.stderr
+    other = session_genesis("other", (None, None, None, None, None, "{}")).hex()[:16]
     assert result.stdout == (
-        "ok    other  0 events  head 0000000000000000\n"
+        f"ok    other  0 events  head {other}\n"
         f"FAIL  checkpoint {SAMPLE_SESSION_ID} seq 18: session {SAMPLE_SESSION_ID} named by "
         "the checkpoint is missing\n"
     )

@@ -31,8 +31,9 @@ from agenttrail.errors import (
     TurnInFlight,
 )
 from agenttrail.log.chain import verify
+from agenttrail.log.digests import session_genesis
 from agenttrail.log.store import Appended, LogStore, open_store
-from agenttrail.log.store._base import READ_PAGE_ROWS
+from agenttrail.log.store._backend import READ_PAGE_ROWS
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, events
 from tests.conftest import is_postgres
 
@@ -40,7 +41,10 @@ from tests.conftest import is_postgres
 def test_a_new_session_is_empty_and_reads_nothing(store: LogStore) -> None:
     session = store.create_session(NewSession(title="t", agent="a", user="u", workspace="/w"))
     assert session.head_seq == 0
-    assert session.head_hash == bytes(32)
+    # A new session is chain v2: its empty head is the genesis of its fields (the documented
+    # layout, docs/log-format.md, Chain v2), not 32 zero bytes.
+    assert session.chain_version == 2
+    assert session.head_hash == session_genesis(session.id, ("t", "a", "u", "/w", None, "{}"))
     assert list(store.read(session.id)) == []
     assert store.append_batch(session.id, []) == []
     assert [s.id for s in store.sessions()] == [session.id]

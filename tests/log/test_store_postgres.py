@@ -35,17 +35,17 @@ from tests.conftest import owner_connection, postgres_schema, run_cli
 _PG_REFUSED = [
     "UPDATE session_events SET payload = '\\xa0' WHERE seq = 1",
     "DELETE FROM session_events WHERE seq = 1",
-    "INSERT INTO session_events VALUES ('s', 1, 'x', '\\xa0', '\\x00') "
+    "INSERT INTO session_events VALUES ('s', 1, 'x', '\\xa0', '\\x00', NULL, NULL) "
     "ON CONFLICT (session_id, seq) DO UPDATE SET payload = excluded.payload",
     "MERGE INTO session_events e USING (VALUES ('s', 5)) v (sid, seq) "
     "ON e.session_id = v.sid AND e.seq = v.seq "
-    "WHEN NOT MATCHED THEN INSERT VALUES (v.sid, v.seq, 'x', '\\xa0', '\\x00')",
+    "WHEN NOT MATCHED THEN INSERT VALUES (v.sid, v.seq, 'x', '\\xa0', '\\x00', NULL, NULL)",
     "MERGE INTO session_events e USING (VALUES ('s', 1)) v (sid, seq) "
     "ON e.session_id = v.sid AND e.seq = v.seq WHEN MATCHED THEN UPDATE SET payload = '\\xa0'",
-    "INSERT INTO session_events VALUES ('s', 9, 'x', '\\xa0', '\\x00')",
+    "INSERT INTO session_events VALUES ('s', 9, 'x', '\\xa0', '\\x00', NULL, NULL)",
     # The next seq, but no head moved to cover it: only an append inserts rows.
     "INSERT INTO session_events VALUES ('s', 3, '2026-06-24T10:00:05.000000Z', '\\xa0', "
-    "sha256('x'))",
+    "sha256('x'), NULL, NULL)",
     "TRUNCATE session_events",
     "TRUNCATE sessions CASCADE",
     "UPDATE session_event_keys SET seq = 2",
@@ -91,7 +91,11 @@ def test_postgresql_refuses_to_change_stored_events(postgres_url: str, statement
 @pytest.mark.parametrize(
     "statement",
     [
-        "UPDATE session_events SET payload = '\\xa0' WHERE seq = 1",
+        # The writer may UPDATE payload and salt (erasure), which the trigger then refuses
+        # unless it is an erasure (test_erase.py); every other column is refused by rights.
+        "UPDATE session_events SET hash = '\\xa0' WHERE seq = 1",
+        "UPDATE session_events SET digest = '\\xa0' WHERE seq = 1",
+        "DELETE FROM erasures",
         "DELETE FROM session_events WHERE seq = 1",
         "TRUNCATE session_events",
         "UPDATE session_event_keys SET seq = 2",
@@ -160,7 +164,8 @@ def test_a_refusal_reaches_callers_as_an_agenttrail_error(postgres_url: str) -> 
                 pg.execute("DELETE FROM session_events")
             with pytest.raises(AppendOnlyViolation, match="append-only"), translate():
                 pg.execute(
-                    "INSERT INTO session_events VALUES (%s, 7, 'x', '\\xa0', '\\x00')", (sid,)
+                    "INSERT INTO session_events VALUES (%s, 7, 'x', '\\xa0', '\\x00', NULL, NULL)",
+                    (sid,),
                 )
             with pytest.raises(AppendOnlyViolation, match="head only moves forward"), translate():
                 pg.execute("UPDATE sessions SET head_seq = 0")
@@ -375,7 +380,7 @@ def test_a_key_written_while_waiting_for_the_lock_makes_the_append_a_duplicate(
     # (not there yet) and waits for the row. When it gets the row it finds the key after all:
     # it rolls back its allocation and retries, and returns the other's seq, writing nothing.
     with postgres_schema(postgres_url) as url, open_store(url) as store:
-        store.create_session(NewSession(id="s"))
+        store.create_session(NewSession(id="s", chain_version=1))  # a v1 row, written by hand
         data, created = encode_payload({"type": "first"}), "2026-06-24T10:00:05.000000Z"
         digest = event_hash(bytes(32), 1, created, "s", data)
         outcome: dict[str, Appended] = {}

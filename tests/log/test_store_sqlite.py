@@ -27,11 +27,11 @@ def _raw(db_path: Path) -> sqlite3.Connection:
     [
         "UPDATE session_events SET payload = x'a0' WHERE seq = 1",
         "DELETE FROM session_events WHERE seq = 1",
-        "INSERT OR REPLACE INTO session_events VALUES ('s', 1, 'x', x'a0', x'00')",
-        "REPLACE INTO session_events VALUES ('s', 2, 'x', x'a0', x'00')",
-        "INSERT INTO session_events VALUES ('s', 1, 'x', x'a0', x'00') "
+        "INSERT OR REPLACE INTO session_events VALUES ('s', 1, 'x', x'a0', x'00', NULL, NULL)",
+        "REPLACE INTO session_events VALUES ('s', 2, 'x', x'a0', x'00', NULL, NULL)",
+        "INSERT INTO session_events VALUES ('s', 1, 'x', x'a0', x'00', NULL, NULL) "
         "ON CONFLICT DO UPDATE SET payload = excluded.payload",
-        "INSERT INTO session_events VALUES ('s', 9, 'x', x'a0', x'00')",
+        "INSERT INTO session_events VALUES ('s', 9, 'x', x'a0', x'00', NULL, NULL)",
         "UPDATE session_event_keys SET seq = 2",
         "DELETE FROM sessions",
         "INSERT OR REPLACE INTO sessions (id, created_at) VALUES ('s', 'x')",

@@ -40,6 +40,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("traces", evidence.traces),
     ("trace", evidence.trace),
     ("retain", admin.retain),
+    ("erase", admin.erase),
     ("keygen", evidence.keygen),
     ("checkpoint", evidence.checkpoint),
     ("replay", log.replay),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import getpass
 import os
 import signal
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from agenttrail.server.auth import RIGHTS  # a tuple, for --rights help; PyJWT l
 if TYPE_CHECKING:
     from agenttrail.log.store import LogStore
 
-__all__ = ["migrate_command", "proxy", "retain", "serve", "token"]
+__all__ = ["erase", "migrate_command", "proxy", "retain", "serve", "token"]
 
 
 def retain(
@@ -58,6 +59,38 @@ def retain(
             markup=False,
         )
     err.print(f"{len(stones)} session{'' if len(stones) == 1 else 's'} removed", markup=False)
+
+
+def erase(
+    session: Annotated[str, typer.Argument(metavar="SESSION", help="Session id or prefix.")],
+    seqs: Annotated[
+        list[int], typer.Argument(metavar="SEQ...", help="The events whose payload to erase.")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why, kept in the erasure event.")],
+    by: Annotated[
+        str | None,
+        typer.Option("--by", help="Who erases, kept in the erasure event. Default: your login."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Erase the payload of events (a leaked key, a right to erasure), keeping the chain whole.
+
+    The payload bytes and salt leave the log and its files; each event's salted digest stays,
+    so verify still passes and reports the events as erased. A chained erasure event records
+    who, when, why and which seqs. Only sessions chained as v2 can be erased
+    (docs/log-format.md, Erasure).
+
+    Example: `agenttrail erase 3f2a 7 9 --reason "leaked API key, ticket SEC-12"`
+    """
+    who = by if by is not None else getpass.getuser()
+    with open_log(db) as store:
+        found = find_session(store, session)
+        done = store.erase(found.id, seqs, by=who, reason=reason)
+    listed = ", ".join(str(seq) for seq in done.seqs)
+    out.print(
+        f"erased {done.session_id}  seq {listed}  recorded at seq {done.erasure_seq}",
+        markup=False,
+    )
 
 
 SecretOption = Annotated[

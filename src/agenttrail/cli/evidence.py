@@ -69,7 +69,9 @@ def verify(
             for problem in v.trace_problems:
                 out.print(f"FAIL  {v.session_id}  {problem}", markup=False)
         else:
-            out.print(f"ok    {v.session_id}  {v.events} events  head {v.head[:16]}", markup=False)
+            erased = f"  erased: seq {', '.join(map(str, v.erased))}" if v.erased else ""
+            line = f"ok    {v.session_id}  {v.events} events  head {v.head[:16]}{erased}"
+            out.print(line, markup=False)
     err.print(f"{len(verdicts) - broken} of {len(verdicts)} sessions intact", markup=False)
     if proof is not None:
         mark = "ok  " if proof.ok else "FAIL"

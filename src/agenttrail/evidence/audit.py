@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agenttrail.evidence.traces import verify_traces
-from agenttrail.log.chain import ChainReader, SessionVerdict, problem_place, verify
+from agenttrail.log.chain import (
+    ChainReader,
+    SessionVerdict,
+    problem_place,
+    trace_chain_problems,
+    verify,
+)
 
 __all__ = ["SessionAudit", "audit"]
 
@@ -42,6 +48,8 @@ class SessionAudit:
     trace_problems: tuple[str, ...] = ()
     """One line per trace row that does not match the log; none are looked for when the
     chain does not hold."""
+    erased: tuple[int, ...] = ()
+    """The seqs whose payload was erased (``agenttrail erase``); their digests still chain."""
 
     @property
     def chain_ok(self) -> bool:
@@ -62,7 +70,7 @@ class SessionAudit:
     def record(self, *, escape: Callable[[str], str] = _as_is) -> dict[str, Any]:
         """The verdict as the JSON-ready mapping the API and the viewer return::
 
-            {"ok", "events", "head", "bad_seq", "reason", "trace_problems"}
+            {"ok", "events", "head", "bad_seq", "reason", "trace_problems", "erased"}
 
         Args:
             escape: applied to ``reason`` and to each trace problem (the viewer passes
@@ -75,6 +83,7 @@ class SessionAudit:
             "bad_seq": self.bad_seq,
             "reason": escape(self.reason),
             "trace_problems": [escape(p) for p in self.trace_problems],
+            "erased": list(self.erased),
         }
 
 
@@ -99,7 +108,10 @@ def audit(store: ChainReader, session_ids: Iterable[str] | None = None) -> list[
 
 
 def _audit(store: ChainReader, verdict: SessionVerdict) -> SessionAudit:
-    problems = verify_traces(store, verdict.session_id) if verdict.ok else []
+    problems = []
+    if verdict.ok:
+        problems = verify_traces(store, verdict.session_id)
+        problems += trace_chain_problems(store, verdict.session_id)
     return SessionAudit(
         session_id=verdict.session_id,
         events=verdict.events,
@@ -107,4 +119,5 @@ def _audit(store: ChainReader, verdict: SessionVerdict) -> SessionAudit:
         bad_seq=verdict.bad_seq,
         reason=verdict.reason,
         trace_problems=tuple(problems),
+        erased=verdict.erased,
     )

@@ -35,6 +35,7 @@ from agenttrail.codec import encode_payload, json_line, normalize_timestamp
 from agenttrail.errors import FormatError, InputError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, first_line_bytes, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
+from agenttrail.log.digests import SALT_BYTES, chain_hasher_v2, payload_digest, session_genesis
 from agenttrail.model import Event, LogReader, NewEvent, NewSession, Session
 from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_ref
 
@@ -58,8 +59,9 @@ re-chained session may carry."""
 
 def event_record(event: Event, anomalies: Sequence[str] | None = None) -> dict[str, Any]:
     """An event as the export writes it: ``session_id``, ``seq``, ``created_at``, ``actor``
-    (stored or derived), ``payload``, ``hash`` (hex) and, when given, ``anomalies`` (names
-    from :func:`agenttrail.views.pairing.anomaly_names`). The REST event JSON is the same;
+    (stored or derived), ``payload``, ``hash`` (hex), for a chain v2 event its ``salt`` (hex)
+    or, erased, ``erased: true`` and its ``digest`` (hex), and, when given, ``anomalies``
+    (names from :func:`agenttrail.views.pairing.anomaly_names`). The REST event JSON is the same;
     the live feed sends it without ``anomalies``, which an append alone cannot know."""
     record = {
         "session_id": event.session_id,
@@ -69,6 +71,11 @@ def event_record(event: Event, anomalies: Sequence[str] | None = None) -> dict[s
         "payload": event.payload,
         "hash": event.hash.hex(),
     }
+    if event.erased:
+        record["erased"] = True
+        record["digest"] = event.digest.hex() if event.digest else None
+    elif event.salt is not None:
+        record["salt"] = event.salt.hex()
     if anomalies is not None:
         record["anomalies"] = list(anomalies)
     return record
@@ -151,6 +158,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     headers: dict[str, NewSession] = {}
     rechained: dict[str, set[str]] = {}
     hashers: dict[str, ChainHasher] = {}
+    versions: dict[str, int] = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
         record = _record(line, where, number)
@@ -168,16 +176,28 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             stored = encode_payload(record["payload"])
         except InputError as e:
             raise FormatError(str(e), path=where, line=number, field="payload") from None
-        prev = hashes[-1] if hashes else GENESIS_HASH
-        hash_row = hashers.get(session_id) or hashers.setdefault(
-            session_id, chain_hasher(session_id)
-        )
+        if "session" in record:
+            headers[session_id] = _session(record["session"], session_id, where, number)
+        version = versions.setdefault(session_id, 2 if "salt" in record else 1)
+        salt = _salt(record, version, where, number)
         created_at = _created_at(record["created_at"], where, number)
         if created_at != record["created_at"]:
             rechained.setdefault(session_id, set()).add("created_at in another RFC 3339 form")
         if "hash" not in record:
             rechained.setdefault(session_id, set()).add("lines without hash")
-        digest = hash_row(prev, seq, record["created_at"], stored)
+        if version == 2:
+            header = headers.get(session_id, NewSession(id=session_id))
+            prev = hashes[-1] if hashes else _genesis(session_id, header)
+            assert salt is not None  # _salt
+            digest = chain_hasher_v2(session_id)(
+                prev, seq, record["created_at"], payload_digest(salt, stored)
+            )
+        else:
+            prev = hashes[-1] if hashes else GENESIS_HASH
+            hash_row = hashers.get(session_id) or hashers.setdefault(
+                session_id, chain_hasher(session_id)
+            )
+            digest = hash_row(prev, seq, record["created_at"], stored)
         if "hash" in record and digest.hex() != record["hash"]:
             raise FormatError(
                 "hash does not match the line's contents: the export was altered",
@@ -185,14 +205,13 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
                 line=number,
                 field="hash",
             )
-        events.append(NewEvent(record["payload"], created_at, record.get("key")))
+        events.append(NewEvent(record["payload"], created_at, record.get("key"), salt))
         hashes.append(digest)
-        if "session" in record:
-            headers[session_id] = _session(record["session"], session_id, where, number)
     out = []
     for sid, (events, hashes) in sessions.items():
         header = headers.get(sid, NewSession(id=sid))
         if sid not in rechained:
+            header = replace(header, chain_version=versions[sid])
             stated = sid in headers
             out.append(
                 ImportedSession(header, events, exported_hashes=hashes, session_stated=stated)
@@ -207,6 +226,44 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         warning = f"{path}: session {sid}: {why}: imported as a new chain (metadata.rechained)"
         out.append(ImportedSession(replace(header, metadata=metadata), keyed, [warning]))
     return out
+
+
+def _salt(record: dict[str, Any], version: int, where: str, number: int) -> bytes | None:
+    """The salt of a v2 line (``None`` for a v1 line), checked.
+
+    Raises:
+        FormatError: an erased event (its payload is gone: such a session is copied with
+            ``agenttrail migrate``, not imported), a v2 line without a salt of 32 bytes, or
+            a salt in a v1 session.
+    """
+    if record.get("erased") is True:
+        raise FormatError(
+            "the event was erased: an export with erased events cannot be imported "
+            "(agenttrail migrate copies such a session)",
+            path=where,
+            line=number,
+            field="erased",
+        )
+    value = record.get("salt")
+    if version == 1:
+        if value is not None:
+            raise FormatError("a salt in a v1 session", path=where, line=number, field="salt")
+        return None
+    try:
+        salt = bytes.fromhex(value) if isinstance(value, str) else b""
+    except ValueError:
+        salt = b""
+    if len(salt) != SALT_BYTES:
+        raise FormatError(
+            f"expected {SALT_BYTES} bytes in hex", path=where, line=number, field="salt"
+        )
+    return salt
+
+
+def _genesis(session_id: str, header: NewSession) -> bytes:
+    """``hash_0`` of a v2 session with the fields of its export's ``session`` field."""
+    fields = (header.title, header.agent, header.user, header.workspace, header.started)
+    return session_genesis(session_id, (*fields, json_line(header.metadata)))
 
 
 def _created_at(value: str, where: str, number: int) -> str:
@@ -238,7 +295,7 @@ def _session(value: Any, session_id: str, where: str, number: int) -> NewSession
     metadata = value.get("metadata", {})
     if not isinstance(metadata, dict):
         raise FormatError("expected an object", path=where, line=number, field="session.metadata")
-    fields = {name: value.get(name) for name in _SESSION_FIELDS[:-1]}
+    fields: dict[str, Any] = {name: value.get(name) for name in _SESSION_FIELDS[:-1]}
     return NewSession(id=session_id, metadata=metadata, **fields)
 
 

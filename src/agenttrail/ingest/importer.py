@@ -367,7 +367,11 @@ def _filled(imported: ImportedSession) -> NewSession:
     """The session to create, with a title and start time taken from its events if missing
     (unless the source stated them, as an export's ``session`` line does)."""
     session = imported.session
-    if imported.session_stated or (session.title is not None and session.started is not None):
+    # A v2 export's hashes start from the session's fields as exported (its genesis), so
+    # they are kept as they are, stated or not (docs/log-format.md, Chain v2).
+    v2_export = imported.exported_hashes is not None and session.chain_version == 2
+    stated = imported.session_stated or v2_export
+    if stated or (session.title is not None and session.started is not None):
         return session
     title = session.title
     if title is None:

@@ -140,9 +140,11 @@ def _copy_session(source: MigrationSource, target: LogStore, session: Session) -
                     f"seq {start}; not the same session"
                 )
     rows = (
-        (e.seq, e.created_at, e.data, e.hash)
+        (e.seq, e.created_at, e.data, e.hash, e.salt, e.digest)
         for e in source.read(session.id, after_seq=start, limit=session.head_seq - start)
     )
-    written = target.copy_session(session, rows, keys=source.event_keys(session.id))
+    written = target.copy_session(
+        session, rows, keys=source.event_keys(session.id), erasures=source.erasures(session.id)
+    )
     traces = target.add_traces(source.traces(session.id))
     return MigratedSession(session.id, start + written, written, len(traces))

@@ -12,6 +12,11 @@
  *   tag || prev_hash (32) || seq (u64 BE) || len(created_at) (u32 BE) || created_at (ASCII)
  *       || len(session_id) (u32 BE) || session_id (UTF-8) || len(payload) (u64 BE) || payload
  * where prev_hash is the previous row's stored hash.
+ *
+ * Chain v2 (first_bad_row_v2; agenttrail/log/digests.py): rows carry a salt and a digest;
+ *   digest == SHA-256(salt || payload), and the preimage ends with the 32-byte digest in place
+ *   of len(payload) || payload. An erased row (no salt) is reported as bad: Python checks it
+ *   against the session's erasures.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -19,6 +24,7 @@
 #include <string.h>
 
 #define HASH_LEN 32
+#define SALT_LEN 32
 #define U32_MAX 0xffffffffULL
 
 /* OpenSSL's SHA-256, fetched once (under the GIL) and kept for the life of the process:
@@ -33,6 +39,8 @@ typedef struct {
     const char *payload;
     size_t payload_len;
     const char *stored;
+    const char *salt;   /* v2 only */
+    const char *digest; /* v2 only */
 } Row;
 
 static unsigned char *put_be(unsigned char *out, unsigned long long value, int width) {
@@ -50,10 +58,25 @@ static unsigned char *put(unsigned char *out, const void *bytes, size_t len) {
 
 /* Borrow row i's bytes into *row. 1 when the row has the shape the store writes (int, ASCII
  * str, bytes, 32 bytes) and seq `expected`; 0 when it does not (a bad row); -1 on error. */
-static int borrow_row(PyObject *item, long long expected, Row *row) {
-    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
-        PyErr_SetString(PyExc_TypeError, "first_bad_row: each row must be a 4-tuple");
+static int borrow_row(PyObject *item, long long expected, Row *row, int version) {
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 6) {
+        PyErr_SetString(PyExc_TypeError, "first_bad_row: each row must be a 6-tuple");
         return -1;
+    }
+    PyObject *salt = PyTuple_GET_ITEM(item, 4);
+    PyObject *digest = PyTuple_GET_ITEM(item, 5);
+    if (version == 1) {
+        if (salt != Py_None || digest != Py_None) {
+            return 0;
+        }
+        row->salt = row->digest = NULL;
+    } else {
+        if (!PyBytes_CheckExact(salt) || PyBytes_GET_SIZE(salt) != SALT_LEN
+            || !PyBytes_CheckExact(digest) || PyBytes_GET_SIZE(digest) != HASH_LEN) {
+            return 0;
+        }
+        row->salt = PyBytes_AS_STRING(salt);
+        row->digest = PyBytes_AS_STRING(digest);
     }
     PyObject *seq = PyTuple_GET_ITEM(item, 0);
     PyObject *created = PyTuple_GET_ITEM(item, 1);
@@ -95,13 +118,30 @@ static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buf
         at = put(at, row->created, row->created_len);
         at = put_be(at, (unsigned long long)sid->len, 4);
         at = put(at, sid->buf, (size_t)sid->len);
-        at = put_be(at, row->payload_len, 8);
         unsigned char digest[HASH_LEN];
         unsigned int digest_len = 0;
-        if (!EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, head, (size_t)(at - head))
-            || !EVP_DigestUpdate(ctx, row->payload, row->payload_len)
-            || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
-            return -1;
+        if (row->salt != NULL) { /* v2: the salted digest, then the row over it */
+            if (!EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, row->salt, SALT_LEN)
+                || !EVP_DigestUpdate(ctx, row->payload, row->payload_len)
+                || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
+                return -1;
+            }
+            if (memcmp(digest, row->digest, HASH_LEN) != 0) {
+                return i;
+            }
+            at = put(at, row->digest, HASH_LEN);
+            if (!EVP_Digest(head, (size_t)(at - head), digest, &digest_len, md, NULL)
+                || digest_len != HASH_LEN) {
+                return -1;
+            }
+        } else {
+            at = put_be(at, row->payload_len, 8);
+            if (!EVP_DigestInit_ex(ctx, md, NULL)
+                || !EVP_DigestUpdate(ctx, head, (size_t)(at - head))
+                || !EVP_DigestUpdate(ctx, row->payload, row->payload_len)
+                || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
+                return -1;
+            }
         }
         if (memcmp(digest, row->stored, HASH_LEN) != 0) {
             return i;
@@ -115,7 +155,8 @@ PyDoc_STRVAR(first_bad_row_doc,
 "\n"
 "Index of the first row of ``rows`` that does not verify, or -1 when all do.\n"
 "\n"
-"``rows`` is a list of ``(seq, created_at, payload, hash)`` tuples in seq order; row i must\n"
+"``rows`` is a list of ``(seq, created_at, payload, hash, None, None)`` tuples in seq order\n"
+"(a v1 row has no salt and no digest); row i must\n"
 "have seq ``first_seq + i`` and a stored hash equal to the chain hash of its bytes, the\n"
 "previous row's stored hash (``prev_hash`` for row 0), ``tag`` and ``session_id`` (UTF-8).\n"
 "A column of another type than the store writes (int, ASCII str, bytes, 32 bytes) is a bad\n"
@@ -124,7 +165,7 @@ PyDoc_STRVAR(first_bad_row_doc,
 "Raises TypeError for arguments of the wrong shape, ValueError for a prev_hash that is not\n"
 "32 bytes or a first_seq below 0 or too large, RuntimeError if OpenSSL's SHA-256 fails.");
 
-static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
+static PyObject *check_page(PyObject *args, int version) {
     Py_buffer tag, sid, prev;
     PyObject *list;
     long long first_seq;
@@ -163,7 +204,8 @@ static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_ssize_t shaped = 0;
     size_t longest = 0;
     for (; shaped < n; shaped++) {
-        int ok = borrow_row(PyTuple_GET_ITEM(page, shaped), first_seq + shaped, &rows[shaped]);
+        int ok = borrow_row(PyTuple_GET_ITEM(page, shaped), first_seq + shaped, &rows[shaped],
+                            version);
         if (ok < 0) {
             goto done;
         }
@@ -174,7 +216,8 @@ static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
             longest = rows[shaped].created_len;
         }
     }
-    head = PyMem_Malloc((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len + 8);
+    head = PyMem_Malloc((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len
+                        + HASH_LEN);
     ctx = EVP_MD_CTX_new();
     if (sha256_md == NULL) {
         sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
@@ -203,8 +246,24 @@ done:
     return result;
 }
 
+static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
+    return check_page(args, 1);
+}
+
+PyDoc_STRVAR(first_bad_row_v2_doc,
+"first_bad_row_v2(tag, session_id, prev_hash, rows, first_seq, /) -> int\n"
+"\n"
+"As first_bad_row, for chain v2: each row is (seq, created_at, payload, hash, salt, digest),\n"
+"the digest must be SHA-256(salt || payload) and the chain hash covers the digest in place of\n"
+"the payload. A row without a 32-byte salt and digest (an erased row) is a bad row here.");
+
+static PyObject *first_bad_row_v2(PyObject *Py_UNUSED(module), PyObject *args) {
+    return check_page(args, 2);
+}
+
 static PyMethodDef speedups_methods[] = {
     {"first_bad_row", first_bad_row, METH_VARARGS, first_bad_row_doc},
+    {"first_bad_row_v2", first_bad_row_v2, METH_VARARGS, first_bad_row_v2_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,10 +1,18 @@
-# Type stub of the C extension src/agenttrail/_speedups.c (its docstrings say the rest).
+# Type stub of the C extension src/agenttrail/log/_speedups.c (its docstrings say the rest).
 
 def first_bad_row(
     tag: bytes,
     session_id: bytes,
     prev_hash: bytes,
-    rows: list[tuple[int, str, bytes, bytes]],
+    rows: list[tuple[int, str, bytes, bytes, bytes | None, bytes | None]],
+    first_seq: int,
+    /,
+) -> int: ...
+def first_bad_row_v2(
+    tag: bytes,
+    session_id: bytes,
+    prev_hash: bytes,
+    rows: list[tuple[int, str, bytes, bytes, bytes | None, bytes | None]],
     first_seq: int,
     /,
 ) -> int: ...

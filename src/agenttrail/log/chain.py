@@ -10,7 +10,12 @@ Every event's ``hash`` commits to the previous event's hash and to the row's sto
                     ‖ len(session_id) ‖ session_id   4-byte big-endian length, UTF-8 text
                     ‖ len(payload)    ‖ payload      8-byte big-endian length, the CBOR bytes )
 
-The session row keeps the head (last seq, last hash), so a removed last event is caught too.
+That is chain v1, the chain of every session written before chain v2 (``chain_version`` 1).
+A v2 session's rows commit to a salted digest of the payload instead, and its ``hash_0`` is a
+digest of the session's fields (:mod:`agenttrail.log.digests`); its erased events keep their
+digest and lose their payload and salt, and verify checks them against the session's erasure
+events and erasures rows. The session row keeps the head (last seq, last hash), so a removed
+last event is caught too.
 Whoever owns the database file can recompute the whole chain; signed checkpoints kept
 elsewhere are what pins a head.
 
@@ -31,7 +36,16 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from agenttrail.errors import SessionRowDamaged
+from agenttrail.codec import decode_payload
+from agenttrail.errors import SessionRowDamaged, StoreError
+from agenttrail.log.digests import (
+    CHAIN_TAG_V2,
+    SALT_BYTES,
+    ChainHasherV2,
+    chain_hasher_v2,
+    payload_digest,
+    trace_hash,
+)
 from agenttrail.model import LogReader
 
 try:
@@ -40,7 +54,7 @@ except ImportError:  # built without a C compiler or OpenSSL's headers (pyprojec
     _speedups = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from agenttrail.log.store import ChainPage, Row
+    from agenttrail.log.store import ChainPage, Row, TraceChain
 
 __all__ = [
     "CHAIN_TAG",
@@ -52,6 +66,7 @@ __all__ = [
     "event_hash",
     "problem_place",
     "stored_type",
+    "trace_chain_problems",
     "verify",
 ]
 
@@ -130,6 +145,11 @@ class ChainReader(LogReader, Protocol):
         """Every session id that has at least one event row."""
         ...
 
+    def trace_chain(self, session_id: str) -> TraceChain:
+        """A session's trace head and trace rows with their hashes, in the order written
+        (``LogStore.trace_chain``)."""
+        ...
+
     def session_ids(self) -> list[str]:
         """Every session's id in creation order, the rest of the rows unread
         (``EventLog.session_ids``)."""
@@ -151,6 +171,10 @@ class SessionVerdict:
     session row cannot be read (``reason`` then names its column)."""
     reason: str = ""
     """Why ``bad_seq`` (or the session row) is bad; empty when the session verifies."""
+    erased: tuple[int, ...] = ()
+    """The seqs whose payload was erased (``agenttrail erase``); their digests still chain."""
+    version: int = 1
+    """The session's chain version (1 or 2)."""
 
     @property
     def ok(self) -> bool:
@@ -218,59 +242,161 @@ def _verify_listed(store: ChainReader, session_id: str) -> SessionVerdict:
         verdict = _verify_session(store, session_id)
     except SessionRowDamaged as e:  # the head, read with the rows
         return SessionVerdict(session_id, 0, GENESIS_HASH, reason=e.problem)
-    if verdict.ok:
+    # A v2 session's fields are in its genesis, so a field changed into something that cannot
+    # be read breaks seq 1 (or the empty head) too: the row's own problem says more.
+    if verdict.ok or (verdict.version == 2 and verdict.bad_seq == 1):
         try:
             store.get_session(session_id)  # what the chain does not cover: the metadata
         except SessionRowDamaged as e:
-            return dataclasses.replace(verdict, reason=e.problem)
+            return dataclasses.replace(verdict, bad_seq=None, reason=e.problem)
     return verdict
 
 
+def trace_chain_problems(store: ChainReader, session_id: str) -> list[str]:
+    """Why a v2 session's trace rows do not chain (docs/log-format.md, Chain v2): the first
+    row whose hash is not its columns chained to the row before (``trace row N (result seq
+    S) does not chain``), or a trace head that is not the last row; ``[]`` when they chain,
+    for a v1 session, and when the rows cannot be read (the trace-row checks say so)."""
+    try:
+        chain = store.trace_chain(session_id)
+    except StoreError:
+        return []
+    if chain.version != 2:
+        return []
+    found = _trace_chain_problem(chain)
+    return [] if found is None else [found]
+
+
+def _trace_chain_problem(chain: TraceChain) -> str | None:
+    prev = GENESIS_HASH
+    for number, row in enumerate(chain.rows, start=1):
+        *values, stored = row
+        if stored is None or trace_hash(prev, values) != stored:
+            return f"trace row {number} (result seq {values[2]!r}) does not chain"
+        prev = stored
+    have = len(chain.rows)
+    if have != chain.rows_chained:
+        return f"the trace head says {chain.rows_chained!r} trace rows, there are {have}"
+    if chain.rows and chain.hash != prev:
+        return "trace head hash does not match the last trace row"
+    if not chain.rows and chain.hash is not None:
+        return "trace head hash with no trace rows"
+    return None
+
+
 def _verify_session(store: ChainReader, session_id: str) -> SessionVerdict:
-    hash_row = chain_hasher(session_id)
     sid = session_id.encode("utf-8")
     prev = GENESIS_HASH
     expected = 1
     head: tuple[int, bytes] | None = None
+    rows_of: _Rows | None = None
     with store.chain_pages(session_id) as pages, _read_ahead(pages) as ahead:
         for page in ahead:
             head, rows = page.head, page.rows  # the last page's head is the one checked
+            if rows_of is None:  # the start, read with the first page
+                rows_of = _Rows(session_id, sid, page.version, page.erased)
+                prev = page.start
             if not rows:
                 continue
-            # The C check only says whether (and where) a page has a bad row; the Python
-            # check says why, so each rule is stated once, here.
-            if (
-                _speedups is None
-                or _speedups.first_bad_row(CHAIN_TAG, sid, prev, rows, expected) >= 0
-            ):
-                found = _first_bad_row(hash_row, prev, expected, rows)
-                if found is not None:
-                    offset, why = found
-                    good = rows[offset - 1][3] if offset else prev
-                    return SessionVerdict(
-                        session_id, expected + offset, good, expected + offset, why
-                    )
+            found = rows_of.first_bad(prev, expected, rows)
+            if found is not None:
+                offset, why = found
+                good = rows[offset - 1][3] if offset else prev
+                return SessionVerdict(
+                    session_id, expected + offset, good, expected + offset, why, (), rows_of.version
+                )
             prev = rows[-1][3]
             expected += len(rows)
     last = expected - 1
+    version = rows_of.version if rows_of else 1
     if head is None:
         return SessionVerdict(
             session_id, last, prev, 1 if last else 0, "events with no session row"
         )
     head_seq, head_hash = head
+    bad: tuple[int, str] | None = None
     if head_seq > last:
-        return SessionVerdict(
-            session_id, last, prev, last + 1, f"seq {last + 1} is missing (head is seq {head_seq})"
+        bad = last + 1, f"seq {last + 1} is missing (head is seq {head_seq})"
+    elif head_seq < last:
+        bad = head_seq + 1, f"rows beyond the session head (seq {head_seq})"
+    elif head_hash != prev:
+        why = "session head hash does not match the last row"
+        if last == 0 and version == 2:
+            why = "session head hash does not match the session's fields (its genesis)"
+        bad = max(last, 1), why
+    elif rows_of is not None:
+        bad = rows_of.erasures_disagree()
+    if bad is not None:
+        return SessionVerdict(session_id, last, prev, bad[0], bad[1], (), version)
+    erased = tuple(sorted(rows_of.seen)) if rows_of else ()
+    return SessionVerdict(session_id, last, prev, erased=erased, version=version)
+
+
+_ERASURE_MARK = b"\x64type\x67erasure"
+"""``"type": "erasure"`` in canonical CBOR: a payload without these bytes is no erasure event,
+so verify decodes only the few that have them."""
+
+
+class _Rows:
+    """The per-row checks of one session's chain, v1 or v2, and what v2 gathers on the way:
+    the erased rows seen and what the erasure events say."""
+
+    def __init__(
+        self, session_id: str, sid: bytes, version: int, erased: frozenset[tuple[int, int]]
+    ) -> None:
+        self.version = version
+        self.sid = sid
+        self.hash_v1 = chain_hasher(session_id)
+        self.hash_v2 = chain_hasher_v2(session_id)
+        self.recorded = erased
+        """``(seq, erasure_seq)`` of the erasures rows."""
+        self.erased = {seq for seq, _ in erased}
+        self.seen: set[int] = set()
+        """Seqs of rows found erased (no salt, no payload)."""
+        self.claimed: set[tuple[int, int]] = set()
+        """``(seq, erasure_seq)`` as the erasure events name them."""
+
+    def first_bad(self, prev: bytes, expected: int, rows: list[Row]) -> tuple[int, str] | None:
+        """``(index, why)`` of the first bad row of a page, or ``None``.
+
+        The C check only says whether (and where) a page has a bad row (or, in v2, an erased
+        one); the Python check says why, so each rule is stated once, here.
+        """
+        if self.version == 1:
+            fast = _speedups is not None and (
+                _speedups.first_bad_row(CHAIN_TAG, self.sid, prev, rows, expected) < 0
+            )
+            return None if fast else _first_bad_row(self.hash_v1, prev, expected, rows)
+        fast = _speedups is not None and (
+            _speedups.first_bad_row_v2(CHAIN_TAG_V2, self.sid, prev, rows, expected) < 0
         )
-    if head_seq < last:
-        return SessionVerdict(
-            session_id, last, prev, head_seq + 1, f"rows beyond the session head (seq {head_seq})"
-        )
-    if head_hash != prev:
-        return SessionVerdict(
-            session_id, last, prev, max(last, 1), "session head hash does not match the last row"
-        )
-    return SessionVerdict(session_id, last, prev)
+        found = None if fast else _first_bad_row_v2(self, prev, expected, rows)
+        if found is None:
+            for row in rows:
+                if _ERASURE_MARK in row[2]:
+                    self._claim(row[0], row[2])
+        return found
+
+    def _claim(self, seq: int, data: bytes) -> None:
+        payload = decode_payload(data)
+        if not isinstance(payload, dict) or payload.get("type") != "erasure":
+            return
+        seqs = payload.get("seqs")
+        for erased in seqs if isinstance(seqs, list) else []:
+            self.claimed.add((erased, seq))
+
+    def erasures_disagree(self) -> tuple[int, str] | None:
+        """``(seq, why)`` when the erased rows, the erasures rows and the erasure events do
+        not name the same events; ``None`` when they agree."""
+        if self.version == 1:
+            return None
+        for seq in sorted(self.erased - self.seen):
+            return seq, f"seq {seq} has an erasures row but its payload is still stored"
+        for seq, by in sorted(self.recorded - self.claimed):
+            return seq, f"the erasures row of seq {seq} names seq {by}, no erasure event of it"
+        for seq, by in sorted(self.claimed - self.recorded):
+            return by, f"the erasure event at seq {by} names seq {seq}, which has no erasures row"
+        return None
 
 
 @contextmanager
@@ -307,7 +433,8 @@ def _first_bad_row(
     Row ``i`` must have seq ``expected + i`` and a stored hash equal to the hash of its bytes
     chained to the previous row's stored hash (``prev`` for row 0).
     """
-    for offset, (seq, created_at, data, stored) in enumerate(rows):
+    for offset, row in enumerate(rows):
+        seq, created_at, data, stored = row[:4]
         want = expected + offset
         if seq != want or type(seq) is not int:
             gap = type(seq) is int and seq > want
@@ -328,6 +455,59 @@ def _first_bad_row(
             return offset, "row is not well-formed"
         if digest != stored:
             return offset, "stored hash does not match the row's bytes"
+        if row[4:] != (None, None):
+            return offset, "a v1 row holds a salt or a digest"
+        prev = stored
+    return None
+
+
+def _first_bad_row_v2(
+    rows_of: _Rows, prev: bytes, expected: int, rows: list[Row]
+) -> tuple[int, str] | None:
+    """``(index, why)`` of the first v2 row of a page that does not verify, or ``None``;
+    erased rows seen on the way are added to ``rows_of.seen``.
+
+    Row ``i`` must have seq ``expected + i``; a salt of :data:`SALT_BYTES` with
+    ``SHA-256(salt ‖ payload)`` equal to its digest, or, erased, no salt, an empty payload
+    and an erasures row; and a stored hash equal to the v2 hash of its digest chained to the
+    previous row's stored hash (``prev`` for row 0: the session's genesis for seq 1).
+    """
+    hash_row: ChainHasherV2 = rows_of.hash_v2
+    for offset, (seq, created_at, data, stored, salt, digest) in enumerate(rows):
+        want = expected + offset
+        if seq != want or type(seq) is not int:
+            gap = type(seq) is int and seq > want
+            return offset, f"seq {want} is missing" if gap else f"seq {seq!r} out of order"
+        for column, value, kind in (
+            ("created_at", created_at, str),
+            ("payload", data, bytes),
+            ("hash", stored, bytes),
+            ("digest", digest, bytes),
+        ):
+            if type(value) is not kind:
+                return offset, f"{column} is {stored_type(value)}, not {stored_type(kind())}"
+        assert isinstance(digest, bytes)  # the loop above
+        if salt is None:
+            if seq not in rows_of.erased:
+                return offset, "payload erased (no salt) without an erasures row"
+            if data:
+                return offset, "an erased row still holds payload bytes"
+            rows_of.seen.add(seq)
+        elif type(salt) is not bytes or len(salt) != SALT_BYTES:
+            return offset, f"salt is {stored_type(salt)}, not {SALT_BYTES} bytes"
+        elif payload_digest(salt, data) != digest:
+            return offset, "payload does not match its digest"
+        try:
+            good = hash_row(prev, seq, created_at, digest) == stored and len(digest) == 32
+        except UnicodeError:
+            return offset, "row is not well-formed"
+        if not good:
+            if seq == 1:
+                return offset, (
+                    "stored hash does not match the row's digest, or the session's fields "
+                    "(title, agent, user, workspace, started, metadata) were changed"
+                )
+            return offset, "stored hash does not match the row's digest"
         prev = stored
     return None
 

@@ -45,6 +45,7 @@ from typing import Any
 
 from agenttrail.codec import decode_payload
 from agenttrail.errors import InputError
+from agenttrail.model.reading import erased_payload
 
 __all__ = [
     "Actor",
@@ -97,10 +98,24 @@ class Event:
     """The payload's canonical CBOR bytes, exactly as stored and hashed."""
     hash: bytes = field(repr=False)
     """SHA-256 chain hash of this row (32 bytes)."""
+    salt: bytes | None = field(default=None, repr=False)
+    """Chain v2: the random salt of the payload's digest; ``None`` in a v1 row and once the
+    event is erased (docs/log-format.md, Chain v2)."""
+    digest: bytes | None = field(default=None, repr=False)
+    """Chain v2: ``SHA-256(salt ‖ data)``, what the chain hash commits to; ``None`` in v1."""
+
+    @property
+    def erased(self) -> bool:
+        """True when the payload was erased (``agenttrail erase``): its bytes and salt are
+        gone, its digest keeps the chain whole."""
+        return self.digest is not None and self.salt is None
 
     @cached_property
     def payload(self) -> Payload:
-        """The decoded payload mapping."""
+        """The decoded payload mapping; for an erased event the mapping
+        :func:`agenttrail.model.reading.erased_payload` gives (the one reading rule)."""
+        if self.erased:
+            return erased_payload()
         value = decode_payload(self.data)
         return value if isinstance(value, dict) else {"type": None, "value": value}
 
@@ -306,3 +321,6 @@ class NewEvent:
     """Source timestamp in ``created_at`` form; ``None`` means the time of the append."""
     key: str | None = None
     """Idempotency key: a retry with a key already in the session writes nothing."""
+    salt: bytes | None = field(default=None, repr=False)
+    """Chain v2: the salt to store with the payload, to reproduce an exported chain (an
+    import of agenttrail's own export); ``None`` draws a fresh one (``secrets``)."""

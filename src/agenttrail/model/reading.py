@@ -20,6 +20,7 @@ from typing import Any
 from agenttrail.codec import json_line
 
 __all__ = [
+    "ERASED",
     "USAGE_KINDS",
     "Attachment",
     "ContentPart",
@@ -28,6 +29,7 @@ __all__ = [
     "attachments",
     "content_order",
     "content_text",
+    "erased_payload",
     "failed",
     "message_text",
     "other_blocks",
@@ -39,6 +41,18 @@ __all__ = [
     "usage_of",
     "usage_totals",
 ]
+
+ERASED = "erased"
+"""The ``type`` an erased event reads as (``agenttrail erase``, docs/log-format.md)."""
+
+
+def erased_payload() -> dict[str, Any]:
+    """What an erased event reads as everywhere (show, export, replay, Fountain, the viewer):
+    ``{"type": "erased", "note": "payload erased (agenttrail erase)"}``, which every view
+    writes as it writes any payload of a type it does not know. Its bytes are gone; the
+    erasure event that removed them says who, when, why (docs/log-format.md, Erasure)."""
+    return {"type": ERASED, "note": "payload erased (agenttrail erase)"}
+
 
 Payload = dict[str, Any]
 

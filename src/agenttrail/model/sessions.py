@@ -84,7 +84,11 @@ class Session:
     head_seq: int
     """Seq of the last event (0 when empty)."""
     head_hash: bytes = field(repr=False)
-    """Chain hash of the last event (32 zero bytes when empty)."""
+    """Chain hash of the last event (when empty: 32 zero bytes in v1, the session's genesis
+    in v2)."""
+    chain_version: int = 1
+    """How the session's events are chained: 1 (payload bytes) or 2 (salted digests, session
+    fields in the genesis: docs/log-format.md, Chain v2)."""
 
     def record(self) -> dict[str, Any]:
         """The session as JSON (``agenttrail sessions --json``, the REST API): its fields,
@@ -113,3 +117,6 @@ class NewSession:
     workspace: str | None = None
     started: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    chain_version: int = 2
+    """The chain the session is written with: 2 for every new session; 1 only to reproduce
+    a v1 chain (an import of a v1 export, a copy by ``migrate``)."""

@@ -47,11 +47,13 @@ __all__ = [
     "Appended",
     "Archive",
     "ChainPage",
+    "Erasure",
     "EventLog",
     "LogStore",
     "Row",
     "Tombstone",
     "TraceBuilder",
+    "TraceChain",
     "TraceLog",
     "Traced",
     "TurnLease",
@@ -125,8 +127,34 @@ stored) and a function that reads the whole session as the transaction sees it, 
 included (for a builder that pairs calls and results over the session); returns the rows."""
 
 
-Row = tuple[int, str, bytes, bytes]
-"""``(seq, created_at, payload, hash)`` of one stored event, undecoded."""
+Row = tuple[int, str, bytes, bytes, "bytes | None", "bytes | None"]
+"""``(seq, created_at, payload, hash, salt, digest)`` of one stored event, undecoded. ``salt``
+and ``digest`` are ``None`` in a v1 row; an erased v2 row has payload ``b""`` and salt
+``None`` (docs/log-format.md, Chain v2)."""
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """What ``agenttrail erase`` did (:meth:`Archive.erase`)."""
+
+    session_id: str
+    seqs: list[int]
+    """The events whose payload and salt were removed."""
+    erasure_seq: int
+    """The seq of the chained ``erasure`` event that records it."""
+
+
+class TraceChain(NamedTuple):
+    """A v2 session's trace rows as verify reads them (docs/log-format.md, Chain v2)."""
+
+    version: int
+    """The session's chain version (trace rows chain in v2 only)."""
+    rows_chained: int
+    """``trace_count`` of the session row: how many rows its trace chain has."""
+    hash: bytes | None
+    """``trace_hash``: the last row's hash, ``None`` with no rows."""
+    rows: list[tuple[Any, ...]]
+    """Each row's columns in ``NewTrace`` order, then its hash, in the order written."""
 
 
 class ChainPage(NamedTuple):
@@ -138,6 +166,12 @@ class ChainPage(NamedTuple):
     consistent: the page holds no row appended after it."""
     rows: list[Row]
     """The next rows in seq order; fewer than a full page only at the end (maybe none)."""
+    version: int = 1
+    """The session's chain version, read with the head."""
+    start: bytes = bytes(32)
+    """``hash_0``: 32 zero bytes in v1, the session's genesis (a digest of its fields) in v2."""
+    erased: frozenset[tuple[int, int]] = frozenset()
+    """``(seq, erasure_seq)`` of every erasures row of the session, read with the head."""
 
 
 class AppendListener(Protocol):
@@ -286,19 +320,35 @@ class Archive(LogReader, Protocol):
         """Every tombstone, oldest first."""
         ...
 
+    def erase(self, session_id: str, seqs: Sequence[int], *, by: str, reason: str) -> Erasure:
+        """Remove the payload bytes and salt of events of a v2 session, appending a chained
+        ``erasure`` event that says who, when, why and which seqs; the chain stays whole.
+
+        Raises:
+            SessionNotFound: no such session.
+            InputError: the session is v1, a seq is not an event of it, is already erased,
+                is an erasure event, or has a trace row (its envelope holds the bytes).
+        """
+        ...
+
+    def erasures(self, session_id: str) -> list[tuple[int, int]]:
+        """``(seq, erasure_seq)`` of every erased event of a session, in seq order."""
+        ...
+
     def copy_session(
         self,
         session: Session,
         rows: Iterable[Row],
         *,
         keys: Sequence[tuple[str, int]] = ...,
+        erasures: Sequence[tuple[int, int]] = ...,
     ) -> int:
         """Write a session copied from another log, in one transaction (``agenttrail migrate``).
 
-        Creates the session row if missing (same id, fields and ``created_at``), then writes
-        each ``(seq, created_at, payload, hash)`` row after this log's head of the session,
-        with the same seq, time and payload bytes, recomputing each hash, and the keys
-        (``(key, seq)`` pairs, default none).
+        Creates the session row if missing (same id, fields, ``created_at`` and chain
+        version), then writes each row after this log's head of the session, with the same
+        seq, time, payload bytes, salt and digest, recomputing each hash, the keys (``(key,
+        seq)`` pairs, default none) and the erasures (``(seq, erasure_seq)``, default none).
 
         Returns:
             How many rows were written (0 when the session was already here up to them).

@@ -4,54 +4,33 @@ Each role of :mod:`agenttrail.log.store` (:class:`EventLog`, :class:`TraceLog`,
 :class:`TurnLocks`, :class:`Archive`) has one implementation here, a mixin of
 :class:`StoreBase`, so the two backends cannot drift apart: a check one of them skipped, or a
 statement one of them wrote differently, is not possible any more. What a backend module
-adds is :class:`Backend`, the part that is locking or dialect:
-
-- how a transaction is opened (:meth:`Backend._write`, :meth:`Backend._read`): SQLite takes
-  its write lock with ``BEGIN IMMEDIATE`` under a mutex; PostgreSQL takes a pooled
-  connection, pipelines the statements and retries a serialization failure or a deadlock;
-- how the session row is locked and the seq allocated (:meth:`Backend._lock_head`), the two
-  strategies ``docs/log-format.md`` documents, and how the head is then moved;
-- how rows are inserted in bulk, how retention removes a session (SQLite deletes under its
-  triggers; PostgreSQL calls a SECURITY DEFINER function), and LISTEN/NOTIFY;
-- the statements, from :func:`agenttrail.log.store._sql.statements` for its dialect.
-
-Driver errors are translated by the backend, at the edge of :meth:`Backend._write` and
-:meth:`Backend._read`: the code here sees agenttrail's errors only.
+adds is the locking and dialect of :class:`agenttrail.log.store._backend.Backend`.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar, Generic, NamedTuple, Self, TypeVar
+from typing import Any, Self
 
-from agenttrail.codec import json_line, normalize_timestamp, now_timestamp
-from agenttrail.errors import (
-    ChainBroken,
-    InputError,
-    SessionExists,
-    SessionNotFound,
-    TurnInFlight,
-)
-from agenttrail.log.chain import GENESIS_HASH, chain_hasher
-from agenttrail.log.redact import Redactor
+from agenttrail.codec import encode_payload, normalize_timestamp, now_timestamp
+from agenttrail.errors import ChainBroken, InputError, SessionNotFound, TurnInFlight
+from agenttrail.log.chain import chain_hasher
+from agenttrail.log.digests import chain_hasher_v2, payload_digest
 from agenttrail.log.store import (
     Appended,
-    AppendListener,
-    ChainPage,
+    Erasure,
     Row,
     Tombstone,
     TraceBuilder,
     Traced,
     TurnLease,
 )
+from agenttrail.log.store._backend import READ_PAGE_ROWS, Backend, C
 from agenttrail.log.store._rules import (
-    TRACE_FIELDS,
+    ERASURE,
     Encoded,
     as_new_session,
-    chain_events,
     check_created_at,
     check_new_session,
     check_session,
@@ -59,229 +38,15 @@ from agenttrail.log.store._rules import (
     check_text,
     check_trace,
     encode_events,
+    event_of,
     session_from_row,
     stored_head,
-    stored_trace,
     trace_row,
     with_id,
 )
-from agenttrail.log.store._sql import Statements, Tx
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, Session, TraceRow
 
-__all__ = ["CHAIN_PAGE_ROWS", "READ_PAGE_ROWS", "Backend", "LockedHead", "StoreBase"]
-
-READ_PAGE_ROWS = 1000
-"""Rows fetched per query when streaming a session; keyset pages keep memory flat on large
-sessions and let appends interleave between pages. Also the rows per insert of a copy."""
-
-CHAIN_PAGE_ROWS = 512
-"""Rows per page of a chain snapshot (``fetchmany``): about 550 KiB of 1 KiB events, hashed
-while still in the CPU cache. With verify's read-ahead, pages of 64 to 1,024 rows were
-measured and 512 was the fastest (bench/append.py)."""
-
-
-C = TypeVar("C", bound=Tx)
-"""The backend's connection type, which its own parts of a transaction receive."""
-
-T = TypeVar("T")
-
-
-class LockedHead(NamedTuple):
-    """A session's head as an append found it, with the session's append lock held."""
-
-    seq: int
-    """``head_seq`` before the append."""
-    hash: bytes
-    """``head_hash`` before the append (``GENESIS_HASH`` for an empty session)."""
-    stored: Mapping[str, Appended]
-    """The append's idempotency keys that the session already has, each with its event."""
-
-
-class Backend(ABC, Generic[C]):
-    """The part of a store that is locking or dialect: what ``sqlite.py`` and ``postgres.py``
-    implement. Everything else is :class:`StoreBase`'s."""
-
-    url: str
-    max_payload_bytes: int
-    redactor: Redactor  # applied before anything is encoded: docs/redaction.md
-    sql: ClassVar[Statements]
-    """The shared statements in the backend's dialect."""
-
-    @abstractmethod
-    def _write(self, what: str, fn: Callable[[C], T]) -> T:
-        """Run ``fn`` in one write transaction and return what it returns; roll back when it
-        raises. ``what`` names the operation in messages (``append``, ``add_traces``)."""
-
-    @abstractmethod
-    def _read(self, fn: Callable[[Tx], T]) -> T:
-        """Run ``fn`` on a connection for reading (each statement sees committed rows)."""
-
-    @abstractmethod
-    def _lock_head(
-        self,
-        tx: C,
-        session_id: str,
-        encoded: Sequence[Encoded],
-        keys: Sequence[str],
-        create: NewSession | None,
-    ) -> LockedHead:
-        """Take the session's append lock and read its head and its stored ``keys``,
-        creating the session from ``create`` when it is missing.
-
-        After this, the new events' seqs (``head + 1`` …) are the append's alone until the
-        transaction ends, and :meth:`_set_head` moves the head past them.
-
-        Raises:
-            SessionNotFound: no such session and ``create`` is None.
-            SessionExists: the id was removed by retention.
-        """
-
-    @abstractmethod
-    def _set_head(self, tx: C, session_id: str, seq: int, digest: bytes) -> None:
-        """Move the session's head to ``(seq, digest)``, the last row just inserted."""
-
-    @abstractmethod
-    def _cover_rows(self, tx: C, session_id: str, seq: int) -> None:
-        """Let rows up to ``seq`` be inserted by a copy, before :meth:`_set_head` (the
-        backends' guard triggers admit different orders: ``docs/log-format.md``)."""
-
-    @abstractmethod
-    def _insert_rows(self, tx: C, session_id: str, rows: Sequence[Row]) -> None:
-        """Insert event rows, in seq order."""
-
-    @abstractmethod
-    def _insert_keys(self, tx: C, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
-        """Insert ``(key, seq)`` idempotency keys; a key already stored is left as it is."""
-
-    @abstractmethod
-    def _insert_session_row(self, tx: C, values: Sequence[Any]) -> None:
-        """Run :attr:`Statements.insert_session` with ``values``.
-
-        Raises:
-            SessionExists: another transaction inserted the id first.
-        """
-
-    @abstractmethod
-    def _remove(
-        self, tx: C, session_id: str, deleted_at: str, reason: str
-    ) -> tuple[Any, Any] | None:
-        """Write the session's tombstone and remove its rows (retention's one sanctioned
-        path); ``(head_seq, head_hash)`` it had, ``None`` when there is no such session."""
-
-    @abstractmethod
-    def _copy_tombstone(self, tx: C, stone: Tombstone) -> bool:
-        """Insert a copied tombstone; False when it is already here.
-
-        Raises:
-            AppendOnlyViolation: a live session here has that id.
-        """
-
-    @abstractmethod
-    def chain_pages(self, session_id: str) -> AbstractContextManager[Iterator[ChainPage]]:
-        """Every event row of a session a page at a time, each with the head read together
-        with it (``LogStore.chain_pages``)."""
-
-    @abstractmethod
-    def listen(self) -> AppendListener | None:
-        """A listener that wakes on appends by any process, or ``None`` (``LogStore.listen``)."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release the store's connections; further calls fail."""
-
-    # -- what the roles share ---------------------------------------------------------------
-
-    def _query(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
-        return self._read(lambda tx: tx.execute(query, params).fetchall())
-
-    def _insert_session(self, tx: C, new: NewSession, *, created_at: str | None = None) -> str:
-        """Insert a session row; its id (drawn when ``new.id`` is None).
-
-        Raises:
-            InputError: the id or a text field would not be stored as given.
-            SessionExists: the id is taken, or was removed by retention.
-        """
-        session_id = check_new_session(new)
-        if tx.execute(self.sql.session_taken, (session_id, session_id)).fetchone():
-            raise SessionExists(session_id)
-        metadata = json_line(new.metadata)
-        fields = (new.title, new.agent, new.user, new.workspace, new.started, metadata)
-        self._insert_session_row(tx, (session_id, *fields, created_at or now_timestamp()))
-        return session_id
-
-    def _live_lease(self, tx: Tx, session_id: str) -> TurnLease | None:
-        row = tx.execute(self.sql.live_lease, (session_id, now_timestamp())).fetchone()
-        return TurnLease(session_id, row[0], row[1], row[2]) if row else None
-
-    def _append(
-        self,
-        conn: C,
-        session_id: str,
-        encoded: Sequence[Encoded],
-        create: NewSession | None,
-        unless_turn: bool,
-    ) -> list[Appended]:
-        """The body of an append, inside the transaction the caller opened."""
-        keys = sorted({key for _, _, key in encoded if key is not None})
-        head = self._lock_head(conn, session_id, encoded, keys, create)
-        if unless_turn:
-            lease = self._live_lease(conn, session_id)
-            if lease is not None:
-                raise TurnInFlight(session_id, lease.turn_id, lease.expires_at)
-        plan = chain_events(
-            session_id,
-            encoded,
-            head_seq=head.seq,
-            head_hash=head.hash,
-            stored=head.stored,
-            now=now_timestamp(),
-        )
-        if plan.rows:
-            self._insert_rows(conn, session_id, plan.rows)
-            if plan.keys:
-                self._insert_keys(conn, session_id, plan.keys)
-            self._set_head(conn, session_id, plan.head_seq, plan.head_hash)
-        return plan.results
-
-    def _insert_traces(self, conn: C, rows: Iterable[NewTrace]) -> list[TraceRow]:
-        """Insert trace rows (checked by the caller); those whose result already has one are
-        skipped. Returns the rows written, with their ids."""
-        written: list[TraceRow] = []
-        for row in rows:
-            values = [getattr(row, name) for name in TRACE_FIELDS]
-            got = conn.execute(self.sql.insert_trace, values).fetchone()
-            if got is not None:
-                written.append(stored_trace(row, int(got[0])))
-        return written
-
-    def _events_in(self, conn: C, session_id: str) -> list[Event]:
-        """Every event of a session as the transaction on ``conn`` sees it (its own rows too)."""
-
-        def page(query: str, params: Sequence[Any]) -> list[Any]:
-            return conn.execute(query, params).fetchall()
-
-        rows = self._rows(page, session_id, 0, None)
-        return [Event(session_id, s, at, bytes(d), bytes(h)) for s, at, d, h in rows]
-
-    def _rows(
-        self,
-        query: Callable[[str, Sequence[Any]], list[Any]],
-        session_id: str,
-        after_seq: int,
-        limit: int | None,
-    ) -> Iterator[Row]:
-        """A session's rows after ``after_seq`` (at most ``limit``), a keyset page per
-        ``query`` call: :meth:`_query`, or statements on an open transaction."""
-        remaining = limit
-        while remaining is None or remaining > 0:
-            size = READ_PAGE_ROWS if remaining is None else min(READ_PAGE_ROWS, remaining)
-            rows: list[Row] = query(self.sql.read_page, (session_id, after_seq, size))
-            yield from rows
-            if len(rows) < size:
-                return
-            after_seq = rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+__all__ = ["StoreBase"]
 
 
 class EventLogBase(Backend[C]):
@@ -379,11 +144,12 @@ class EventLogBase(Backend[C]):
         Streams in keyset pages of :data:`READ_PAGE_ROWS`; an empty or unknown session
         yields nothing (use ``get_session`` to tell them apart).
         """
-        for seq, created_at, data, digest in self._rows(self._query, session_id, after_seq, limit):
-            yield Event(session_id, seq, created_at, data, digest)
+        for row in self._rows(self._query, session_id, after_seq, limit):
+            yield event_of(session_id, row)
 
     def read_rows(self, session_id: str) -> Iterator[Row]:
-        """``(seq, created_at, payload, hash)`` of every row in seq order, undecoded."""
+        """``(seq, created_at, payload, hash, salt, digest)`` of every row in seq order,
+        undecoded."""
         return self._rows(self._query, session_id, 0, None)
 
     def event_keys(self, session_id: str) -> list[tuple[str, int]]:
@@ -532,7 +298,12 @@ class ArchiveBase(Backend[C]):
         return [Tombstone(r[0], r[1], bytes(r[2]), r[3], r[4]) for r in rows]
 
     def copy_session(
-        self, session: Session, rows: Iterable[Row], *, keys: Sequence[tuple[str, int]] = ()
+        self,
+        session: Session,
+        rows: Iterable[Row],
+        *,
+        keys: Sequence[tuple[str, int]] = (),
+        erasures: Sequence[tuple[int, int]] = (),
     ) -> int:
         """Write a session copied from another log, in one transaction (see
         :meth:`agenttrail.log.store.Archive.copy_session`)."""
@@ -540,23 +311,29 @@ class ArchiveBase(Backend[C]):
         for key, _ in keys:
             check_text("idempotency key", key)
 
+        erased = dict(erasures)
+
         def tx(conn: C) -> int:
-            head = conn.execute(self.sql.lock_head, (session.id,)).fetchone()
+            head = conn.execute(self.sql.head_version, (session.id,)).fetchone()
             if head is None:
                 self._insert_session(conn, as_new_session(session), created_at=session.created_at)
-                head = (0, GENESIS_HASH)
-            seq, prev = stored_head(session.id, *head)
-            hash_row = chain_hasher(session.id)
+                head = conn.execute(self.sql.head_version, (session.id,)).fetchone()
+            seq, prev = stored_head(session.id, head[0], head[1])
+            chains = _RowCheck(session.id, head[2], erased)
             written = 0
+            copied: list[int] = []
             batch: list[Row] = []
-            for row_seq, created_at, data, digest in rows:
+            for row in rows:
+                row_seq = row[0]
                 if row_seq <= seq:
                     continue
-                check_created_at(created_at)
-                if row_seq != seq + 1 or hash_row(prev, row_seq, created_at, data) != digest:
+                check_created_at(row[1])
+                if row_seq != seq + 1 or not chains.holds(prev, row):
                     raise ChainBroken(session.id, row_seq, "the copied row does not chain")
-                seq, prev = row_seq, digest
-                batch.append((row_seq, created_at, data, digest))
+                seq, prev = row_seq, row[3]
+                if row[4] is None and row_seq in erased:
+                    copied.append(row_seq)
+                batch.append(row)
                 written += 1
                 if len(batch) >= READ_PAGE_ROWS:
                     self._copy_rows(conn, session.id, batch)
@@ -565,6 +342,8 @@ class ArchiveBase(Backend[C]):
                 self._set_head(conn, session.id, seq, prev)
             if keys:
                 self._insert_keys(conn, session.id, [(k, n) for k, n in keys if n <= seq])
+            for n in copied:  # rows copied earlier keep what they had then
+                conn.execute(self.sql.insert_erasure, (session.id, n, erased[n]))
             return written
 
         return self._write("copy_session", tx)
@@ -575,6 +354,72 @@ class ArchiveBase(Backend[C]):
             self._cover_rows(tx, session_id, batch[-1][0])
             self._insert_rows(tx, session_id, batch)
             batch.clear()
+
+    def erase(self, session_id: str, seqs: Sequence[int], *, by: str, reason: str) -> Erasure:
+        """Remove the payload bytes and salt of events of a v2 session (``Archive.erase``).
+
+        In one transaction: the ``erasure`` event ``{"type": "erasure", "seqs", "by",
+        "reason"}`` is appended (chained like any event; its ``created_at`` says when), one
+        erasures row per seq names it, and each row's payload becomes ``b""`` and its salt
+        NULL, which the schema's trigger admits only for a row with an erasures row. Then
+        the backend scrubs its files (:meth:`Backend._scrub`).
+
+        Raises:
+            SessionNotFound: no such session.
+            InputError: nothing to erase, the session is v1, a seq is not an event of it, is
+                already erased, is an erasure event, or has a trace row.
+        """
+        check_text("erasure author", by)
+        check_text("erasure reason", reason)
+        wanted = sorted(set(seqs))
+        if not wanted:
+            raise InputError("name at least one seq to erase")
+        payload = {"type": ERASURE, "seqs": wanted, "by": by, "reason": reason}
+        encoded = [Encoded(encode_payload(payload), None, None, None)]
+
+        def tx(conn: C) -> Erasure:
+            self._check_erasable(conn, session_id, wanted)
+            appended = self._append(conn, session_id, encoded, None, False)[0]
+            for seq in wanted:
+                conn.execute(self.sql.insert_erasure, (session_id, seq, appended.seq))
+                conn.execute(self.sql.erase_row, (b"", session_id, seq))
+            return Erasure(session_id, wanted, appended.seq)
+
+        done = self._write("erase", tx)
+        self._scrub()
+        return done
+
+    def _check_erasable(self, conn: C, session_id: str, seqs: Sequence[int]) -> None:
+        """Raise ``InputError`` (or ``SessionNotFound``) unless every seq can be erased."""
+        head = conn.execute(self.sql.head_version, (session_id,)).fetchone()
+        if head is None:
+            raise SessionNotFound(session_id)
+        if head[2] != 2:
+            raise InputError(
+                f"session {session_id} is chained as v1: its chain hashes the payload bytes, "
+                "so they cannot be erased without breaking it (docs/log-format.md, Erasure)"
+            )
+        traced = {
+            trace_row(row).result_seq
+            for row in conn.execute(self.sql.traces, (session_id,)).fetchall()
+        }
+        for seq in seqs:
+            row = next(iter(self._rows(_on(conn), session_id, seq - 1, 1)), None)
+            if row is None or row[0] != seq:
+                raise InputError(f"session {session_id} has no event at seq {seq}")
+            if row[4] is None:
+                raise InputError(f"session {session_id}: seq {seq} is already erased")
+            if event_of(session_id, row).type == ERASURE:
+                raise InputError(f"session {session_id}: seq {seq} is an erasure record")
+            if seq in traced:
+                raise InputError(
+                    f"session {session_id}: seq {seq} has a trace row, which holds its "
+                    "envelope; erasing it is not supported"
+                )
+
+    def erasures(self, session_id: str) -> list[tuple[int, int]]:
+        """``(seq, erasure_seq)`` of every erased event of a session, in seq order."""
+        return [(seq, by) for seq, by in self._query(self.sql.erasures, (session_id,))]
 
     def copy_tombstone(self, stone: Tombstone) -> bool:
         """Keep a tombstone copied from another log; False when it is already here.
@@ -587,6 +432,35 @@ class ArchiveBase(Backend[C]):
     def event_session_ids(self) -> set[str]:
         """Every session id that has at least one event row."""
         return {row[0] for row in self._query(self.sql.event_session_ids)}
+
+
+class _RowCheck:
+    """Whether a copied row continues its session's chain (v1 or v2), for ``copy_session``."""
+
+    def __init__(self, session_id: str, version: int, erased: dict[int, int]) -> None:
+        self.version = version
+        self.erased = erased
+        self.v1 = chain_hasher(session_id)
+        self.v2 = chain_hasher_v2(session_id)
+
+    def holds(self, prev: bytes, row: Row) -> bool:
+        seq, created_at, data, stored, salt, digest = row
+        if self.version == 1:
+            v1_row = salt is None and digest is None
+            return v1_row and self.v1(prev, seq, created_at, data) == stored
+        if digest is None or len(digest) != 32:
+            return False
+        if salt is None:  # erased: only with its erasures row, and with nothing left
+            if seq not in self.erased or data != b"":
+                return False
+        elif payload_digest(salt, data) != digest:
+            return False
+        return self.v2(prev, seq, created_at, digest) == stored
+
+
+def _on(conn: Any) -> Any:
+    """A ``_rows`` query function running on an open transaction."""
+    return lambda query, params: conn.execute(query, params).fetchall()
 
 
 class StoreBase(EventLogBase[C], TraceLogBase[C], TurnLocksBase[C], ArchiveBase[C]):

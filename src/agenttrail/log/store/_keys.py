@@ -11,7 +11,7 @@ import secrets
 from typing import Any
 
 from agenttrail.log.redact import Redactor, RedactRules
-from agenttrail.log.store._base import Backend
+from agenttrail.log.store._backend import Backend
 
 __all__ = ["KEY_BYTES", "REDACTION_KEY", "log_key", "redactor_for"]
 

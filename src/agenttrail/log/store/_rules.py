@@ -14,13 +14,21 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import InputError, PayloadTooLarge, SessionRowDamaged, StoreError
-from agenttrail.log.chain import chain_hasher, stored_type
-from agenttrail.log.store import Appended, Row
+from agenttrail.log.chain import GENESIS_HASH, chain_hasher, stored_type
+from agenttrail.log.digests import (
+    SALT_BYTES,
+    chain_hasher_v2,
+    new_salt,
+    payload_digest,
+    session_genesis,
+)
+from agenttrail.log.store import Appended, ChainPage, Row
 from agenttrail.model import (
+    Event,
     NewEvent,
     NewSession,
     NewTrace,
@@ -30,13 +38,17 @@ from agenttrail.model import (
 )
 
 __all__ = [
+    "ERASURE",
     "SESSION_TEXT_FIELDS",
+    "START_COLUMNS",
     "TRACE_FIELDS",
     "TRACE_TEXT_FIELDS",
     "Chained",
     "Encoded",
     "as_new_session",
     "chain_events",
+    "chain_start",
+    "check_chain_version",
     "check_created_at",
     "check_new_session",
     "check_session",
@@ -44,6 +56,7 @@ __all__ = [
     "check_text",
     "check_trace",
     "encode_events",
+    "event_of",
     "new_events",
     "session_from_row",
     "stored_head",
@@ -63,10 +76,24 @@ TRACE_TEXT_FIELDS = tuple(
 )
 """Text columns of a trace row."""
 
+
 S = TypeVar("S", NewSession, NewSession | None)
 
-Encoded = tuple[bytes, "str | None", "str | None"]
-"""One event ready for the store: ``(canonical CBOR, created_at or None, key or None)``."""
+
+class Encoded(NamedTuple):
+    """One event ready for the store."""
+
+    data: bytes
+    """The payload's canonical CBOR."""
+    created_at: str | None
+    key: str | None
+    salt: bytes | None
+    """A v2 salt given by the caller (an import reproducing an export), else ``None``."""
+
+
+ERASURE = "erasure"
+"""The ``type`` of the event an erasure appends (who, when, why, which seqs); only the store
+writes it (:meth:`agenttrail.log.store.Archive.erase`), so an append of one is refused."""
 
 
 def stored_head(session_id: str, head_seq: Any, head_hash: Any) -> tuple[int, bytes]:
@@ -99,6 +126,7 @@ def session_from_row(values: Sequence[Any]) -> Session:
     if not isinstance(metadata, dict):
         raise SessionRowDamaged(session_id, "metadata is not a JSON object")
     head_seq, head_hash = stored_head(session_id, values[8], values[9])
+    version = check_chain_version(session_id, values[10])
     return Session(
         id=session_id,
         title=values[1],
@@ -110,6 +138,58 @@ def session_from_row(values: Sequence[Any]) -> Session:
         created_at=values[7],
         head_seq=head_seq,
         head_hash=head_hash,
+        chain_version=version,
+    )
+
+
+START_COLUMNS = (
+    'head_seq, head_hash, chain_version, title, agent, "user", workspace, started, metadata'
+)
+"""What :func:`chain_start` reads of a session row: its head, chain version and the fields
+a v2 genesis covers, in that order."""
+
+
+def chain_start(
+    session_id: str, row: Sequence[Any] | None, erasures: Sequence[Sequence[Any]]
+) -> ChainPage:
+    """The first page of ``verify`` without its rows: the head, the chain version, ``hash_0``
+    and the erasures, from a session row read as :data:`START_COLUMNS` (``None``: no row)
+    and its erasures rows ``(seq, erasure_seq)``, all read in one snapshot.
+
+    Raises:
+        SessionRowDamaged: the head or the chain version was changed by hand.
+    """
+    erased = frozenset((seq, by) for seq, by in erasures)
+    if row is None:
+        return ChainPage(None, [], erased=erased)
+    head = stored_head(session_id, row[0], row[1])
+    version = check_chain_version(session_id, row[2])
+    start = session_genesis(session_id, row[3:9]) if version == 2 else GENESIS_HASH
+    return ChainPage(head, [], version, start, erased)
+
+
+def check_chain_version(session_id: str, version: Any) -> int:
+    """A session's ``chain_version``, checked: 1 or 2.
+
+    Raises:
+        SessionRowDamaged: any other value (the row was changed by hand).
+    """
+    if type(version) is not int or version not in (1, 2):
+        raise SessionRowDamaged(session_id, f"chain_version {version!r} is not 1 or 2")
+    return version
+
+
+def event_of(session_id: str, row: Row) -> Event:
+    """The :class:`Event` of a stored row ``(seq, created_at, payload, hash, salt, digest)``."""
+    seq, created_at, data, digest, salt, payload_hash = row
+    return Event(
+        session_id,
+        seq,
+        created_at,
+        bytes(data),
+        bytes(digest),
+        None if salt is None else bytes(salt),
+        None if payload_hash is None else bytes(payload_hash),
     )
 
 
@@ -130,7 +210,16 @@ def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[En
             check_created_at(event.created_at)
         if event.key is not None:
             check_text("idempotency key", event.key)
-        encoded.append((data, event.created_at, event.key))
+        if event.payload.get("type") == ERASURE:
+            raise InputError(
+                "a payload of type 'erasure' is written only by agenttrail erase "
+                "(docs/log-format.md, Erasure)"
+            )
+        if event.salt is not None and (
+            not isinstance(event.salt, bytes) or len(event.salt) != SALT_BYTES
+        ):
+            raise InputError(f"a salt is {SALT_BYTES} bytes, not {event.salt!r}")
+        encoded.append(Encoded(data, event.created_at, event.key, event.salt))
     return encoded
 
 
@@ -139,7 +228,8 @@ def new_events(encoded: Sequence[Encoded], stored: Mapping[str, Appended]) -> in
     event of each key that is not in ``stored`` (the session's keys already written)."""
     seen: set[str] = set()
     count = 0
-    for _, _, key in encoded:
+    for event in encoded:
+        key = event.key
         if key is None:
             count += 1
         elif key not in stored and key not in seen:
@@ -155,7 +245,7 @@ class Chained:
     results: list[Appended]
     """One per event given, in order (duplicates carry the first seq and ``duplicate``)."""
     rows: list[Row]
-    """``(seq, created_at, payload, hash)`` of each new event, in seq order."""
+    """``(seq, created_at, payload, hash, salt, digest)`` of each new event, in seq order."""
     keys: list[tuple[str, int]]
     """``(key, seq)`` of each new keyed event."""
     head_seq: int
@@ -172,6 +262,7 @@ def chain_events(
     head_hash: bytes,
     stored: Mapping[str, Appended],
     now: str,
+    version: int,
 ) -> Chained:
     """Give each new event of an append its seq (``head_seq + 1`` …) and chain hash.
 
@@ -185,14 +276,17 @@ def chain_events(
         head_hash: its chain hash (``GENESIS_HASH`` when empty).
         stored: the session's keys already written, among those of ``encoded``.
         now: ``created_at`` of events that do not bring their own.
+        version: the session's chain version: 1 hashes the payload bytes, 2 a digest of
+            the payload with a salt (the event's own, else a fresh one).
     """
-    hash_row = chain_hasher(session_id)
+    hash_v1 = chain_hasher(session_id)
+    hash_v2 = chain_hasher_v2(session_id)
     seq, prev = head_seq, head_hash
     results: list[Appended] = []
     rows: list[Row] = []
     keys: list[tuple[str, int]] = []
     batch_keys: dict[str, Appended] = {}
-    for data, created_at, key in encoded:
+    for data, created_at, key, given_salt in encoded:
         if key is not None:
             hit = batch_keys.get(key) or stored.get(key)
             if hit is not None:
@@ -200,8 +294,14 @@ def chain_events(
                 continue
         seq += 1
         stamp = created_at or now
-        prev = hash_row(prev, seq, stamp, data)
-        rows.append((seq, stamp, data, prev))
+        if version == 1:
+            prev = hash_v1(prev, seq, stamp, data)
+            rows.append((seq, stamp, data, prev, None, None))
+        else:
+            salt = given_salt or new_salt()
+            digest = payload_digest(salt, data)
+            prev = hash_v2(prev, seq, stamp, digest)
+            rows.append((seq, stamp, data, prev, salt, digest))
         results.append(Appended(seq, prev))
         if key is not None:
             keys.append((key, seq))
@@ -219,6 +319,7 @@ def as_new_session(session: Session) -> NewSession:
         session.workspace,
         session.started,
         session.metadata,
+        session.chain_version,
     )
 
 

@@ -57,7 +57,8 @@ class Dialect(Enum):
 
 
 SESSION_COLUMNS = (
-    'id, title, agent, "user", workspace, started, metadata, created_at, head_seq, head_hash'
+    'id, title, agent, "user", workspace, started, metadata, created_at, head_seq, head_hash, '
+    "chain_version"
 )
 """The columns :func:`agenttrail.log.store._rules.session_from_row` reads, in its order
 (``user`` is quoted: a reserved word in PostgreSQL, a plain identifier in SQLite)."""
@@ -75,6 +76,8 @@ class Statements:
     sessions: str
     session_ids: str
     head: str
+    head_version: str
+    """The head and the chain version."""
     lock_head: str
     """The head, with the session row locked until the transaction ends (PostgreSQL)."""
     session_taken: str
@@ -91,6 +94,18 @@ class Statements:
     take_lease: str
     release_lease: str
     tombstones: str
+    erasures: str
+    insert_erasure: str
+    trace_head: str
+    """A session's chain version and trace head."""
+    lock_trace_head: str
+    """The same, the session row locked until the transaction ends (PostgreSQL)."""
+    set_trace_head: str
+    trace_chain: str
+    """A session's trace rows with their hashes, in the order written (``id``)."""
+    erase_row: str
+    """Empty a row's payload and salt (the schema's trigger admits it only with an erasure
+    row: ``schema/*-0002.sql``)."""
 
 
 def statements(dialect: Dialect) -> Statements:
@@ -110,6 +125,9 @@ def statements(dialect: Dialect) -> Statements:
         sessions=f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, {order}",
         session_ids=f"SELECT id FROM sessions ORDER BY created_at, {order}",
         head=head,
+        head_version=(
+            f"SELECT head_seq, head_hash, chain_version FROM sessions WHERE id = {p}{lock}"
+        ),
         lock_head=head + lock,
         session_taken=(
             f"SELECT 1 FROM sessions WHERE id = {p} UNION ALL "
@@ -117,19 +135,19 @@ def statements(dialect: Dialect) -> Statements:
         ),
         insert_session=(
             'INSERT INTO sessions (id, title, agent, "user", workspace, started, metadata, '
-            f"created_at) VALUES ({', '.join([p] * 8)})"
+            f"created_at, chain_version, head_hash) VALUES ({', '.join([p] * 10)})"
         ),
         event_session_ids="SELECT DISTINCT session_id FROM session_events",
         read_page=(
-            "SELECT seq, created_at, payload, hash FROM session_events "
+            "SELECT seq, created_at, payload, hash, salt, digest FROM session_events "
             f"WHERE session_id = {p} AND seq > {p} ORDER BY seq LIMIT {p}"
         ),
         event_keys=(
             f"SELECT key, seq FROM session_event_keys WHERE session_id = {p} ORDER BY seq, key"
         ),
         insert_trace=(
-            f"INSERT INTO trace_rows ({_TRACE_COLUMNS}) "
-            f"VALUES ({', '.join([p] * len(TRACE_FIELDS))}) "
+            f"INSERT INTO trace_rows ({_TRACE_COLUMNS}, hash) "
+            f"VALUES ({', '.join([p] * (len(TRACE_FIELDS) + 1))}) "
             "ON CONFLICT (session_id, result_seq) DO NOTHING RETURNING id"
         ),
         traces=f"{traces} ORDER BY result_seq",
@@ -149,5 +167,21 @@ def statements(dialect: Dialect) -> Statements:
         tombstones=(
             "SELECT session_id, head_seq, head_hash, deleted_at, reason FROM tombstones "
             f"ORDER BY deleted_at, {order}"
+        ),
+        erasures=f"SELECT seq, erasure_seq FROM erasures WHERE session_id = {p} ORDER BY seq",
+        trace_head=f"SELECT chain_version, trace_count, trace_hash FROM sessions WHERE id = {p}",
+        lock_trace_head=(
+            f"SELECT chain_version, trace_count, trace_hash FROM sessions WHERE id = {p}{lock}"
+        ),
+        set_trace_head=f"UPDATE sessions SET trace_count = {p}, trace_hash = {p} WHERE id = {p}",
+        trace_chain=(
+            f"SELECT {_TRACE_COLUMNS}, hash FROM trace_rows WHERE session_id = {p} ORDER BY id"
+        ),
+        insert_erasure=(
+            f"INSERT INTO erasures (session_id, seq, erasure_seq) VALUES ({p}, {p}, {p})"
+        ),
+        erase_row=(
+            f"UPDATE session_events SET payload = {p}, salt = NULL "
+            f"WHERE session_id = {p} AND seq = {p}"
         ),
     )

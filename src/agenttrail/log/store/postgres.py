@@ -58,7 +58,8 @@ from agenttrail.errors import (
 )
 from agenttrail.log.redact import DEFAULT_RULES, RedactRules
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
+from agenttrail.log.store._backend import CHAIN_PAGE_ROWS, LockedHead
+from agenttrail.log.store._base import StoreBase
 from agenttrail.log.store._keys import redactor_for
 from agenttrail.log.store._pg_connect import (
     CONNECT_TIMEOUT_S,
@@ -70,7 +71,13 @@ from agenttrail.log.store._pg_connect import (
     first_line,
     parse_url,
 )
-from agenttrail.log.store._rules import Encoded, new_events, stored_head, with_id
+from agenttrail.log.store._rules import (
+    START_COLUMNS,
+    Encoded,
+    chain_start,
+    new_events,
+    with_id,
+)
 from agenttrail.log.store._sql import Dialect, Tx, statements
 from agenttrail.model import NewSession
 
@@ -90,16 +97,22 @@ SCHEMA_VERSION = 2
 WRITER_ROLE = "agenttrail_writer"
 """The role the store's connections work as: no UPDATE/DELETE/TRUNCATE on the evidence."""
 
-_CHAIN_PAGE = """
-SELECT s.id IS NOT NULL, s.head_seq, s.head_hash, e.seq, e.created_at, e.payload, e.hash
+_START_FIELDS = ", ".join(f"s.{name.strip()}" for name in START_COLUMNS.split(","))
+
+_CHAIN_PAGE = f"""
+SELECT s.id IS NOT NULL, {_START_FIELDS},
+    ARRAY(SELECT ARRAY[x.seq, x.erasure_seq] FROM erasures x WHERE x.session_id = %(id)s),
+    e.seq, e.created_at, e.payload, e.hash, e.salt, e.digest
 FROM (VALUES (1)) AS one (x)
 LEFT JOIN sessions s ON s.id = %(id)s
 LEFT JOIN LATERAL (
-    SELECT seq, created_at, payload, hash FROM session_events
+    SELECT seq, created_at, payload, hash, salt, digest FROM session_events
     WHERE session_id = %(id)s AND seq > %(after)s ORDER BY seq LIMIT %(n)s
 ) e ON true
 ORDER BY e.seq
 """
+_PAGE_AT = 11
+"""Where a page's event columns begin in a row of :data:`_CHAIN_PAGE`."""
 """A page of a session's rows and the session head in one statement, so in one snapshot:
 at least one row, whose event columns are NULL when there are no more events."""
 
@@ -274,7 +287,7 @@ class PostgresStore(StoreBase[Conn]):
         # https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED
         bump = (
             "UPDATE sessions SET head_seq = head_seq + %s WHERE id = %s "
-            "RETURNING head_seq, head_hash"
+            "RETURNING head_seq, head_hash, chain_version"
         )
         row = tx.execute(bump, (count, session_id)).fetchone()
         if row is None:
@@ -288,7 +301,7 @@ class PostgresStore(StoreBase[Conn]):
                 raise SessionExists(session_id)
         if keys and self._stored_keys(tx, session_id, keys).keys() != stored.keys():
             raise _KeysMoved(session_id)
-        return LockedHead(row[0] - count, bytes(row[1]), stored)
+        return LockedHead(row[0] - count, bytes(row[1]), stored, row[2])
 
     def _stored_keys(self, tx: Conn, session_id: str, keys: Sequence[str]) -> dict[str, Appended]:
         rows = tx.execute(
@@ -314,15 +327,10 @@ class PostgresStore(StoreBase[Conn]):
         # One statement for the batch (the guard trigger checks its seqs once), its arrays
         # sent in binary: text-format bytea arrays cost more to escape than to insert.
         tx.execute(
-            "INSERT INTO session_events (session_id, seq, created_at, payload, hash) "
-            "SELECT %s, * FROM unnest(%b::bigint[], %b::text[], %b::bytea[], %b::bytea[])",
-            (
-                session_id,
-                [r[0] for r in rows],
-                [r[1] for r in rows],
-                [r[2] for r in rows],
-                [r[3] for r in rows],
-            ),
+            "INSERT INTO session_events (session_id, seq, created_at, payload, hash, salt, "
+            "digest) SELECT %s, * FROM unnest(%b::bigint[], %b::text[], %b::bytea[], "
+            "%b::bytea[], %b::bytea[], %b::bytea[])",
+            (session_id, *([r[i] for r in rows] for i in range(6))),
         )
 
     def _insert_keys(self, tx: Conn, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
@@ -366,6 +374,11 @@ class PostgresStore(StoreBase[Conn]):
         ).fetchone()
         return bool(row and row[0])
 
+    def _scrub(self) -> None:
+        """Nothing the application role can do: PostgreSQL keeps the old row version until
+        VACUUM reclaims it (docs/log-format.md, Erasure, says what VACUUM does and does not
+        guarantee)."""
+
     # -- reads ------------------------------------------------------------------------------
 
     @contextmanager
@@ -385,10 +398,10 @@ class PostgresStore(StoreBase[Conn]):
             )
             # The same on every row of a statement. Whether there is a session row is asked
             # apart from its head, which a hand edit may have set to NULL (stored_head says so).
-            has_row, head_seq, head_hash = result[0][:3]
-            head = stored_head(session_id, head_seq, head_hash) if has_row else None
-            page: list[Row] = [row[3:] for row in result if row[3] is not None]
-            yield ChainPage(head, page)
+            first = result[0]
+            start = chain_start(session_id, first[1:10] if first[0] else None, first[10])
+            page: list[Row] = [row[_PAGE_AT:] for row in result if row[_PAGE_AT] is not None]
+            yield start._replace(rows=page)
             if len(page) < CHAIN_PAGE_ROWS:
                 return
             after = page[-1][0]

@@ -30,12 +30,12 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
-from agenttrail.log.chain import GENESIS_HASH
 from agenttrail.log.redact import DEFAULT_RULES, RedactRules
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
+from agenttrail.log.store._backend import CHAIN_PAGE_ROWS, LockedHead
+from agenttrail.log.store._base import StoreBase
 from agenttrail.log.store._keys import redactor_for
-from agenttrail.log.store._rules import Encoded, stored_head, with_id
+from agenttrail.log.store._rules import START_COLUMNS, Encoded, chain_start, stored_head, with_id
 from agenttrail.log.store._sql import Dialect, Tx, statements
 from agenttrail.model import NewSession
 
@@ -59,6 +59,8 @@ CACHE_KIB = 64 * 1024
 events, so streaming a larger session re-read pages; the cap is only reached when used."""
 
 SCHEMA_VERSION = 2
+
+_SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
 
 T = TypeVar("T")
 
@@ -131,6 +133,9 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
             # NORMAL may lose the last transactions).
             self._conn.execute("PRAGMA synchronous = FULL")
             self._conn.execute("PRAGMA foreign_keys = ON")
+            # An erased payload's bytes are overwritten with zeros in the pages they leave,
+            # not left in free space (docs/log-format.md, Erasure).
+            self._conn.execute("PRAGMA secure_delete = ON")
             if version < SCHEMA_VERSION:
                 self._migrate()
             elif version > SCHEMA_VERSION:
@@ -197,14 +202,13 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
     ) -> LockedHead:
         # The write transaction holds SQLite's write lock (BEGIN IMMEDIATE): the head read
         # here stays the head until COMMIT, in this process and every other.
-        row = tx.execute(self.sql.head, (session_id,)).fetchone()
+        row = tx.execute(self.sql.head_version, (session_id,)).fetchone()
         if row is None:
             if create is None:
                 raise SessionNotFound(session_id)
             self._insert_session(tx, with_id(create, session_id))
-            seq, prev = 0, GENESIS_HASH
-        else:
-            seq, prev = stored_head(session_id, *row)
+            row = tx.execute(self.sql.head_version, (session_id,)).fetchone()
+        seq, prev = stored_head(session_id, row[0], row[1])
         stored: dict[str, Appended] = {}
         for key in keys:
             hit = tx.execute(
@@ -215,7 +219,7 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
             ).fetchone()
             if hit is not None:
                 stored[key] = Appended(hit[0], bytes(hit[1]), duplicate=True)
-        return LockedHead(seq, prev, stored)
+        return LockedHead(seq, prev, stored, row[2])
 
     def _set_head(self, tx: sqlite3.Connection, session_id: str, seq: int, digest: bytes) -> None:
         tx.execute(
@@ -231,8 +235,8 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
 
     def _insert_rows(self, tx: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
         tx.executemany(
-            "INSERT INTO session_events (session_id, seq, created_at, payload, hash) "
-            "VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO session_events (session_id, seq, created_at, payload, hash, salt, "
+            "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(session_id, *row) for row in rows],
         )
 
@@ -264,7 +268,8 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
             "VALUES (?, ?, ?, ?, ?)",
             (session_id, row[0], bytes(row[1]), deleted_at, reason),
         )
-        for table in ("trace_rows", "session_event_keys", "session_events", "turn_leases"):
+        tables = ("trace_rows", "session_event_keys", "erasures", "session_events", "turn_leases")
+        for table in tables:
             tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return row[0], row[1]
@@ -281,6 +286,14 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
         )
         return bool(cursor.rowcount)
 
+    def _scrub(self) -> None:
+        """Copy the WAL into the database file and truncate it to zero bytes, so that the
+        pages holding erased bytes leave the -wal file too (``secure_delete`` zeroed them
+        in the pages that kept other rows). Readers holding an old snapshot would block the
+        truncation: the store's idle snapshot connections hold none."""
+        with self._lock, self._translate():
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     # -- reads ------------------------------------------------------------------------------
 
     @contextmanager
@@ -294,16 +307,19 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
         try:
             with self._translate():
                 conn.execute("BEGIN")  # the snapshot starts at the first read below
-                head = conn.execute(self.sql.head, (session_id,)).fetchone()
-                snapshot_head = stored_head(session_id, *head) if head else None
+                start = chain_start(
+                    session_id,
+                    conn.execute(_SESSION_START, (session_id,)).fetchone(),
+                    conn.execute(self.sql.erasures, (session_id,)).fetchall(),
+                )
                 with closing(
                     conn.execute(
-                        "SELECT seq, created_at, payload, hash FROM session_events "
+                        "SELECT seq, created_at, payload, hash, salt, digest FROM session_events "
                         "WHERE session_id = ? ORDER BY seq",
                         (session_id,),
                     )
                 ) as rows:
-                    yield _pages(snapshot_head, rows)
+                    yield _pages(start, rows)
                 conn.execute("ROLLBACK")  # a read transaction: nothing to keep
         except BaseException:
             conn.close()
@@ -372,10 +388,10 @@ def _text_as_stored(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _pages(head: tuple[int, bytes] | None, rows: sqlite3.Cursor) -> Iterator[ChainPage]:
+def _pages(start: ChainPage, rows: sqlite3.Cursor) -> Iterator[ChainPage]:
     while True:
         page = rows.fetchmany(CHAIN_PAGE_ROWS)
-        yield ChainPage(head, page)
+        yield start._replace(rows=page)
         if len(page) < CHAIN_PAGE_ROWS:
             return
 

@@ -1,0 +1,204 @@
+"""``agenttrail erase`` (docs/log-format.md, Erasure): the payload's bytes leave the log and
+its files, the chain stays whole, and the one UPDATE it needs is the only one admitted.
+
+Real SQLite files and the real PostgreSQL server (the ``db_url`` fixture); the CLI runs as a
+real process where the files are read after it exits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agenttrail.errors import AppendOnlyViolation, InputError
+from agenttrail.evidence.audit import audit
+from agenttrail.formats.jsonl import jsonl_from_log
+from agenttrail.ingest.migrate import migrate
+from agenttrail.log.chain import verify
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import NewSession, events
+from tests.conftest import V1_LOG, is_postgres, owner_connection, run_cli
+
+# what must go: personal data a user asked to have erased (a secret of a kind redaction
+# knows never reaches the log; this is what erasure is for), erased from seq 2
+SECRET = "Jane Roe, 12 Elm Street, Springfield"
+SHORT = "yes"  # a low-entropy answer, erased from seq 3
+
+
+def _session(store: LogStore, session_id: str = "s") -> None:
+    store.create_session(NewSession(id=session_id, title="keys", user="ada"))
+    store.append(session_id, events.message("user", "my key?"))
+    store.append(session_id, events.message("assistant", f"it is {SECRET}"))
+    store.append(session_id, events.message("user", SHORT))
+    store.append(session_id, events.message("user", "thanks"))
+
+
+def test_erase_keeps_the_chain_and_reads_as_erased(store: LogStore) -> None:
+    _session(store)
+    done = store.erase("s", [3, 2], by="dpo@example.org", reason="leaked key, SEC-12")
+    assert (done.seqs, done.erasure_seq) == ([2, 3], 5)
+    (verdict,) = audit(store, ["s"])
+    assert (verdict.ok, verdict.erased, verdict.events) == (True, (2, 3), 5)
+    read = list(store.read("s"))
+    assert [e.erased for e in read] == [False, True, True, False, False]
+    assert read[1].payload == {"type": "erased", "note": "payload erased (agenttrail erase)"}
+    assert read[1].data == b"" and read[1].salt is None and read[1].digest is not None
+    assert read[4].payload == {
+        "type": "erasure",
+        "seqs": [2, 3],
+        "by": "dpo@example.org",
+        "reason": "leaked key, SEC-12",
+    }
+    export = "\n".join(jsonl_from_log(store, "s"))
+    assert SECRET not in export and f'"{SHORT}"' not in export
+    assert '"erased":true' in export
+
+
+def test_erase_refuses_what_it_cannot_erase(store: LogStore) -> None:
+    _session(store)
+    store.erase("s", [2], by="me", reason="r")
+    for seqs, said in (
+        ([9], "no event at seq 9"),
+        ([2], "already erased"),
+        ([5], "is an erasure record"),
+        ([], "at least one seq"),
+    ):
+        with pytest.raises(InputError, match=said):
+            store.erase("s", seqs, by="me", reason="r")
+    store.create_session(NewSession(id="old", chain_version=1))
+    store.append("old", events.message("user", "v1"))
+    with pytest.raises(InputError, match="chained as v1"):
+        store.erase("old", [1], by="me", reason="r")
+    with pytest.raises(InputError, match="written only by agenttrail erase"):
+        store.append("s", {"type": "erasure", "seqs": [1]})
+    assert all(v.ok for v in verify(store))
+
+
+def test_the_database_admits_only_the_erasing_update(db_url: str) -> None:
+    with open_store(db_url) as store:
+        _session(store)
+        store.erase("s", [2], by="me", reason="r")
+        conn_of = store._write  # type: ignore[attr-defined]
+        for statement, params in (
+            # no erasures row for seq 3
+            ("UPDATE session_events SET payload = ?, salt = NULL WHERE seq = 3", (b"",)),
+            # an erased row's digest may not change
+            ("UPDATE session_events SET digest = ? WHERE seq = 2", (bytes(32),)),
+            ("DELETE FROM erasures", ()),
+        ):
+            sql = statement.replace("?", store.sql.param)  # type: ignore[attr-defined]
+            with pytest.raises(AppendOnlyViolation):
+                conn_of("attack", lambda tx, q=sql, p=params: tx.execute(q, p))
+        assert all(v.ok for v in verify(store))
+
+
+def test_the_erased_bytes_leave_the_sqlite_files(tmp_path: Path) -> None:
+    db = tmp_path / "agenttrail.db"
+    with open_store(db) as store:
+        _session(store)
+        # a long payload spills into overflow pages; those must be zeroed too
+        store.append("s", events.message("assistant", f"{SECRET} " * 2000))
+    assert SECRET.encode() in db.read_bytes() + _wal(db)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agenttrail.cli",
+            "erase",
+            "s",
+            "2",
+            "5",
+            "--reason",
+            "x",
+            "--db",
+            db,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "erased s  seq 2, 5  recorded at seq 6\n"
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        if path.exists():
+            assert SECRET.encode() not in path.read_bytes(), path.name
+    checked = run_cli("verify", "--db", str(db))
+    assert checked.returncode == 0
+    assert "erased: seq 2, 5" in checked.stdout
+
+
+def _wal(db: Path) -> bytes:
+    wal = db.with_name(db.name + "-wal")
+    return wal.read_bytes() if wal.exists() else b""
+
+
+def test_postgresql_keeps_only_the_digest_of_an_erased_row(postgres_url: str) -> None:
+    from tests.conftest import postgres_schema
+
+    with postgres_schema(postgres_url) as url:
+        with open_store(url) as store:
+            _session(store)
+            store.erase("s", [2], by="me", reason="r")
+            assert audit(store, ["s"])[0].erased == (2,)
+        with owner_connection(url) as conn:
+            row = conn.execute(
+                "SELECT payload, salt, digest IS NOT NULL FROM session_events "
+                "WHERE session_id = 's' AND seq = 2"
+            ).fetchone()
+        assert row == (b"", None, True)
+
+
+def test_migrate_copies_erasures_and_keeps_v1_as_v1(db_url: str, tmp_path: Path) -> None:
+    # A v1 log written by the code before chain v2 (tests/data/make_v1_log.py), plus a v2
+    # session with an erasure, copied to the other backend: each keeps its chain version.
+    source = tmp_path / "v1.db"
+    shutil.copyfile(V1_LOG, source)
+    with open_store(source) as src:
+        assert {s.id: s.chain_version for s in src.sessions()} == {
+            "sample-harvey-session": 1,
+            "loan-advice": 1,
+            "v1-empty": 1,
+        }
+        assert all(v.ok for v in verify(src))  # v1 logs still verify, as v1
+        _session(src, "new")
+        src.erase("new", [2], by="me", reason="r")
+        with open_store(db_url) as dst:
+            report = migrate(src, dst)
+            assert report.ok
+            versions = {s.id: s.chain_version for s in dst.sessions()}
+            assert versions == {
+                "sample-harvey-session": 1,
+                "loan-advice": 1,
+                "v1-empty": 1,
+                "new": 2,
+            }
+            verdicts = {v.session_id: v for v in audit(dst)}
+            assert all(v.ok for v in verdicts.values())
+            assert verdicts["new"].erased == (2,)
+            assert dst.erasures("new") == [(2, 5)]
+            for sid in versions:  # the very rows: chains intact
+                assert list(dst.read_rows(sid)) == list(src.read_rows(sid))
+    if not is_postgres(db_url):
+        with sqlite3.connect(db_url) as conn:
+            assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+
+
+def test_every_reader_shows_an_erased_event_as_erased(tmp_path: Path) -> None:
+    # show, export, Fountain and replay read the event by one rule (model/reading.py): the
+    # erased payload, never its bytes.
+    db = str(tmp_path / "agenttrail.db")
+    with open_store(db) as store:
+        _session(store)
+        store.erase("s", [2], by="me", reason="leak")
+    for command in (["show", "s"], ["export", "s"], ["fountain", "s"]):
+        shown = run_cli(*command, "--db", db)
+        assert shown.returncode == 0, shown.stderr
+        assert SECRET not in shown.stdout
+        assert "erased" in shown.stdout, command
+    replayed = run_cli("replay", "s", "--format", "openai", "--db", db)
+    assert replayed.returncode == 0, replayed.stderr
+    assert SECRET not in replayed.stdout and "my key?" in replayed.stdout
