@@ -115,6 +115,35 @@ def test_append_batch_creates_the_session_in_the_same_transaction(store: LogStor
         store.create_session(NewSession(id="s-1"))
 
 
+def test_batches_of_several_sessions_commit_together_or_not_at_all(store: LogStore) -> None:
+    kept = store.create_session(NewSession()).id
+    store.append(kept, {"type": "x"})
+    given = [
+        ("z-new", [NewEvent({"type": "a"}), NewEvent({"type": "b"}, key="k")], NewSession()),
+        (kept, [NewEvent({"type": "c"})], None),
+        ("a-new", [NewEvent({"type": "d"})], NewSession(title="second")),
+    ]
+    done = store.append_sessions(given)
+    # results in the order given (the locks are taken in id order), seqs per session
+    assert [[r.seq for r in results] for results in done] == [[1, 2], [2], [1]]
+    assert [e.type for e in store.read("z-new")] == ["a", "b"]
+    assert store.get_session("a-new").title == "second"
+    again = store.append_sessions([("z-new", [NewEvent({"type": "b"}, key="k")], None)])
+    assert [(r.seq, r.duplicate) for r in again[0]] == [(2, True)]
+    # one bad batch, or one session that does not exist: nothing of any batch is written
+    with pytest.raises(PayloadError):
+        store.append_sessions(
+            [(kept, [NewEvent({"type": "e"})], None), ("a-new", [NewEvent({"bad": (1,)})], None)]
+        )
+    with pytest.raises(SessionNotFound):
+        store.append_sessions(
+            [(kept, [NewEvent({"type": "e"})], None), ("missing", [NewEvent({"type": "f"})], None)]
+        )
+    assert store.get_session(kept).head_seq == 2
+    assert store.get_session("a-new").head_seq == 1
+    assert verify(store)[0].ok
+
+
 @pytest.mark.parametrize(
     ("payload", "where"),
     [

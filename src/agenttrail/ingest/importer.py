@@ -43,6 +43,7 @@ __all__ = [
     "import_sessions",
     "read_paths",
     "write_sessions",
+    "write_together",
 ]
 
 
@@ -227,6 +228,44 @@ def write_sessions(
         if on_written is not None:
             on_written(reports[-1])
     return reports
+
+
+def write_together(
+    store: LogStore, path: Path, sessions: Iterable[ImportedSession]
+) -> list[ImportReport]:
+    """:func:`import_sessions` with one transaction, so one commit, for every session whose
+    events hold no envelope (the OTLP receiver: a request spans many sessions, and a commit
+    each cost it most of its time, docs/benchmarks.md). A session whose events hold an
+    envelope gets its trace rows as :func:`write_sessions` gives them, in a transaction of its
+    own; so does an export (its hashes are checked against the log first).
+
+    Raises:
+        FormatError, InputError, StoreError: as :func:`import_sessions`; the sessions written
+            together are all written or none.
+    """
+    parsed = list(sessions)
+    for imported in parsed:
+        _check_payloads(store.max_payload_bytes, path, imported)
+    placed = [_placed(store, path, imported) for imported in parsed]
+    plain = [
+        i
+        for i, imported in enumerate(placed)
+        if imported.exported_hashes is None
+        and "rechained" not in imported.session.metadata
+        and not traces.holds_envelopes(event.payload for event in imported.events)
+    ]
+    reports: dict[int, ImportReport] = {}
+    batches = [(placed[i].session.id or "", placed[i].events, _filled(placed[i])) for i in plain]
+    for i, results in zip(plain, store.append_sessions(batches), strict=True):
+        written = sum(not r.duplicate for r in results)
+        imported = placed[i]
+        reports[i] = ImportReport(
+            path, imported.session.id or "", written, len(results) - written, imported.warnings
+        )
+    for i, imported in enumerate(placed):
+        if i not in reports:
+            reports[i] = _write(store, path, imported)
+    return [reports[i] for i in range(len(placed))]
 
 
 def fitting_id(source_id: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from agenttrail.formats.otlp import sessions_from_request
-from agenttrail.ingest.importer import ImportReport, import_sessions
+from agenttrail.ingest.importer import ImportReport, write_together
 from agenttrail.log.store import LogStore
 
 __all__ = ["SOURCE", "Received", "append_traces"]
@@ -54,12 +54,13 @@ def append_traces(
     Raises:
         FormatError: a payload that cannot be stored (over the store's payload limit, or not
             encodable); nothing is written.
-        StoreError: the database failed; sessions already committed stay.
+        StoreError: the database failed; nothing of the request's sessions without an
+            envelope is written (they share one transaction).
     """
     mapped = sessions_from_request(request)
     if check is not None:
         for imported in mapped.sessions:
             assert imported.session.id is not None, "OTLP sessions always have an id"
             check(imported.session.id)
-    reports = import_sessions(store, SOURCE, mapped.sessions)
+    reports = write_together(store, SOURCE, mapped.sessions)
     return Received(reports, mapped.rejected, mapped.errors)

@@ -243,6 +243,13 @@ class EventLog(LogReader, Protocol):
         instead while an agent turn holds the lock (checked in the same transaction)."""
         ...
 
+    def append_sessions(
+        self, batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]]
+    ) -> list[list[Appended]]:
+        """``append_batch`` of each ``(session_id, events, create)``, all in one transaction:
+        every batch is written or none, with one commit (one fsync) for them all."""
+        ...
+
     def read_rows(self, session_id: str) -> Iterator[Row]:
         """``(seq, created_at, payload bytes, hash)`` of every row, in seq order."""
         ...

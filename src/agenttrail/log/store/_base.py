@@ -136,6 +136,41 @@ class EventLogBase(Backend[C]):
             "append", lambda conn: self._append(conn, session_id, encoded, create, unless_turn)
         )
 
+    def append_sessions(
+        self, batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]]
+    ) -> list[list[Appended]]:
+        """:meth:`append_batch` of each ``(session_id, events, create)``, all in one
+        transaction: every batch is written or none, and they share one commit (one fsync,
+        where a commit per session costs one each: an OTLP request spans many sessions).
+
+        The sessions' append locks are taken in session id order, whatever the order of
+        ``batches``, so that two such appends cannot deadlock on PostgreSQL.
+
+        Returns:
+            What :meth:`append_batch` returns for each batch, in the order given.
+
+        Raises:
+            What :meth:`append_batch` raises, for any batch (nothing written).
+        """
+        prepared = [
+            (
+                session_id,
+                encode_events(self.redactor.events(events), self.max_payload_bytes),
+                check_session_fields(self.redactor.session(create)),
+            )
+            for session_id, events, create in batches
+        ]
+        order = sorted(range(len(prepared)), key=lambda i: prepared[i][0])
+
+        def tx(conn: C) -> list[list[Appended]]:
+            done: dict[int, list[Appended]] = {}
+            for i in order:
+                session_id, encoded, create = prepared[i]
+                done[i] = self._append(conn, session_id, encoded, create, False)
+            return [done[i] for i in range(len(prepared))]
+
+        return self._write("append_sessions", tx)
+
     def read(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[Event]:
