@@ -132,8 +132,11 @@ def _cpu_s(pid: int) -> float:
 
 def _writer_cpu_s(pid: int) -> float:
     """CPU seconds used by the children of process ``pid`` that are alive now (the proxy's
-    capture writer process), from ``/proc/PID/task/PID/children``."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    capture writer process, started by one of its threads), from
+    ``/proc/PID/task/*/children``."""
+    children = {
+        c for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()
+    }
     return sum(_cpu_s(int(child)) for child in children)
 
 
