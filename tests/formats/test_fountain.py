@@ -7,6 +7,8 @@ read in place from ``../shared/fountain/seed-example.spmd``.
 from __future__ import annotations
 
 import hashlib
+import io
+import itertools
 import json
 import tempfile
 from collections.abc import Sequence
@@ -17,6 +19,8 @@ import pytest
 from fountain.parser import FountainParser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from screenplain.parsers.fountain import parse as screenplain_parse
+from screenplain.types import Action, Dialog, Slug, Transition
 
 from agenttrail import Recorder
 from agenttrail.formats import detect, fountain
@@ -364,6 +368,29 @@ def test_an_independent_parser_reads_the_golden_file_as_meant() -> None:
         "HARVEY",
         "MISTRAL",
     ]
+
+
+def test_screenplain_reads_the_golden_file_as_meant() -> None:
+    source = GOLDEN.read_text(encoding="utf-8")
+    screenplay = screenplain_parse(io.StringIO(source))
+    assert [str(p.line) for p in screenplay if isinstance(p, Slug)] == [
+        line for line in source.splitlines() if line.startswith(("INT.", "EXT."))
+    ]
+    # screenplain reads Harvey's two commands as the dialogue they are (unlike fountain-py).
+    assert [str(p.character) for p in screenplay if isinstance(p, Dialog)] == [
+        *(["RSDOIEL", "HARVEY", "LLAMA3"] * 3),
+        *("RSDOIEL", "SHELL", "RSDOIEL", "HARVEY", "MISTRAL"),
+    ]
+    assert not [p for p in screenplay if isinstance(p, Transition)]  # FADE IN: is an action
+    # screenplain hides a note, but a block of several notes leaves an empty action behind
+    # (docs/fountain-format.md, Readers): one per such block in the file.
+    note_blocks = [
+        len(list(lines))
+        for is_note, lines in itertools.groupby(source.splitlines(), lambda x: x.startswith("[["))
+        if is_note
+    ]
+    empty = [p for p in screenplay if isinstance(p, Action) and not any(map(str, p.lines))]
+    assert len(empty) == len([n for n in note_blocks if n > 1])
 
 
 def test_an_independent_parser_reads_hostile_sessions_as_meant(tmp_path: Path) -> None:

@@ -5,12 +5,17 @@ The oracles are ``../shared/harvey/bin/harveyread`` and ``harveywrite``: Harvey'
 v1.0.2 (``../shared/harvey/README.md``). Harvey's reader takes the first line of each dialogue
 only, so "recovers a turn" means: the user's line and the reply's first line, trimmed, as Harvey's
 own writer would have them.
+
+The same hazard sessions are read by two independent Fountain parsers as well: fountain-py and
+screenplain (docs/fountain-format.md, Readers).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +23,8 @@ from typing import Any
 
 import pytest
 from fountain.parser import FountainParser
+from screenplain.parsers.fountain import parse as screenplain_parse
+from screenplain.types import Dialog, Slug
 
 from agenttrail import Recorder
 from agenttrail.formats.fountain import fountain_from_events
@@ -202,6 +209,49 @@ def test_harveys_reader_keeps_from_our_file_all_it_keeps_from_harveys(
     headings = [t for k, t in parsed if k == "scene_heading"]
     assert [h.split(" 20")[0] for h in headings] == ["INT. HARVEY AND RSDOIEL TALKING"] * 2
     assert [t for k, t in parsed if k == "transition"] == ["FADE IN:"]
+
+
+# The hazards whose note or boneyard the writer leaves as it is (it opens and closes on its line,
+# and no line starts with [[: docs/fountain-format.md, Escaping), as a Fountain reader shows them.
+_FOUNTAIN_HIDES = {"/* c */": "", "see [[x]] here": "see  here"}
+
+
+def _letters(text: str) -> str:
+    """The word characters of a text, each of our ``\\u{HEX}`` escapes aside (it stands for
+    punctuation or a control character; docs/fountain-format.md, Escaping)."""
+    return "".join(re.findall(r"\w", re.sub(r"\\u\{[0-9a-fA-F]+\}", "", text)))
+
+
+@pytest.mark.parametrize("hazard", HAZARDS, ids=lambda h: repr(h[:24]))
+def test_screenplain_reads_our_hazard_sessions_as_meant(tmp_path: Path, hazard: str) -> None:
+    with open_store(tmp_path / "log.db") as store:
+        text = _render(store, _our_session(store, hazard))
+    screenplay = screenplain_parse(io.StringIO(text))
+    assert screenplay.title_page["Author"] == ["RSDOIEL"]
+    # Every paragraph is the element we wrote, and no content became another one. FADE IN: is
+    # an action to screenplain, as Fountain 1.1 has it (a transition ends in TO:), so it reads
+    # no transition at all (docs/fountain-format.md, Readers).
+    turn = ["Slug", "Action", "Dialog", "Dialog", "Dialog"]
+    assert [type(p).__name__ for p in screenplay] == ["Action", *turn, *turn, "Action"]
+    paragraphs = screenplay.paragraphs
+    assert [str(line) for p in (paragraphs[0], paragraphs[-1]) for line in p.lines] == [
+        "FADE IN:",
+        "THE END.",
+    ]
+    headings = [str(p.line) for p in screenplay if isinstance(p, Slug)]
+    assert [h.split(" 20")[0] for h in headings] == ["INT. HARVEY AND RSDOIEL TALKING"] * 2
+    # Each cue speaks its own text: every word character of it (but what Fountain hides), and
+    # nothing else but parentheticals, which screenplain keeps apart.
+    dialogue = [
+        (str(p.character), "".join(_letters(str(line)) for aside, line in p.blocks if not aside))
+        for p in screenplay
+        if isinstance(p, Dialog)
+    ]
+    shown = _FOUNTAIN_HIDES.get(hazard, hazard)
+    said = [shown, "Forwarding to LLAMA3.", "first reply"]
+    said += ["second question", "Forwarding to LLAMA3.", shown]
+    cues = ["RSDOIEL", "HARVEY", "LLAMA3"] * 2
+    assert dialogue == [(cue, _letters(text)) for cue, text in zip(cues, said, strict=True)]
 
 
 def test_over_all_hazards_harveys_reader_recovers_more_from_ours(tmp_path: Path) -> None:
