@@ -284,7 +284,9 @@ def test_an_unknown_export_format_is_refused(tmp_path: Path) -> None:
     session = _import(CLAUDE_CODE, db)
     result = run_cli("export", session, "--format", "otel", "--db", str(db))
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: unknown export format 'otel' (use jsonl, otlp, md, html)"
+    assert (
+        result.stderr.strip() == "error: unknown export format 'otel' (use jsonl, otlp, md, html)"
+    )
 
 
 def test_export_writes_a_file(tmp_path: Path) -> None:

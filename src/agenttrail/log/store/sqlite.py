@@ -35,6 +35,7 @@ from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
 from agenttrail.log.store._base import CHAIN_PAGE_ROWS, LockedHead, StoreBase
 from agenttrail.log.store._rules import Encoded, stored_head, with_id
 from agenttrail.log.store._sql import Dialect, Tx, statements
+from agenttrail.log.store.search import SQLiteSearch
 from agenttrail.model import NewSession
 
 __all__ = ["SQLiteStore", "sqlite_error"]
@@ -56,12 +57,12 @@ CACHE_KIB = 64 * 1024
 """Page cache cap per connection (KiB). SQLite's default, 2 MiB, holds about 2,000 1 KiB
 events, so streaming a larger session re-read pages; the cap is only reached when used."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 T = TypeVar("T")
 
 
-class SQLiteStore(StoreBase[sqlite3.Connection]):
+class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
     """An agenttrail log in one SQLite file (``LogStore`` contract).
 
     Args:
@@ -253,7 +254,14 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
             "VALUES (?, ?, ?, ?, ?)",
             (session_id, row[0], bytes(row[1]), deleted_at, reason),
         )
-        for table in ("trace_rows", "session_event_keys", "session_events", "turn_leases"):
+        for table in (
+            "search_events",
+            "search_marks",
+            "trace_rows",
+            "session_event_keys",
+            "session_events",
+            "turn_leases",
+        ):
             tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return row[0], row[1]
