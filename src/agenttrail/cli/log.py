@@ -31,6 +31,7 @@ from agenttrail.log.chain import verify as verify_chain
 from agenttrail.log.store import payload_limit
 from agenttrail.replay import replay as replay_events
 from agenttrail.views.document import DOCUMENT_FORMATS, document_from_events
+from agenttrail.views.session_list import SessionFilter, list_sessions
 from agenttrail.views.terminal import render_session, safe
 from agenttrail.views.usage import usage_totals_of
 
@@ -96,18 +97,41 @@ def sessions(
         bool,
         typer.Option("--usage", help="Add each session's tokens and cost (reads every event)."),
     ] = False,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user's.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="DATE", help="Started on or after this UTC date or time."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="DATE", help="Started on or before this UTC date or time."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Only those with a message of this model.")
+    ] = None,
+    errors: Annotated[
+        bool, typer.Option("--errors", help="Only those with an error or a failed tool result.")
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many sessions.")
+    ] = None,
 ) -> None:
     """List sessions: id, started, agent, events, title.
 
     Oldest start first; a session whose source gave no date has no start time (blank, or
     null in JSON) and comes after the others, in the order they were created. With --usage,
     a column of tokens and cost (and `usage` in JSON, as `agenttrail usage --json` gives it).
+    --since and --until compare the start (else when the session was written); --model and
+    --errors read the search index (docs/search.md).
 
-    Example: `agenttrail sessions --usage`
+    Example: `agenttrail sessions --agent claude-code --since 2026-01-01 --errors --limit 20`
     """
+    where = SessionFilter(agent, user, since, until, model, errors, limit)
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
-        rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
+        ordered = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
+        rows = list_sessions(store, ordered, where).sessions
         totals = {s.id: usage_totals_of(s, store.read(s.id)) for s in rows} if usage else {}
     if json:
         for s in rows:

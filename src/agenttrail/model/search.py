@@ -33,6 +33,8 @@ class IndexRow:
     """The tool's name, for a ``tool_call`` (and a ``tool_result`` that names it)."""
     error: bool
     """An ``error`` event, or a tool result that failed (:func:`agenttrail.model.failed`)."""
+    model: str | None
+    """The model a message names (``meta.model``), for ``sessions --model``."""
     message_id: str | None
     """``messageId`` of an assistant message stored in parts (:mod:`agenttrail.model.parts`):
     hits on parts of one message are shown once, at the first."""
@@ -90,6 +92,11 @@ class SearchIndex(Protocol):
         """Add ``rows`` (events ``after_seq`` < seq <= ``upto_seq``) to the index and move the
         session's watermark to ``upto_seq``, in one write transaction. False (nothing
         written) when the watermark is no longer ``after_seq``: another process indexed them."""
+        ...
+
+    def flagged_sessions(self, *, errors: bool = False, model: str | None = None) -> set[str]:
+        """Ids of the indexed sessions with an error or failed tool result (``errors``) and a
+        message of ``model`` (when given); every indexed session when neither is asked."""
         ...
 
     def query(self, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:

@@ -158,6 +158,8 @@ def index_row(event: Event) -> IndexRow:
     tool = name if isinstance(name, str) and event.type in ("tool_call", "tool_result") else None
     error = event.type == "error" or (event.type == "tool_result" and failed(payload) is True)
     message_id = payload.get("messageId") if event.type == "message" else None
+    meta = payload.get("meta")
+    model = meta.get("model") if isinstance(meta, dict) and event.type == "message" else None
     return IndexRow(
         event.seq,
         event.created_at,
@@ -165,6 +167,7 @@ def index_row(event: Event) -> IndexRow:
         event.actor,
         tool,
         error,
+        model if isinstance(model, str) and model else None,
         message_id if isinstance(message_id, str) else None,
         text,
         fold(text),

@@ -14,6 +14,7 @@ of the folded text, correct but slower (docs/search.md).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from typing import Any, Protocol, TypeVar
 
 from agenttrail.log.store._sql import Statements, Tx
@@ -28,7 +29,15 @@ SELECT s.id, coalesce(m.seq, 0) FROM sessions s LEFT JOIN search_marks m ON m.se
 WHERE s.head_seq > coalesce(m.seq, 0) ORDER BY s.{order}
 """
 
+_COLUMNS = tuple(f.name for f in fields(IndexRow))
+"""The columns of ``search_events`` after ``session_id``, in :class:`IndexRow`'s order."""
+
 _GONE = "SELECT session_id FROM search_marks WHERE session_id NOT IN (SELECT id FROM sessions)"
+
+
+def _stored(value: Any) -> Any:
+    """A row's value as both drivers store it (a flag as the integer 0 or 1)."""
+    return int(value) if isinstance(value, bool) else value
 
 
 class _Backend(Protocol):
@@ -69,27 +78,11 @@ class _SearchBase:
             ).fetchone()
             if (int(mark[0]) if mark else 0) != after_seq:
                 return False
-            columns = (
-                "session_id, seq, created_at, type, actor, tool, error, message_id, text, folded"
-            )
-            values = ", ".join([p] * 10)
+            columns = ", ".join(["session_id", *_COLUMNS])
+            values = ", ".join([p] * (1 + len(_COLUMNS)))
             tx.cursor().executemany(
                 f"INSERT INTO search_events ({columns}) VALUES ({values})",
-                [
-                    (
-                        session_id,
-                        r.seq,
-                        r.created_at,
-                        r.type,
-                        r.actor,
-                        r.tool,
-                        int(r.error),
-                        r.message_id,
-                        r.text,
-                        r.folded,
-                    )
-                    for r in rows
-                ],
+                [(session_id, *(_stored(getattr(r, c)) for c in _COLUMNS)) for r in rows],
             )
             tx.execute(
                 f"INSERT INTO search_marks (session_id, seq) VALUES ({p}, {p}) "
@@ -99,6 +92,34 @@ class _SearchBase:
             return True
 
         return self._write("search index", write)
+
+    def flagged_sessions(
+        self: _Backend, *, errors: bool = False, model: str | None = None
+    ) -> set[str]:
+        """See :meth:`agenttrail.model.search.SearchIndex.flagged_sessions`."""
+        p = self.sql.param
+        chosen: set[str] | None = None
+        if errors:
+            rows = self._read(
+                lambda tx: tx.execute(
+                    "SELECT DISTINCT session_id FROM search_events WHERE error = 1"
+                ).fetchall()
+            )
+            chosen = {str(r[0]) for r in rows}
+        if model is not None:
+            rows = self._read(
+                lambda tx: tx.execute(
+                    f"SELECT DISTINCT session_id FROM search_events WHERE model = {p}", (model,)
+                ).fetchall()
+            )
+            found = {str(r[0]) for r in rows}
+            chosen = found if chosen is None else chosen & found
+        if chosen is None:
+            rows = self._read(
+                lambda tx: tx.execute("SELECT session_id FROM search_marks").fetchall()
+            )
+            chosen = {str(r[0]) for r in rows}
+        return chosen
 
     def query(self: _Backend, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:
         """See :meth:`agenttrail.model.search.SearchIndex.query`."""

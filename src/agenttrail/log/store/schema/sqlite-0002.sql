@@ -13,11 +13,14 @@ CREATE TABLE search_events (
     actor       TEXT NOT NULL,
     tool        TEXT,
     error       INTEGER NOT NULL,
+    model       TEXT,
     message_id  TEXT,
     text        TEXT NOT NULL,
     folded      TEXT NOT NULL,
     UNIQUE (session_id, seq)
 );
+CREATE INDEX search_events_error ON search_events (session_id) WHERE error = 1;
+CREATE INDEX search_events_model ON search_events (model, session_id) WHERE model IS NOT NULL;
 CREATE INDEX search_events_tool ON search_events (tool) WHERE tool IS NOT NULL;
 CREATE INDEX search_events_message ON search_events (session_id, message_id)
     WHERE message_id IS NOT NULL;
