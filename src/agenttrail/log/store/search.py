@@ -32,7 +32,11 @@ WHERE s.head_seq > coalesce(m.seq, 0) ORDER BY s.{order}
 _COLUMNS = tuple(f.name for f in fields(IndexRow))
 """The columns of ``search_events`` after ``session_id``, in :class:`IndexRow`'s order."""
 
-_GONE = "SELECT session_id FROM search_marks WHERE session_id NOT IN (SELECT id FROM sessions)"
+_GONE = (
+    "SELECT m.session_id FROM search_marks m "
+    "WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id)"
+)
+"""Sessions indexed and since removed by retention."""
 
 
 def _stored(value: Any) -> Any:
@@ -56,15 +60,18 @@ class _SearchBase:
     def index_marks(self: _Backend) -> list[tuple[str, int]]:
         """See :meth:`agenttrail.model.search.SearchIndex.index_marks`."""
         order = "pos" if self.sql.param == "%s" else "rowid"
+        p = self.sql.param
 
-        def marks(tx: Any) -> list[tuple[str, int]]:
-            p = self.sql.param
+        def drop(tx: Any) -> None:
             for (gone,) in tx.execute(_GONE).fetchall():
                 tx.execute(f"DELETE FROM search_events WHERE session_id = {p}", (gone,))
                 tx.execute(f"DELETE FROM search_marks WHERE session_id = {p}", (gone,))
-            return [(str(s), int(n)) for s, n in tx.execute(_STALE.format(order=order)).fetchall()]
 
-        return self._write("search index", marks)
+        # Read first: a search of a log already indexed opens no write transaction.
+        if self._read(lambda tx: tx.execute(_GONE).fetchone()) is not None:
+            self._write("search index", drop)
+        stale = self._read(lambda tx: tx.execute(_STALE.format(order=order)).fetchall())
+        return [(str(s), int(n)) for s, n in stale]
 
     def index(
         self: _Backend, session_id: str, after_seq: int, upto_seq: int, rows: Sequence[IndexRow]
