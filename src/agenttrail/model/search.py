@@ -101,7 +101,8 @@ class SearchIndex(Protocol):
 
     def query(self, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:
         """Up to ``limit`` indexed events whose folded text contains ``folded``, in the order
-        they were indexed (per session, seq order)."""
+        the index gives them (not sorted: sorting every match of a common word before the
+        limit would cost more than the search; the caller orders what it keeps)."""
         ...
 
 

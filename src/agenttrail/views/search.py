@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,7 +52,7 @@ MAX_SESSIONS = 50
 
 HIT_LIMIT = 2000
 """Matching events read from the index per search, at most; past it ``total`` counts only
-the events read (``SessionMatch.total``)."""
+the events read (``SessionMatch.total``), and which ones are read is the index's order."""
 
 INDEX_BATCH = 5000
 """Events read and indexed per write transaction while bringing the index up to date."""
@@ -194,13 +194,15 @@ def bring_up_to_date(store: SearchableLog) -> int:
 
 def _snippet(text: str, needle: str) -> str:
     """The match of the folded ``needle`` in ``text``, with :data:`SNIPPET_CHARS` either side."""
-    folded: list[str] = []
-    origin: list[int] = []  # the index in text of each folded character
-    for at, char in enumerate(text):
-        piece = fold(char)
-        folded.append(piece)
-        origin += [at] * len(piece)
-    found = "".join(folded).find(needle)
+    origin: Sequence[int]
+    if text.isascii():  # folding is lower(), one character for one
+        folded, origin = text.lower(), range(len(text))
+    else:
+        pieces = [char.lower() if char.isascii() else fold(char) for char in text]
+        folded = "".join(pieces)
+        # the index in text of each folded character
+        origin = [at for at, piece in enumerate(pieces) for _ in piece]
+    found = folded.find(needle)
     at = origin[found] if found >= 0 else 0  # per character folding may differ: start then
     end_at = origin[found + len(needle) - 1] + 1 if found >= 0 and needle else at
     start, end = max(0, at - SNIPPET_CHARS), min(len(text), end_at + SNIPPET_CHARS)

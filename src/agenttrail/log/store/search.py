@@ -154,7 +154,7 @@ class _SearchBase:
             "CASE WHEN e.message_id IS NULL THEN e.seq ELSE (SELECT min(f.seq) "
             "FROM search_events f WHERE f.message_id IS NOT NULL "  # the partial index
             "AND f.session_id = e.session_id AND f.message_id = e.message_id) END "
-            f"FROM search_events e WHERE {' AND '.join(clauses)} ORDER BY e.id LIMIT {p}"
+            f"FROM search_events e WHERE {' AND '.join(clauses)} LIMIT {p}"
         )
         rows = self._read(lambda tx: tx.execute(statement, [*params, limit]).fetchall())
         return [
