@@ -4,11 +4,14 @@ index kept in step with appends made after a search."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agenttrail.log.store import LogStore
+from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.search import bring_up_to_date, fold, search
@@ -130,3 +133,19 @@ def test_folding_is_unicode_case_folding_without_latin_accents() -> None:
     # marks of other scripts stay: Japanese voicing (が), Arabic vowels (fatha)
     assert fold("が") == "が" and fold("ｶﾞ") == "ガ".casefold()
     assert fold("مَ") == "مَ"
+
+
+def test_a_log_of_schema_version_1_is_migrated_and_its_events_found(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with open_store(path) as store:
+        _world(store)
+    # Back to what schema version 1 wrote: no search tables (sqlite-0002.sql undone by hand).
+    with closing(sqlite3.connect(path)) as raw:
+        for table in ("search_text", "search_events", "search_marks"):
+            raw.execute(f"DROP TABLE {table}")
+        raw.execute("PRAGMA user_version = 1")
+        raw.commit()
+    with open_store(path, create=False) as store:
+        assert _seqs(store, "straße") == {"w": [5]}
+    with closing(sqlite3.connect(path)) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone() == (2,)
