@@ -12,7 +12,7 @@ from agenttrail.evidence.audit import SessionAudit, audit
 from agenttrail.log.digests import session_genesis
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewSession
-from agenttrail.views.terminal import safe
+from agenttrail.views.safe import safe
 from agenttrail.views.transcript import IndexCache
 from tests.conftest import run_cli
 from tests.loan_session import SESSION_ID, record_loan_session

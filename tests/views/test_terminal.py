@@ -12,13 +12,13 @@ from rich.console import Console
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event, NewEvent, NewSession, events
+from agenttrail.views.safe import safe
 from agenttrail.views.terminal import (
     ANNOTATION_CHARS,
     ARGS_CHARS,
     RESULT_CHARS,
     RESULT_LINES,
     render_session,
-    safe,
     transcript_table,
 )
 from tests.conftest import REALDATA

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from agenttrail import __version__
-from agenttrail.cli import admin, evidence, log, push, report, watch
+from agenttrail.cli import admin, evidence, log, push, report, search, watch
 from agenttrail.cli._common import out
 
 __all__ = ["COMMANDS", "app"]
@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("watch", watch.watch),
     ("sessions", log.sessions),
     ("show", log.show),
+    ("search", search.search_command),
     ("export", log.export),
     ("push", push.push),
     ("fountain", log.fountain),

@@ -116,7 +116,7 @@ def reconcile_command(
     from agenttrail.codec import json_line
     from agenttrail.evidence.reconcile import CLASSES
     from agenttrail.evidence.reconcile import reconcile as reconcile_claims
-    from agenttrail.views.terminal import safe
+    from agenttrail.views.safe import safe
 
     with open_log(db) as store:
         verdicts = reconcile_claims(store, find_session(store, session).id, rerun=rerun)
@@ -169,7 +169,7 @@ def claims(
 
     from agenttrail.codec import json_line
     from agenttrail.evidence.claims import unbacked_claims
-    from agenttrail.views.terminal import safe
+    from agenttrail.views.safe import safe
 
     with open_log(db) as store:
         found = find_session(store, session)
@@ -226,7 +226,7 @@ def traces(
 
     from agenttrail.codec import json_line
     from agenttrail.evidence.traces import trace_record
-    from agenttrail.views.terminal import safe
+    from agenttrail.views.safe import safe
 
     with open_log(db) as store:
         rows = store.traces(find_session(store, session).id)
@@ -265,7 +265,7 @@ def trace(
     """
     from agenttrail.codec import json_line
     from agenttrail.evidence.traces import trace_record
-    from agenttrail.views.terminal import safe
+    from agenttrail.views.safe import safe
 
     with open_log(db) as store:
         row = store.trace(trace_id)

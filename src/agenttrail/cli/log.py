@@ -106,25 +106,49 @@ def sessions(
         bool,
         typer.Option("--usage", help="Add each session's tokens and cost (reads every event)."),
     ] = False,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user's.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="DATE", help="Started on or after this UTC date or time."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="DATE", help="Started on or before this UTC date or time."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Only those with a message of this model.")
+    ] = None,
+    errors: Annotated[
+        bool, typer.Option("--errors", help="Only those with an error or a failed tool result.")
+    ] = False,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many sessions.")
+    ] = None,
 ) -> None:
     """List sessions: id, started, agent, events, title.
 
     Oldest start first; a session whose source gave no date has no start time (blank, or
     null in JSON) and comes after the others, in the order they were created. With --usage,
     a column of tokens and cost (and `usage` in JSON, as `agenttrail usage --json` gives it).
+    --since and --until compare the start (else when the session was written); --model and
+    --errors read the search index (docs/search.md).
 
-    Example: `agenttrail sessions --usage`
+    Example: `agenttrail sessions --agent claude-code --since 2026-01-01 --errors --limit 20`
     """
     from rich.table import Table
     from rich.text import Text
 
     from agenttrail.codec import json_line
+    from agenttrail.views.safe import safe
+    from agenttrail.views.session_list import SessionFilter, list_sessions
     from agenttrail.views.table import print_table
-    from agenttrail.views.terminal import safe
 
+    where = SessionFilter(agent, user, since, until, model, errors, limit)
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
-        rows = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
+        ordered = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
+        rows = list_sessions(store, ordered, where).sessions
         if usage:
             from agenttrail.views.usage import usage_totals_of
 

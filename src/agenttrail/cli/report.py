@@ -16,6 +16,7 @@ from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.providers.prices import PRICE_SOURCE
 from agenttrail.views.diff import Change, Divergence, diff_sessions
+from agenttrail.views.safe import safe
 from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
 
 __all__ = ["diff", "usage"]
@@ -44,8 +45,6 @@ def usage(
 
     Example: `agenttrail usage sample-harvey-session --by turn`
     """
-    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
-
     group = next((g for g in GROUPS if g == by), None)
     if group is None:
         raise InputError(f"--by {by!r}: use one of {', '.join(GROUPS)}")
@@ -102,8 +101,6 @@ def diff(
 
     Example: `agenttrail diff sample-harvey-session sample-harvey-session`
     """
-    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
-
     with open_log(db) as store:
         first, second = find_session(store, a), find_session(store, b)
         a_events, b_events = list(store.read(first.id)), list(store.read(second.id))
@@ -128,8 +125,6 @@ def diff(
 
 
 def _print_first(first: Divergence | None, prefix: int) -> None:
-    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
-
     if first is None:
         out.print(f"identical: all {prefix} steps alike", markup=False)
         return
@@ -147,8 +142,6 @@ def _print_first(first: Divergence | None, prefix: int) -> None:
 
 
 def _print_change(change: Change) -> None:
-    from agenttrail.views.terminal import safe  # Rich's tables: only a command pays
-
     a, b = (v if isinstance(v, str) else json_line(v) for v in (change.a, change.b))
     out.print(safe(f"  {change.field}:"), markup=False)
     if "\n" not in a and "\n" not in b:

@@ -47,7 +47,7 @@ def watch(
     """
     from agenttrail.ingest.watch import WatchNote, watched_folder
     from agenttrail.ingest.watch import watch as watch_transcripts
-    from agenttrail.views.terminal import safe
+    from agenttrail.views.safe import safe
 
     root = watched_folder(folder)  # before the log is opened: a bad DIR creates no database
 

@@ -74,7 +74,7 @@ class SessionAudit:
 
         Args:
             escape: applied to ``reason`` and to each trace problem (the viewer passes
-                :func:`agenttrail.views.terminal.safe`); the text as it is by default.
+                :func:`agenttrail.views.safe.safe`); the text as it is by default.
         """
         return {
             "ok": self.ok,

@@ -19,8 +19,10 @@ from fastapi.staticfiles import StaticFiles
 
 from agenttrail.errors import InputError
 from agenttrail.log.store import LogStore
+from agenttrail.model.search import SearchFilter
 from agenttrail.server.auth import Grant
 from agenttrail.views.search import search
+from agenttrail.views.session_list import checked_time
 from agenttrail.views.transcript import IndexCache
 from agenttrail.views.usage import usage_totals_of
 
@@ -112,11 +114,20 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) ->
         auth: Auth,
         q: Annotated[str, Query(min_length=1, max_length=200)],
         hits: Annotated[int, Query(ge=1, le=50)] = 5,
+        tool: str | None = None,
+        errors: bool = False,
+        agent: str | None = None,
+        since: str | None = None,
     ) -> dict[str, Any]:
-        """Sessions whose fields or events contain ``q`` (case-insensitive), with snippets."""
+        """Sessions whose fields or events contain ``q`` (case and accents ignored), with
+        snippets, through the search index; ``tool``, ``errors``, ``agent`` and ``since``
+        narrow the events as ``agenttrail search`` does (docs/server.md)."""
         auth.require("read")
+        checked_time("since", since)
         sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
-        found = await run(lambda: search(store, q, sessions, hits_per_session=hits))
+        one = None if auth.session == "*" else [auth.session]
+        where = SearchFilter(one, tool, errors, agent, since)
+        found = await run(lambda: search(store, q, sessions, where=where, hits_per_session=hits))
         return {"query": q, "sessions": [m.body() for m in found]}
 
     @app.get("/", include_in_schema=False)

@@ -1,28 +1,45 @@
 """Text search across sessions: their titles, agents, users and the text of every event.
 
-A plain case-insensitive substring search over what a reader sees (message text, tool names,
-arguments and results, errors, shell commands and output, context, notes), never inside the
-bytes of an image, document or file: an attachment is searched by the name a view gives it
-(:meth:`agenttrail.model.Attachment.label`, docs/log-format.md, Attachments). An API message
-stored in growing parts is searched once, as the whole message at its first part's seq
-(:class:`agenttrail.model.parts.MessageParts`, docs/log-format.md, Reading a session). It
-reads every event of every session it is given (:meth:`agenttrail.model.LogReader.read`), so
-its cost grows with the log (about a second per 100,000 events here); there is no index to
-keep in step.
+What is searched is what a reader sees (message text, tool names, arguments and results,
+errors, shell commands and output, context, notes), never the bytes of an image, document or
+file: an attachment is searched by the name a view gives it
+(:meth:`agenttrail.model.Attachment.label`, docs/log-format.md, Attachments).
+
+Events are found through the store's index (:class:`agenttrail.model.search.SearchIndex`,
+docs/search.md): before each search the events appended since the last one are indexed
+(:func:`bring_up_to_date`), so the index is in step with the log without the append path
+knowing of it. A query matches as a substring after both it and the text are folded
+(:func:`fold`: Unicode case folding, so ``STRASSE`` finds ``Straße``, Latin accents removed,
+compatibility forms unified), in any script. An API message stored in growing parts
+(:class:`agenttrail.model.parts.MessageParts`) is found once, at the first part's seq
+(parts are told by their ``messageId`` alone here).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agenttrail.model import LogReader, Session, payload_attachments, prose_text
-from agenttrail.model.parts import MessageParts
-from agenttrail.views.terminal import safe
+from agenttrail.model import Event, Session, failed, payload_attachments, prose_text
+from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter
+from agenttrail.views.safe import safe
 
-__all__ = ["HITS_PER_SESSION", "SNIPPET_CHARS", "SearchHit", "SessionMatch", "event_text", "search"]
+__all__ = [
+    "HITS_PER_SESSION",
+    "HIT_LIMIT",
+    "SNIPPET_CHARS",
+    "SearchHit",
+    "SessionMatch",
+    "bring_up_to_date",
+    "event_text",
+    "fold",
+    "index_row",
+    "search",
+]
 
 SNIPPET_CHARS = 60
 """Characters shown on each side of a match."""
@@ -32,6 +49,17 @@ HITS_PER_SESSION = 5
 
 MAX_SESSIONS = 50
 """Sessions with matches returned by default, in the log's order."""
+
+HIT_LIMIT = 2000
+"""Matching events read from the index per search, at most; past it ``total`` counts only
+the events read (``SessionMatch.total``), and which ones are read is the index's order."""
+
+INDEX_BATCH = 5000
+"""Events read and indexed per write transaction while bringing the index up to date."""
+
+_ACCENTS = re.compile("[\u0300-\u036f]")
+"""Combining Diacritical Marks (the Latin, Greek and Cyrillic accents), removed by
+:func:`fold`; other scripts' marks (Japanese voicing, Arabic vowels) are kept."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +87,7 @@ class SessionMatch:
     hits: list[SearchHit] = field(default_factory=list)
     """The first :data:`HITS_PER_SESSION` matching events, in seq order."""
     total: int = 0
-    """How many events match."""
+    """How many events match (of the first :data:`HIT_LIMIT` matching events of a search)."""
 
     def body(self) -> dict[str, Any]:
         """The match as a JSON-ready mapping."""
@@ -114,18 +142,75 @@ def event_text(payload: dict[str, Any]) -> str:
     return _json({k: v for k, v in payload.items() if k != "type"})
 
 
-def _snippet(text: str, query: str) -> str | None:
-    lowered = text.lower()
-    at = lowered.find(query)
-    if at < 0:
-        return None
-    at = min(at, len(text))  # lower() can change a length (İ): stay inside the original
-    start, end = max(0, at - SNIPPET_CHARS), min(len(text), at + len(query) + SNIPPET_CHARS)
+def fold(text: str) -> str:
+    """``text`` as the index matches it: case folded (Unicode ``casefold``, so ``ß`` is
+    ``ss``), compatibility forms decomposed (NFKD: full-width ``Ａ`` is ``a``), Latin, Greek
+    and Cyrillic accents removed (:data:`_ACCENTS`), then composed again (NFC)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
+
+
+def index_row(event: Event) -> IndexRow:
+    """The index's row of one event: its text (:func:`event_text`) and that text folded."""
+    payload = event.payload
+    text = event_text(payload)
+    name = payload.get("name")
+    tool = name if isinstance(name, str) and event.type in ("tool_call", "tool_result") else None
+    error = event.type == "error" or (event.type == "tool_result" and failed(payload) is True)
+    message_id = payload.get("messageId") if event.type == "message" else None
+    meta = payload.get("meta")
+    model = meta.get("model") if isinstance(meta, dict) and event.type == "message" else None
+    return IndexRow(
+        event.seq,
+        event.created_at,
+        event.type,
+        event.actor,
+        tool,
+        error,
+        model if isinstance(model, str) and model else None,
+        message_id if isinstance(message_id, str) else None,
+        text,
+        fold(text),
+    )
+
+
+def bring_up_to_date(store: SearchableLog) -> int:
+    """Index every event appended since the last search, each session from its watermark on,
+    :data:`INDEX_BATCH` events per write transaction. Returns how many events were indexed
+    (by this call: another process may have indexed some of them first)."""
+    indexed = 0
+    for session_id, mark in store.index_marks():
+        while True:
+            batch = list(store.read(session_id, after_seq=mark, limit=INDEX_BATCH))
+            if not batch:
+                break
+            upto = batch[-1].seq
+            if not store.index(session_id, mark, upto, [index_row(e) for e in batch]):
+                break  # another process moved the watermark: it indexes this session
+            indexed += len(batch)
+            mark = upto
+    return indexed
+
+
+def _snippet(text: str, needle: str) -> str:
+    """The match of the folded ``needle`` in ``text``, with :data:`SNIPPET_CHARS` either side."""
+    origin: Sequence[int]
+    if text.isascii():  # folding is lower(), one character for one
+        folded, origin = text.lower(), range(len(text))
+    else:
+        pieces = [char.lower() if char.isascii() else fold(char) for char in text]
+        folded = "".join(pieces)
+        # the index in text of each folded character
+        origin = [at for at, piece in enumerate(pieces) for _ in piece]
+    found = folded.find(needle)
+    at = origin[found] if found >= 0 else 0  # per character folding may differ: start then
+    end_at = origin[found + len(needle) - 1] + 1 if found >= 0 and needle else at
+    start, end = max(0, at - SNIPPET_CHARS), min(len(text), end_at + SNIPPET_CHARS)
     body = " ".join(text[start:end].split())
     return safe(("…" if start else "") + body + ("…" if end < len(text) else ""))
 
 
-def _session_fields(session: Session, query: str) -> list[str]:
+def _session_fields(session: Session, needle: str) -> list[str]:
     values = {
         "id": session.id,
         "title": session.title,
@@ -133,79 +218,72 @@ def _session_fields(session: Session, query: str) -> list[str]:
         "user": session.user,
         "workspace": session.workspace,
     }
-    return [name for name, value in values.items() if value and query in value.lower()]
+    return [name for name, value in values.items() if value and needle in fold(value)]
 
 
 def search(
-    store: LogReader,
+    store: SearchableLog,
     query: str,
     sessions: Iterable[Session],
     *,
+    where: SearchFilter | None = None,
     hits_per_session: int = HITS_PER_SESSION,
     max_sessions: int = MAX_SESSIONS,
 ) -> list[SessionMatch]:
-    """Find ``query`` (case-insensitive substring) in sessions and their events.
+    """Find ``query`` in sessions' fields and their events, through the index.
 
     Args:
-        store: the log.
-        query: the text to find; surrounding blanks are ignored, and a blank query matches
-            nothing.
-        sessions: the sessions to search (the caller decides which it may read).
-        hits_per_session: events kept per session (all are counted).
+        store: the log and its search index; the index is brought up to date first.
+        query: the text to find (folded, :func:`fold`); surrounding blanks are ignored, and a
+            blank query matches nothing.
+        sessions: the sessions that may be found (the caller decides which it may read), in
+            the order to return them. Their fields (id, title, agent, user, workspace) match
+            too, unless ``where`` narrows the events (tool, errors, since).
+        where: filters on the events (default none); ``where.session_ids`` narrows the index
+            query itself, for a caller that may read few sessions.
+        hits_per_session: events kept per session (all read are counted).
         max_sessions: stop after this many matching sessions.
 
     Returns:
         One :class:`SessionMatch` per matching session, in the order given.
     """
-    needle = query.strip().lower()
+    where = where or SearchFilter()
+    needle = fold(query.strip())
     if not needle:
         return []
+    bring_up_to_date(store)
+    by_session: dict[str, list[IndexHit]] = {}
+    for hit in store.query(needle, where, limit=HIT_LIMIT):
+        by_session.setdefault(hit.session_id, []).append(hit)
+    narrowed = where.tool is not None or where.errors or where.since is not None
     matches: list[SessionMatch] = []
     for session in sessions:
-        hits, total = _event_hits(store, session.id, needle, keep=hits_per_session)
-        fields = _session_fields(session, needle)
-        if fields or total:
-            matches.append(SessionMatch(session.id, fields, hits, total))
+        if where.agent is not None and session.agent != where.agent:
+            continue
+        hits = _once_per_message(by_session.get(session.id, []))
+        fields = [] if narrowed else _session_fields(session, needle)
+        if fields or hits:
+            shown = [
+                SearchHit(
+                    h.seq, safe(h.type) if h.type else None, h.actor, _snippet(h.text, needle)
+                )
+                for h in hits[:hits_per_session]
+            ]
+            matches.append(SessionMatch(session.id, fields, shown, len(hits)))
             if len(matches) >= max_sessions:
                 break
     return matches
 
 
-def _event_hits(
-    store: LogReader, session_id: str, needle: str, *, keep: int
-) -> tuple[list[SearchHit], int]:
-    """The first ``keep`` matching events of the session in seq order, and how many match,
-    each API message counted once.
-
-    One pass over the events. Whether a message event is a part read in another's place
-    (:class:`MessageParts`) is only known once a later part has arrived, so the hits of
-    events of an API message are all kept and settled at the end: the whole message's hit
-    stands at the first part's seq and the other parts' hits are dropped. Of the other events
-    only the first ``keep`` hits are kept (and all are counted).
-    """
-    parts = MessageParts()
-    others: list[SearchHit] = []
-    counted = 0
-    maybe: dict[int, SearchHit] = {}
-    for event in store.read(session_id):
-        parts.add(event)
-        snippet = _snippet(event_text(event.payload), needle)
-        if snippet is None:
-            continue
-        hit = SearchHit(event.seq, safe(event.type) if event.type else None, event.actor, snippet)
-        if parts.related(event.seq):
-            maybe[event.seq] = hit
+def _once_per_message(hits: list[IndexHit]) -> list[IndexHit]:
+    """The hits in seq order, an API message stored in parts (one ``messageId``) found once:
+    its last part that matches (the most whole), standing at the first part's seq."""
+    last: dict[str, IndexHit] = {}
+    kept: list[IndexHit] = []
+    for hit in sorted(hits, key=lambda h: h.seq):
+        if hit.message_id is None:
+            kept.append(hit)
         else:
-            counted += 1
-            if len(others) < keep:
-                others.append(hit)
-    settled: list[SearchHit] = []
-    for seq, hit in maybe.items():
-        first = parts.part_of(seq)
-        if first is not None:  # a later part: it stands at the first part when it is the whole
-            if parts.read_as(first) == seq:
-                settled.append(replace(hit, seq=first))
-        elif parts.read_as(seq) in (None, seq):
-            settled.append(hit)
-    hits = sorted([*others, *settled], key=lambda h: h.seq)[:keep]
-    return hits, counted + len(settled)
+            last[hit.message_id] = hit
+    kept += [replace(h, seq=h.first_seq) for h in last.values()]
+    return sorted(kept, key=lambda h: h.seq)

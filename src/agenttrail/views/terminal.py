@@ -7,7 +7,6 @@ is flagged with ⚠ and the reason. Text from the log is never read as Rich mark
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -40,10 +39,11 @@ from agenttrail.views.pairing import (
     pair_tool_calls,
     tool_ref,
 )
+from agenttrail.views.safe import safe
 from agenttrail.views.table import print_table
 from agenttrail.views.usage import Totals, usage_totals_of
 
-__all__ = ["READ_AHEAD", "print_session", "render_session", "safe", "transcript_table"]
+__all__ = ["READ_AHEAD", "print_session", "render_session", "transcript_table"]
 
 ARGS_CHARS = 160
 """Widest tool-call argument text shown in a row before it is cut (characters)."""
@@ -57,24 +57,6 @@ RESULT_LINES = 6
 RESULT_CHARS = 480
 """Characters of a tool result shown under its call unless ``full`` is asked for: one line
 of minified JSON can otherwise fill the screen."""
-
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def safe(text: str) -> str:
-    """Text from the log made safe for a terminal: control characters (an ESC could move the
-    cursor or clear the screen), bidi controls (they reorder what is shown, CVE-2021-42574) and
-    lone surrogates (not encodable) become visible escapes such as ``\\x1b``, ``\\u202e`` and
-    ``\\udc81``; newlines and tabs stay."""
-    return _UNSAFE.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
 
 _ACTOR_STYLE = {"user": "bold cyan", "agent": "green", "system": "grey50", "trigger": "magenta"}
 

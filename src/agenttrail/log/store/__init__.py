@@ -39,6 +39,7 @@ from agenttrail.model import (
     Session,
     TraceRow,
 )
+from agenttrail.model.search import SearchIndex
 
 __all__ = [
     "DEFAULT_DATABASE",
@@ -382,8 +383,9 @@ class Archive(LogReader, Protocol):
         ...
 
 
-class LogStore(EventLog, TraceLog, TurnLocks, Archive, ChainReader, Protocol):
-    """The whole store: every role, plus the live feed's listener and closing.
+class LogStore(EventLog, TraceLog, TurnLocks, Archive, ChainReader, SearchIndex, Protocol):
+    """The whole store: every role and the search index (:mod:`agenttrail.model.search`),
+    plus the live feed's listener and closing.
 
     ``sqlite.py`` and ``postgres.py`` implement it on the shared base (``_base.py``);
     ``tests/log/test_store_contract.py`` runs the contract against both (the ``store`` and

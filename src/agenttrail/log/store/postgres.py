@@ -79,6 +79,7 @@ from agenttrail.log.store._rules import (
     with_id,
 )
 from agenttrail.log.store._sql import Dialect, Tx, statements
+from agenttrail.log.store.search import PostgresSearch
 from agenttrail.model import NewSession
 
 __all__ = [
@@ -92,7 +93,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 WRITER_ROLE = "agenttrail_writer"
 """The role the store's connections work as: no UPDATE/DELETE/TRUNCATE on the evidence."""
@@ -145,7 +146,7 @@ class _KeysMoved(Exception):
     look-up and the seq allocation: the allocation counted it as new. Roll back, retry."""
 
 
-class PostgresStore(StoreBase[Conn]):
+class PostgresStore(PostgresSearch, StoreBase[Conn]):
     """An agenttrail log in a PostgreSQL schema (``LogStore`` contract).
 
     Args:
@@ -542,12 +543,36 @@ def _migrate(conn: Conn, url: PostgresURL) -> None:
     for step in range(current + 1, SCHEMA_VERSION + 1):
         script = resources.files("agenttrail.log.store").joinpath(f"schema/postgres-{step:04d}.sql")
         conn.execute(script.read_text("utf-8"))
+        if step == 3:
+            _trigram_index(conn)
         conn.execute(
             "INSERT INTO agenttrail_schema (version, applied_at) VALUES (%s, %s)",
             (step, now_timestamp()),
         )
     conn.commit()
     logger.info("postgres: schema %s migrated to version %d", url.schema, SCHEMA_VERSION)
+
+
+def _trigram_index(conn: Conn) -> None:
+    """The GIN trigram index of the search text (``schema/postgres-0003.sql``), when pg_trgm
+    is installed or this login may install it; without it, searches scan (docs/search.md)."""
+    try:
+        with conn.transaction():  # a savepoint: a refusal leaves the migration going
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public")
+    except (pgerrors.InsufficientPrivilege, pgerrors.FeatureNotSupported, pgerrors.UndefinedFile):
+        logger.warning("postgres: pg_trgm unavailable; search scans the index table")
+        return
+    row = conn.execute(
+        "SELECT n.nspname FROM pg_extension x JOIN pg_namespace n ON n.oid = x.extnamespace "
+        "WHERE x.extname = 'pg_trgm'"
+    ).fetchone()
+    assert row is not None  # created above, or there already
+    opclass = sql.SQL("{}.gin_trgm_ops").format(sql.Identifier(row[0]))
+    conn.execute(
+        sql.SQL("CREATE INDEX search_events_folded ON search_events USING gin (folded {})").format(
+            opclass
+        )
+    )
 
 
 def _work_as_writer(conn: Conn, schema: str) -> None:

@@ -37,6 +37,7 @@ from agenttrail.log.store._base import StoreBase
 from agenttrail.log.store._keys import redactor_for
 from agenttrail.log.store._rules import START_COLUMNS, Encoded, chain_start, stored_head, with_id
 from agenttrail.log.store._sql import Dialect, Tx, statements
+from agenttrail.log.store.search import SQLiteSearch
 from agenttrail.model import NewSession
 
 __all__ = ["SQLiteStore", "sqlite_error"]
@@ -58,14 +59,27 @@ CACHE_KIB = 64 * 1024
 """Page cache cap per connection (KiB). SQLite's default, 2 MiB, holds about 2,000 1 KiB
 events, so streaming a larger session re-read pages; the cap is only reached when used."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
 
 T = TypeVar("T")
 
 
-class SQLiteStore(StoreBase[sqlite3.Connection]):
+_SESSION_TABLES = (
+    "search_events",
+    "search_marks",
+    "trace_rows",
+    "session_event_keys",
+    "erasures",
+    "session_events",
+    "turn_leases",
+)
+"""The tables retention empties of a removed session's rows (then ``sessions``), children
+first."""
+
+
+class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
     """An agenttrail log in one SQLite file (``LogStore`` contract).
 
     Args:
@@ -268,8 +282,7 @@ class SQLiteStore(StoreBase[sqlite3.Connection]):
             "VALUES (?, ?, ?, ?, ?)",
             (session_id, row[0], bytes(row[1]), deleted_at, reason),
         )
-        tables = ("trace_rows", "session_event_keys", "erasures", "session_events", "turn_leases")
-        for table in tables:
+        for table in _SESSION_TABLES:
             tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return row[0], row[1]

@@ -37,6 +37,21 @@ function needToken(message) {
   $("sessions-status").textContent = message || "";
 }
 
+// Every session, a page at a time (the server pages the list: docs/server.md).
+const SESSIONS_PAGE = 1000;
+
+async function allSessions() {
+  const sessions = [];
+  let after = "";
+  for (;;) {
+    const cursor = after ? `&after=${encodeURIComponent(after)}` : "";
+    const page = await api(`/v1/sessions?limit=${SESSIONS_PAGE}${cursor}`);
+    sessions.push(...page);
+    if (page.length < SESSIONS_PAGE) return sessions;
+    after = page[page.length - 1].id;
+  }
+}
+
 async function loadSessions() {
   if (!token()) {
     needToken("");
@@ -44,7 +59,7 @@ async function loadSessions() {
   }
   $("sessions-status").textContent = "Loading sessions…";
   try {
-    const sessions = await api("/v1/sessions");
+    const sessions = await allSessions();
     // Newest first; sessions that do not say when they started keep the log's order, last.
     state.sessions = sessions
       .map((s, i) => [s, i])

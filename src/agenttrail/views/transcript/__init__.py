@@ -51,7 +51,7 @@ call's prompt, the result's status, duration, tokens and tool uses, and its even
 :meth:`TranscriptIndex.run_rows`). Until the result arrives, the call is an ordinary pending
 tool row and the run's events show in place, each marked with its ``agent_id``.
 
-Text from the log goes through :func:`agenttrail.views.terminal.safe` (control and bidi characters
+Text from the log goes through :func:`agenttrail.views.safe.safe` (control and bidi characters
 and lone surrogates become visible escapes) and is clipped to the ``*_CHARS`` limits unless
 ``full`` is asked for; ``*_chars`` fields give the whole length so a reader can load the rest.
 """

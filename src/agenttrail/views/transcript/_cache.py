@@ -15,7 +15,7 @@ from typing import Any
 from agenttrail.evidence.audit import audit
 from agenttrail.log.chain import ChainReader
 from agenttrail.model import LogReader
-from agenttrail.views.terminal import safe
+from agenttrail.views.safe import safe
 from agenttrail.views.transcript._index import TranscriptIndex, TranscriptPage
 from agenttrail.views.transcript._rows import Row
 

@@ -27,7 +27,7 @@ from agenttrail.model import (
 )
 from agenttrail.views.order import text_runs
 from agenttrail.views.pairing import ANOMALY_TEXT, Anomaly
-from agenttrail.views.terminal import safe
+from agenttrail.views.safe import safe
 from agenttrail.views.transcript._runs import Run
 
 __all__ = [

@@ -1,0 +1,78 @@
+"""``agenttrail search``: find text in sessions through the search index (docs/search.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from agenttrail.cli._common import find_session, open_log, out
+from agenttrail.cli._options import DbOption, JsonOption
+from agenttrail.codec import json_line
+from agenttrail.model.search import SearchFilter
+from agenttrail.views.safe import safe
+from agenttrail.views.search import HITS_PER_SESSION, search
+from agenttrail.views.session_list import checked_time
+
+__all__ = ["search_command"]
+
+
+def search_command(
+    query: Annotated[str, typer.Argument(metavar="QUERY", help="Text to find (any case).")],
+    session: Annotated[
+        str | None,
+        typer.Option("--session", metavar="SESSION", help="Only this session (id or prefix)."),
+    ] = None,
+    tool: Annotated[
+        str | None,
+        typer.Option("--tool", metavar="NAME", help="Only calls and results of this tool."),
+    ] = None,
+    errors: Annotated[
+        bool, typer.Option("--errors", help="Only errors and failed tool results.")
+    ] = False,
+    agent: Annotated[
+        str | None, typer.Option("--agent", metavar="A", help="Only sessions of this agent.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", metavar="DATE", help="Only events on or after this UTC date or time."
+        ),
+    ] = None,
+    hits: Annotated[
+        int, typer.Option("--hits", min=1, help="Matching events shown per session.")
+    ] = HITS_PER_SESSION,
+    db: DbOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Find text in message text, tool names, inputs and outputs, errors and session fields.
+
+    Case and accents are ignored (STRASSE finds Straße, cafe finds café), in any script.
+    Events appended since the last search are indexed first. Prints each matching session
+    with its first matching events and a snippet of each; --json prints one object per
+    session.
+
+    Example: `agenttrail search "permission denied" --errors --since 2026-01-01`
+    """
+    checked_time("--since", since)
+    with open_log(db) as store:
+        chosen = [find_session(store, session)] if session else store.sessions()
+        where = SearchFilter(
+            session_ids=[s.id for s in chosen] if session else None,
+            tool=tool,
+            errors=errors,
+            agent=agent,
+            since=since,
+        )
+        found = search(store, query, chosen, where=where, hits_per_session=hits)
+    if json:
+        for match in found:
+            out.print(json_line(match.body()), markup=False)
+        return
+    for match in found:
+        also = f"  (matches {', '.join(match.fields)})" if match.fields else ""
+        count = f"{match.total} event{'' if match.total == 1 else 's'}"
+        out.print(f"[bold]{escape(safe(match.session_id))}[/bold]  {count}{also}")
+        for hit in match.hits:
+            out.print(f"  {hit.seq:>6}  {escape(hit.type or '-'):<12} {escape(hit.snippet)}")

@@ -1,0 +1,110 @@
+"""The search index as the layers above the store see it: rows of text per event, and a query.
+
+The store keeps the index (tables beside the events, docs/search.md) but never reads a
+payload's text: the rows it indexes are computed above it, from what a reader sees of each
+event (:func:`agenttrail.views.search.event_text`), and handed to :meth:`SearchIndex.index`.
+A per-session watermark, the last seq indexed, says how far each session's rows go, so that a
+search brings the index up to date with the appends made since (the append path knows nothing
+of it) before it queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from agenttrail.model.reader import LogReader
+
+__all__ = ["IndexHit", "IndexRow", "SearchFilter", "SearchIndex", "SearchableLog"]
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """The searchable text of one event, as the index stores it."""
+
+    seq: int
+    created_at: str
+    """The event's ``created_at`` (RFC 3339 UTC), for ``since``."""
+    type: str | None
+    """The payload's ``type``."""
+    actor: str
+    tool: str | None
+    """The tool's name, for a ``tool_call`` (and a ``tool_result`` that names it)."""
+    error: bool
+    """An ``error`` event, or a tool result that failed (:func:`agenttrail.model.failed`)."""
+    model: str | None
+    """The model a message names (``meta.model``), for ``sessions --model``."""
+    message_id: str | None
+    """``messageId`` of an assistant message stored in parts (:mod:`agenttrail.model.parts`):
+    hits on parts of one message are shown once, at the first."""
+    text: str
+    """What a reader sees of the event (snippets are cut from it)."""
+    folded: str
+    """``text`` folded for matching (case folded, accents removed): queries are folded the
+    same way and matched as substrings of it."""
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """Which events a query may match; ``None`` (or False) leaves a field open."""
+
+    session_ids: Sequence[str] | None = None
+    """Only these sessions (a token's one session, ``--session``)."""
+    tool: str | None = None
+    """Only events of this tool (exact name)."""
+    errors: bool = False
+    """Only errors and failed tool results."""
+    agent: str | None = None
+    """Only sessions of this agent (exact)."""
+    since: str | None = None
+    """Only events created at or after this ``created_at`` (RFC 3339 UTC, compared as text)."""
+
+
+@dataclass(frozen=True)
+class IndexHit:
+    """One indexed event whose folded text holds the query."""
+
+    session_id: str
+    seq: int
+    type: str | None
+    actor: str
+    message_id: str | None
+    first_seq: int
+    """Where the hit stands: the seq of the first indexed event with its ``message_id`` (a
+    part of an API message stands at the first part, :mod:`agenttrail.model.parts`), else
+    ``seq``."""
+    text: str
+
+
+class SearchIndex(Protocol):
+    """The store's search index (``sqlite.py``: FTS5 trigram; ``postgres.py``: pg_trgm)."""
+
+    def index_marks(self) -> list[tuple[str, int]]:
+        """``(session_id, seq indexed up to)`` of every session with events past its
+        watermark (0 for a session never indexed), in the order sessions were created. Rows of
+        sessions removed by retention are dropped from the index on the way."""
+        ...
+
+    def index(
+        self, session_id: str, after_seq: int, upto_seq: int, rows: Sequence[IndexRow]
+    ) -> bool:
+        """Add ``rows`` (events ``after_seq`` < seq <= ``upto_seq``) to the index and move the
+        session's watermark to ``upto_seq``, in one write transaction. False (nothing
+        written) when the watermark is no longer ``after_seq``: another process indexed them."""
+        ...
+
+    def flagged_sessions(self, *, errors: bool = False, model: str | None = None) -> set[str]:
+        """Ids of the indexed sessions with an error or failed tool result (``errors``) and a
+        message of ``model`` (when given); every indexed session when neither is asked."""
+        ...
+
+    def query(self, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:
+        """Up to ``limit`` indexed events whose folded text contains ``folded``, in the order
+        the index gives them (not sorted: sorting every match of a common word before the
+        limit would cost more than the search; the caller orders what it keeps)."""
+        ...
+
+
+class SearchableLog(LogReader, SearchIndex, Protocol):
+    """A log with its search index: what :func:`agenttrail.views.search.search` reads."""

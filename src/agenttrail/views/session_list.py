@@ -1,0 +1,114 @@
+"""Which sessions a list shows: filters and pages, the same for ``agenttrail sessions`` and
+``GET /v1/sessions`` (docs/server.md, Sessions).
+
+Filters on the session row (agent, user, start date) are read from the rows; those on the
+events (a model used, an error) from the search index (:mod:`agenttrail.model.search`), which
+is brought up to date first. A page is the sessions after a cursor, the id of the last session
+of the previous page, so that a page does not shift when sessions are created meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from agenttrail.errors import InputError
+from agenttrail.model import Session
+from agenttrail.model.search import SearchableLog
+from agenttrail.views.search import bring_up_to_date
+
+__all__ = ["SessionFilter", "SessionPage", "checked_time", "list_sessions", "start_of"]
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions to list; a field left ``None`` (or False) does not filter."""
+
+    agent: str | None = None
+    """The session's agent, exactly."""
+    user: str | None = None
+    """The session's user, exactly."""
+    since: str | None = None
+    """Started on or after: a date (``YYYY-MM-DD``, UTC) or an RFC 3339 time."""
+    until: str | None = None
+    """Started on or before: a date (the whole day) or an RFC 3339 time."""
+    model: str | None = None
+    """A message of the session names this model (``meta.model``)."""
+    errors: bool = False
+    """The session holds an ``error`` event or a failed tool result."""
+    limit: int | None = None
+    """At most this many sessions (a page); ``None`` for all."""
+    after: str | None = None
+    """The id of the last session of the previous page: list the ones after it."""
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """One page of a session list."""
+
+    sessions: list[Session]
+    next_after: str | None
+    """The cursor of the next page (``after``), ``None`` on the last page."""
+
+
+def start_of(session: Session) -> str:
+    """When a session started: ``started``, else when its row was written (``created_at``)."""
+    return session.started or session.created_at
+
+
+def checked_time(name: str, value: str | None) -> str | None:
+    """``value`` (or ``None``) when it is a date (``YYYY-MM-DD``) or an RFC 3339 time.
+
+    Raises:
+        InputError: it is neither; the message names the option or parameter ``name``.
+    """
+    if value is None:
+        return None
+    try:
+        if len(value) == 10:
+            date.fromisoformat(value)
+        else:
+            datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(
+            f"{name} {value!r}: expected a date (YYYY-MM-DD) or an RFC 3339 time"
+        ) from None
+    return value
+
+
+def list_sessions(
+    store: SearchableLog, ordered: Sequence[Session], where: SessionFilter
+) -> SessionPage:
+    """The page of ``ordered`` (sessions the caller may read, in the order to list them)
+    that ``where`` asks for.
+
+    Raises:
+        InputError: ``since`` or ``until`` is not a date or an RFC 3339 time, ``limit`` is
+            below 1, or ``after`` names no session of ``ordered``.
+    """
+    since, until = checked_time("since", where.since), checked_time("until", where.until)
+    if where.limit is not None and where.limit < 1:
+        raise InputError(f"limit {where.limit}: expected 1 or more")
+    chosen = list(ordered)
+    if where.after is not None:
+        at = next((i for i, s in enumerate(chosen) if s.id == where.after), None)
+        if at is None:
+            raise InputError(f"after {where.after!r}: no such session in this list")
+        chosen = chosen[at + 1 :]
+    if where.errors or where.model is not None:
+        bring_up_to_date(store)
+        flagged = store.flagged_sessions(errors=where.errors, model=where.model)
+        chosen = [s for s in chosen if s.id in flagged]
+    if where.agent is not None:
+        chosen = [s for s in chosen if s.agent == where.agent]
+    if where.user is not None:
+        chosen = [s for s in chosen if s.user == where.user]
+    if since is not None:
+        chosen = [s for s in chosen if start_of(s)[: len(since)] >= since]
+    if until is not None:
+        chosen = [s for s in chosen if start_of(s)[: len(until)] <= until]
+    if where.limit is None or len(chosen) <= where.limit:
+        return SessionPage(chosen, None)
+    page = chosen[: where.limit]
+    return SessionPage(page, page[-1].id)

@@ -1,0 +1,95 @@
+"""``agenttrail search`` and ``agenttrail sessions`` filters, in-process (run_cli) on a real
+SQLite log, and once through the real console script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agenttrail.log.store import open_store
+from agenttrail.model import NewEvent, NewSession, events
+from tests.conftest import run_cli, run_cli_subprocess
+
+
+def _log(tmp_path: Path) -> str:
+    """Three sessions written by hand: their agents, users, start days, models and errors are
+    what the filters below are checked against."""
+    db = str(tmp_path / "log.db")
+    with open_store(db) as store:
+        rows = [
+            ("s-jan", "harvey", "ana", "2026-01-05T10:00:00.000000Z", "gpt-4o", False),
+            ("s-feb", "harvey", "bo", "2026-02-10T10:00:00.000000Z", "claude-x", True),
+            ("s-mar", "mistral", "ana", "2026-03-15T10:00:00.000000Z", "gpt-4o", True),
+        ]
+        for sid, agent, user, started, model, failing in rows:
+            store.create_session(NewSession(sid, f"title {sid}", agent, user, None, started))
+            payloads = [
+                events.message("user", "Wie ist das Wetter in Köln?"),
+                events.message("assistant", "Sonnig", meta={"model": model}),
+                events.tool_call("c", "fetch", {"url": "https://example.test/köln"}),
+                events.tool_result("c", output="ok", error="timeout" if failing else None),
+            ]
+            store.append_batch(sid, [NewEvent(p, created_at=started) for p in payloads])
+    return db
+
+
+def _ids(result_stdout: str) -> list[str]:
+    return [json.loads(line)["id"] for line in result_stdout.splitlines()]
+
+
+def test_sessions_filters_and_limit(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+
+    def ids(*args: str) -> list[str]:
+        result = run_cli("sessions", "--json", "--db", db, *args)
+        assert result.returncode == 0, result.stderr
+        return _ids(result.stdout)
+
+    assert ids() == ["s-jan", "s-feb", "s-mar"]
+    assert ids("--agent", "harvey") == ["s-jan", "s-feb"]
+    assert ids("--user", "ana") == ["s-jan", "s-mar"]
+    assert ids("--since", "2026-02-10") == ["s-feb", "s-mar"]
+    assert ids("--until", "2026-02-10") == ["s-jan", "s-feb"]
+    assert ids("--since", "2026-02-10T11:00:00Z") == ["s-mar"]
+    assert ids("--model", "gpt-4o") == ["s-jan", "s-mar"]
+    assert ids("--errors") == ["s-feb", "s-mar"]
+    assert ids("--errors", "--model", "gpt-4o", "--user", "ana") == ["s-mar"]
+    assert ids("--limit", "2") == ["s-jan", "s-feb"]
+    table = run_cli("sessions", "--db", db, "--agent", "mistral").stdout
+    assert "s-mar" in table and "s-jan" not in table
+    bad = run_cli("sessions", "--db", db, "--since", "last week")
+    assert bad.returncode == 2 and "expected a date" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+
+    def found(*args: str) -> dict[str, list[int]]:
+        result = run_cli("search", "--json", "--db", db, *args)
+        assert result.returncode == 0, result.stderr
+        return {
+            m["session_id"]: [h["seq"] for h in m["hits"]]
+            for m in map(json.loads, result.stdout.splitlines())
+        }
+
+    assert found("KOLN") == {"s-jan": [1, 3], "s-feb": [1, 3], "s-mar": [1, 3]}
+    assert found("koln", "--tool", "fetch") == {"s-jan": [3], "s-feb": [3], "s-mar": [3]}
+    assert found("timeout", "--errors") == {"s-feb": [4], "s-mar": [4]}
+    assert found("timeout", "--agent", "mistral") == {"s-mar": [4]}
+    assert found("köln", "--session", "s-fe") == {"s-feb": [1, 3]}
+    assert found("köln", "--since", "2026-03-01") == {"s-mar": [1, 3]}
+    text = run_cli("search", "wetter", "--db", db, "--session", "s-jan").stdout
+    assert "s-jan  1 event" in text and "Wie ist das Wetter in Köln?" in text
+    assert run_cli("search", "nowhere", "--db", db).stdout == ""
+
+
+def test_the_console_script_searches(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    result = run_cli_subprocess("search", "SONNIG", "--json", "--db", db, "--agent", "harvey")
+    assert result.returncode == 0, result.stderr
+    hits = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(m["session_id"], m["hits"][0]["snippet"]) for m in hits] == [
+        ("s-jan", "Sonnig"),
+        ("s-feb", "Sonnig"),
+    ]
