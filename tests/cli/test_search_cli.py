@@ -93,3 +93,10 @@ def test_the_console_script_searches(tmp_path: Path) -> None:
         ("s-jan", "Sonnig"),
         ("s-feb", "Sonnig"),
     ]
+
+
+def test_a_search_that_finds_nothing_says_so_on_stderr(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    result = run_cli("search", "no such words anywhere", "--db", db)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert result.stderr.strip() == "no match for 'no such words anywhere'"

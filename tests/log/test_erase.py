@@ -21,6 +21,7 @@ from agenttrail.formats.jsonl import jsonl_from_log
 from agenttrail.ingest.migrate import migrate
 from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store.sqlite import SCHEMA_VERSION
 from agenttrail.model import NewSession, events
 from tests.conftest import V1_LOG, is_postgres, owner_connection, run_cli
 
@@ -182,9 +183,9 @@ def test_migrate_copies_erasures_and_keeps_v1_as_v1(db_url: str, tmp_path: Path)
             assert dst.erasures("new") == [(2, 5)]
             for sid in versions:  # the very rows: chains intact
                 assert list(dst.read_rows(sid)) == list(src.read_rows(sid))
-    if not is_postgres(db_url):
+    if not is_postgres(db_url):  # the v1 file, migrated on open to the current schema
         with sqlite3.connect(db_url) as conn:
-            assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+            assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
 
 
 def test_every_reader_shows_an_erased_event_as_erased(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from agenttrail.cli._common import find_session, open_log, out
+from agenttrail.cli._common import err, find_session, open_log, out
 from agenttrail.cli._options import DbOption, JsonOption
 from agenttrail.codec import json_line
 from agenttrail.model.search import SearchFilter
@@ -70,6 +70,8 @@ def search_command(
         for match in found:
             out.print(json_line(match.body()), markup=False)
         return
+    if not found:  # said on stderr: stdout stays what matched (nothing), for a pipe
+        err.print(f"no match for {query!r}", markup=False)
     for match in found:
         also = f"  (matches {', '.join(match.fields)})" if match.fields else ""
         count = f"{match.total} event{'' if match.total == 1 else 's'}"
