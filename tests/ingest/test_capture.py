@@ -351,3 +351,16 @@ os.kill(os.getpid(), signal.SIGKILL)
         with open_store(path) as log:
             sessions = log.sessions()
     assert len(sessions) == 3
+
+
+def test_a_writer_process_that_cannot_start_loses_the_exchange_and_never_hangs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    capture = Capture(tmp_path / "capture.db", writer="process")
+    with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+        assert capture.record(exchange_of(recorded(TOOL_ERROR)[0]))
+        assert capture.flush(10)
+    assert (capture.failures, capture.written) == (1, 0)
+    assert "cannot start the writer process" in caplog.text
+    capture.close()

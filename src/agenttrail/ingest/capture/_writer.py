@@ -255,8 +255,15 @@ class ProcessWriter(_Counts):
                     if child is not None and not child.dead:
                         child.sent += 1
                         break
-                child = self._child = _Child(self)  # not under the lock: put never waits
-            child.send(frame)
+                try:
+                    child = self._child = _Child(self)  # not under the lock: put never waits
+                except OSError as e:  # no interpreter to start: this item is lost, not waited on
+                    _LOG.error("agenttrail capture: cannot start the writer process: %s", e)
+                    self.settle(None, lost=1)
+                    child = None
+                    break
+            if child is not None:
+                child.send(frame)
 
 
 class _Child:
@@ -284,11 +291,13 @@ class _Child:
             self.process.stdin.flush()
 
     def end(self) -> None:
-        """Close the pipe (the child writes what it has and exits) and wait for it."""
+        """Close the pipe (the child writes what it has and exits) and wait for it, a while:
+        a child still writing (a log locked by another process) finishes on its own."""
         assert self.process.stdin is not None
         with contextlib.suppress(OSError):
             self.process.stdin.close()
-        self.process.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(self.writer.exit_wait_s)
 
     def _read(self) -> None:
         assert self.process.stdout is not None
