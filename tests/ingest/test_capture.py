@@ -16,6 +16,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -364,3 +365,19 @@ def test_a_writer_process_that_cannot_start_loses_the_exchange_and_never_hangs(
     assert (capture.failures, capture.written) == (1, 0)
     assert "cannot start the writer process" in caplog.text
     capture.close()
+
+
+def test_an_exchange_that_cannot_reach_the_writer_process_is_lost_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A header value pickle cannot carry (a lock): that exchange is lost, logged and counted;
+    # the next is written.
+    first, second = recorded(TOOL_ERROR)
+    odd = exchange_of(first, request_headers=[("x-odd", threading.Lock())])
+    with Capture(tmp_path / "capture.db", writer="process") as capture:
+        with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
+            assert capture.record(odd)
+            assert capture.record(exchange_of(second))
+            assert capture.flush(30)
+        assert (capture.failures, capture.written) == (1, 1)
+    assert "could not be handed over" in caplog.text

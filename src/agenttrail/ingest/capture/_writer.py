@@ -249,7 +249,12 @@ class ProcessWriter(_Counts):
                 if child is not None:
                     child.end()
                 return
-            frame = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                frame = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # an exchange that cannot cross to the child: lost, never stuck
+                _LOG.exception("agenttrail capture: an exchange could not be handed over")
+                self.settle(None, lost=1)
+                continue
             while True:  # a child that is alive when the item is counted as sent to it
                 with self.done:
                     if child is not None and not child.dead:
