@@ -124,6 +124,18 @@ def replay(up: Upstream, provider: TracerProvider, recording: Path) -> None:
                 list(answer)
 
 
+def instrumented(instrumentor: Any, exporter: SpanExporter, up: Upstream, recording: Path) -> None:
+    """``recording`` replayed through the real client with ``instrumentor`` on, its spans
+    sent by ``exporter`` (the last batch on shutdown)."""
+    provider = provider_to(exporter)
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        replay(up, provider, recording)
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+
+
 @pytest.mark.parametrize("recording", [TOOL_LOOP, STREAMED], ids=lambda p: p.stem)
 def test_openai_v2_spans_make_the_session_import_makes(
     receiver: Receiver,
@@ -138,14 +150,7 @@ def test_openai_v2_spans_make_the_session_import_makes(
     monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
     exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces", headers=receiver.headers)
-    provider = provider_to(exporter)
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        replay(up_server, provider, recording)
-    finally:
-        instrumentor.uninstrument()
-        provider.shutdown()
+    instrumented(OpenAIInstrumentor(), exporter, up_server, recording)
     got = receiver.session_events()
     with open_store(tmp_path / "import.db") as other:
         imported = import_events(other, recording)
@@ -180,14 +185,7 @@ def test_openinference_spans_make_the_session_import_makes(
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
     exporter = JsonSpanExporter(endpoint=f"{receiver.url}/v1/traces", headers=receiver.headers)
-    provider = provider_to(exporter)
-    instrumentor = OpenAIInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        replay(up_server, provider, recording)
-    finally:
-        instrumentor.uninstrument()
-        provider.shutdown()
+    instrumented(OpenAIInstrumentor(), exporter, up_server, recording)
     with open_store(tmp_path / "import.db") as other:
         imported = import_events(other, recording)
     assert conversation(receiver.session_events()) == conversation(imported)
