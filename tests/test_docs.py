@@ -166,3 +166,17 @@ def test_a_postgresql_log_verifies_by_hand_with_psql_and_sha256sum(postgres_url:
         ).stdout.splitlines()
         assert out[:2] == ["seq 1: ok", "seq 2: BAD"]
         assert run_cli("verify", "--db", url).returncode == 1
+
+
+def test_no_tracked_file_holds_a_merge_conflict_marker() -> None:
+    # A half-resolved merge once left `<<<<<<< HEAD` in docs/benchmarks.md, and nothing failed.
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.md", "*.py", "*.js", "*.css", "*.html", "*.toml", ".ci/run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    marker = re.compile(r"^(<{7}|>{7}) |^={7}$", re.M)
+    found = [p for p in tracked if marker.search((ROOT / p).read_text(encoding="utf-8"))]
+    assert found == []
