@@ -104,10 +104,14 @@ static int borrow_row(PyObject *item, long long expected, Row *row, int version)
 
 /* Index of the first of rows[0..n) whose stored hash is not its chain hash, n when all match,
  * -1 when OpenSSL fails. Touches no Python object: runs without the GIL. `head` has room for
- * the longest preimage head of the page. */
+ * the longest preimage head of the page. The indexes of the good rows whose payload holds
+ * `mark` (when mark_len > 0) go to marked[0..*n_marked). One context serves both hashes of a
+ * v2 row: EVP_Digest would allocate and free one per call. */
 static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buffer *tag,
                                  const Py_buffer *sid, const char *prev, const Row *rows,
-                                 Py_ssize_t n, unsigned char *head) {
+                                 Py_ssize_t n, unsigned char *head, const Py_buffer *mark,
+                                 Py_ssize_t *marked, Py_ssize_t *n_marked) {
+    *n_marked = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const Row *row = &rows[i];
         unsigned char *at = head;
@@ -130,8 +134,9 @@ static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buf
                 return i;
             }
             at = put(at, row->digest, HASH_LEN);
-            if (!EVP_Digest(head, (size_t)(at - head), digest, &digest_len, md, NULL)
-                || digest_len != HASH_LEN) {
+            if (!EVP_DigestInit_ex(ctx, md, NULL)
+                || !EVP_DigestUpdate(ctx, head, (size_t)(at - head))
+                || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
                 return -1;
             }
         } else {
@@ -145,6 +150,10 @@ static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buf
         }
         if (memcmp(digest, row->stored, HASH_LEN) != 0) {
             return i;
+        }
+        if (mark->len > 0
+            && memmem(row->payload, row->payload_len, mark->buf, (size_t)mark->len) != NULL) {
+            marked[(*n_marked)++] = i;
         }
     }
     return n;
@@ -165,15 +174,23 @@ PyDoc_STRVAR(first_bad_row_doc,
 "Raises TypeError for arguments of the wrong shape, ValueError for a prev_hash that is not\n"
 "32 bytes or a first_seq below 0 or too large, RuntimeError if OpenSSL's SHA-256 fails.");
 
+/* first_bad_row (version 1, no mark) and first_bad_row_v2 (version 2, with a mark): the index
+ * of the first bad row or -1, and for v2 a tuple of it and the list of marked rows. */
 static PyObject *check_page(PyObject *args, int version) {
     Py_buffer tag, sid, prev;
+    Py_buffer mark = {.buf = NULL, .len = 0};
     PyObject *list;
     long long first_seq;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!L:first_bad_row", &tag, &sid, &prev, &PyList_Type,
-                          &list, &first_seq)) {
+    int parsed = version == 1
+        ? PyArg_ParseTuple(args, "y*y*y*O!L:first_bad_row", &tag, &sid, &prev, &PyList_Type,
+                           &list, &first_seq)
+        : PyArg_ParseTuple(args, "y*y*y*O!Ly*:first_bad_row_v2", &tag, &sid, &prev,
+                           &PyList_Type, &list, &first_seq, &mark);
+    if (!parsed) {
         return NULL;
     }
     PyObject *result = NULL;
+    Py_ssize_t *marked = NULL;
     PyObject *page = NULL; /* a tuple: the rows stay alive and in place without the GIL */
     Row *rows = NULL;
     unsigned char *head = NULL;
@@ -196,7 +213,8 @@ static PyObject *check_page(PyObject *args, int version) {
         goto done;
     }
     rows = PyMem_New(Row, n ? n : 1);
-    if (rows == NULL) {
+    marked = PyMem_New(Py_ssize_t, n ? n : 1);
+    if (rows == NULL || marked == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -227,15 +245,34 @@ static PyObject *check_page(PyObject *args, int version) {
         goto done;
     }
     Py_ssize_t mismatch;
+    Py_ssize_t n_marked = 0;
     Py_BEGIN_ALLOW_THREADS
-    mismatch = first_mismatch(sha256_md, ctx, &tag, &sid, prev.buf, rows, shaped, head);
+    mismatch = first_mismatch(sha256_md, ctx, &tag, &sid, prev.buf, rows, shaped, head, &mark,
+                              marked, &n_marked);
     Py_END_ALLOW_THREADS
     if (mismatch < 0) {
         PyErr_SetString(PyExc_RuntimeError, "first_bad_row: OpenSSL SHA-256 failed");
         goto done;
     }
-    result = PyLong_FromSsize_t(mismatch == n ? -1 : mismatch);
+    if (version == 1) {
+        result = PyLong_FromSsize_t(mismatch == n ? -1 : mismatch);
+        goto done;
+    }
+    PyObject *found = PyList_New(n_marked);
+    if (found == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_marked; k++) {
+        PyObject *index = PyLong_FromSsize_t(marked[k]);
+        if (index == NULL) {
+            Py_DECREF(found);
+            goto done;
+        }
+        PyList_SET_ITEM(found, k, index);
+    }
+    result = Py_BuildValue("nN", mismatch == n ? (Py_ssize_t)-1 : mismatch, found);
 done:
+    PyMem_Free(marked);
     EVP_MD_CTX_free(ctx);
     PyMem_Free(head);
     PyMem_Free(rows);
@@ -243,6 +280,9 @@ done:
     PyBuffer_Release(&tag);
     PyBuffer_Release(&sid);
     PyBuffer_Release(&prev);
+    if (mark.buf != NULL) {
+        PyBuffer_Release(&mark);
+    }
     return result;
 }
 
@@ -251,11 +291,14 @@ static PyObject *first_bad_row(PyObject *Py_UNUSED(module), PyObject *args) {
 }
 
 PyDoc_STRVAR(first_bad_row_v2_doc,
-"first_bad_row_v2(tag, session_id, prev_hash, rows, first_seq, /) -> int\n"
+"first_bad_row_v2(tag, session_id, prev_hash, rows, first_seq, mark, /) -> (int, list)\n"
 "\n"
 "As first_bad_row, for chain v2: each row is (seq, created_at, payload, hash, salt, digest),\n"
 "the digest must be SHA-256(salt || payload) and the chain hash covers the digest in place of\n"
-"the payload. A row without a 32-byte salt and digest (an erased row) is a bad row here.");
+"the payload. A row without a 32-byte salt and digest (an erased row) is a bad row here.\n"
+"Returns the index of the first bad row (-1 when all verify) and the indexes, in order, of\n"
+"the good rows before it whose payload contains the bytes ``mark`` (none when it is empty):\n"
+"verify decodes only those, to find the erasure events.");
 
 static PyObject *first_bad_row_v2(PyObject *Py_UNUSED(module), PyObject *args) {
     return check_page(args, 2);

@@ -14,5 +14,6 @@ def first_bad_row_v2(
     prev_hash: bytes,
     rows: list[tuple[int, str, bytes, bytes, bytes | None, bytes | None]],
     first_seq: int,
+    mark: bytes,
     /,
-) -> int: ...
+) -> tuple[int, list[int]]: ...

@@ -367,10 +367,15 @@ class _Rows:
                 _speedups.first_bad_row(CHAIN_TAG, self.sid, prev, rows, expected) < 0
             )
             return None if fast else _first_bad_row(self.hash_v1, prev, expected, rows)
-        fast = _speedups is not None and (
-            _speedups.first_bad_row_v2(CHAIN_TAG_V2, self.sid, prev, rows, expected) < 0
-        )
-        found = None if fast else _first_bad_row_v2(self, prev, expected, rows)
+        if _speedups is not None:
+            bad, marked = _speedups.first_bad_row_v2(
+                CHAIN_TAG_V2, self.sid, prev, rows, expected, _ERASURE_MARK
+            )
+            if bad < 0:  # the C check also found the rows that may be erasure events
+                for index in marked:
+                    self._claim(rows[index][0], rows[index][2])
+                return None
+        found = _first_bad_row_v2(self, prev, expected, rows)
         if found is None:
             for row in rows:
                 if _ERASURE_MARK in row[2]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -319,20 +319,18 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
         conn = self._reader()
         try:
             with self._translate():
+                conn.text_factory = _text_as_stored  # the session row as stored (_Pages)
                 conn.execute("BEGIN")  # the snapshot starts at the first read below
                 start = chain_start(
                     session_id,
                     conn.execute(_SESSION_START, (session_id,)).fetchone(),
                     conn.execute(self.sql.erasures, (session_id,)).fetchall(),
                 )
-                with closing(
-                    conn.execute(
-                        "SELECT seq, created_at, payload, hash, salt, digest FROM session_events "
-                        "WHERE session_id = ? ORDER BY seq",
-                        (session_id,),
-                    )
-                ) as rows:
-                    yield _pages(start, rows)
+                pages = _Pages(conn, session_id, start)
+                try:
+                    yield iter(pages)
+                finally:
+                    pages.cursor.close()
                 conn.execute("ROLLBACK")  # a read transaction: nothing to keep
         except BaseException:
             conn.close()
@@ -345,12 +343,7 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
         with self._lock:
             if self._readers:
                 return self._readers.pop()
-        conn = self._connect()
-        # SQLite keeps whatever a hand edit writes: a payload stored back as TEXT need not be
-        # UTF-8 (replace() on a BLOB gives TEXT). Such text is read as a str all the same, so
-        # that verify names its row (chain.py) instead of failing on the whole session.
-        conn.text_factory = _text_as_stored
-        return conn
+        return self._connect()
 
     def _idle(self, conn: sqlite3.Connection) -> None:
         """Keep a snapshot connection for the next snapshot, or close it."""
@@ -401,12 +394,52 @@ def _text_as_stored(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _pages(start: ChainPage, rows: sqlite3.Cursor) -> Iterator[ChainPage]:
-    while True:
-        page = rows.fetchmany(CHAIN_PAGE_ROWS)
-        yield start._replace(rows=page)
-        if len(page) < CHAIN_PAGE_ROWS:
-            return
+_CHAIN_ROWS = (
+    "SELECT seq, created_at, payload, hash, salt, digest FROM session_events "
+    "WHERE session_id = ? ORDER BY seq"
+)
+
+
+class _Pages:
+    """A session's rows as :meth:`SQLiteStore.chain_pages` yields them, a page at a time, on a
+    connection in a read transaction.
+
+    SQLite keeps whatever a hand edit writes: a payload stored back as TEXT need not be UTF-8
+    (``replace()`` on a BLOB gives TEXT). Such text is read as a ``str`` all the same, with
+    the bytes that are not UTF-8 as lone surrogates, so that verify names its row (chain.py)
+    instead of failing on the whole session. The rows are read with ``sqlite3``'s own decoder
+    until one cannot be: a ``text_factory`` written in Python costs a call per row, a tenth
+    of verify's time (bench/append.py). Then the query is run again in the same snapshot with
+    that factory, past the rows already read.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, session_id: str, start: ChainPage) -> None:
+        self.conn, self.session_id, self.start = conn, session_id, start
+        conn.text_factory = str
+        self.cursor = conn.execute(_CHAIN_ROWS, (session_id,))
+
+    def __iter__(self) -> Iterator[ChainPage]:
+        read = 0
+        while True:
+            try:
+                page = self.cursor.fetchmany(CHAIN_PAGE_ROWS)
+            except sqlite3.OperationalError:
+                if self.conn.text_factory is _text_as_stored:
+                    raise
+                self._reread(read)
+                continue
+            read += len(page)
+            yield self.start._replace(rows=page)
+            if len(page) < CHAIN_PAGE_ROWS:
+                return
+
+    def _reread(self, skip: int) -> None:
+        """Run the query again with the lenient decoder, past the first ``skip`` rows."""
+        self.cursor.close()
+        self.conn.text_factory = _text_as_stored
+        self.cursor = self.conn.execute(_CHAIN_ROWS, (self.session_id,))
+        while skip > 0 and (done := len(self.cursor.fetchmany(min(skip, CHAIN_PAGE_ROWS)))):
+            skip -= done
 
 
 def _statements(script: str) -> list[str]:
