@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from pathlib import Path
 
-from agenttrail.codec import encode_payload
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from agenttrail.codec import canonical_json, encode_payload
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
-from agenttrail.log.digests import chain_hasher_v2, payload_digest, session_genesis
+from agenttrail.log.digests import chain_hasher_v2, payload_digest, session_genesis, trace_hash
 from agenttrail.log.store import open_store
+from agenttrail.log.store._rules import TRACE_FIELDS
 from agenttrail.model import NewSession, events
 from tests.conftest import run_cli
+from tests.loan_session import SESSION_ID as LOAN
+from tests.loan_session import record_loan_session
 
 
 def _rewrite_consistently(
@@ -133,3 +140,63 @@ def test_a_checkpointed_session_that_was_removed_fails_verification(tmp_path: Pa
         f"FAIL  checkpoint {SAMPLE_SESSION_ID} seq 18: session {SAMPLE_SESSION_ID} named by "
         "the checkpoint is missing\n"
     )
+
+
+def _move_trace_row_consistently(db_path: Path, session_id: str, to_turn: int) -> None:
+    """What someone with write access could do to the trace rows: move the first row to
+    another turn and recompute every trace hash and the trace head, so that verify alone
+    still passes."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'").fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
+    columns = ", ".join(TRACE_FIELDS)
+    rows = conn.execute(
+        f"SELECT id, {columns} FROM trace_rows WHERE session_id = ? ORDER BY id", (session_id,)
+    ).fetchall()
+    turn = TRACE_FIELDS.index("turn_seq")
+    prev = bytes(32)
+    for number, (row_id, *values) in enumerate(rows):
+        if number == 0:
+            values[turn] = to_turn
+        prev = trace_hash(prev, values)
+        conn.execute(
+            "UPDATE trace_rows SET turn_seq = ?, hash = ? WHERE id = ?",
+            (values[turn], prev, row_id),
+        )
+    conn.execute("UPDATE sessions SET trace_hash = ? WHERE id = ?", (prev, session_id))
+    conn.close()
+
+
+def test_a_checkpoint_pins_the_trace_rows_too(tmp_path: Path) -> None:
+    # issue 18: a trace row moved to another turn, the trace chain rebuilt by hand, passes
+    # verify alone; the signed checkpoint names the trace row whose hash changed.
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_loan_session(store)
+        rows = len(store.trace_chain(LOAN).rows)
+    key = tmp_path / "k.pem"
+    assert run_cli("keygen", "--out", str(key)).returncode == 0
+    head = tmp_path / "head.json"
+    signed = run_cli("checkpoint", LOAN, "--key", str(key), "--db", str(db), "-o", str(head))
+    assert signed.returncode == 0, signed.stderr
+    statement = json.loads(head.read_text())
+    assert statement["type"] == "agenttrail-checkpoint/v2"
+    assert statement["trace_count"] == rows > 1 and len(statement["trace_hash"]) == 64
+    pub = ["--checkpoint", str(head), "--pubkey", f"{key}.pub", "--db", str(db)]
+    assert run_cli("verify", *pub).returncode == 0
+    _move_trace_row_consistently(db, LOAN, to_turn=999)
+    assert run_cli("verify", "--db", str(db)).returncode == 0
+    caught = run_cli("verify", *pub)
+    assert caught.returncode == 1
+    assert (
+        f"trace row {rows} has another hash than the checkpoint: trace rows were rewritten"
+        in caught.stdout
+    )
+    # A checkpoint made before trace heads were signed keeps verifying what it signed.
+    old = {k: statement[k] for k in ("session_id", "seq", "head_hash", "created_at")}
+    old["type"] = "agenttrail-checkpoint/v1"
+    private = serialization.load_pem_private_key(key.read_bytes(), password=None)
+    assert isinstance(private, Ed25519PrivateKey)
+    old["signature"] = base64.b64encode(private.sign(canonical_json(old))).decode()
+    head.write_text(json.dumps(old))
+    assert run_cli("verify", *pub).returncode == 0

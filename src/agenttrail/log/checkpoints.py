@@ -1,12 +1,17 @@
-"""Signed checkpoints: a session's head, signed with Ed25519, to keep somewhere else.
+"""Signed checkpoints: a session's heads, signed with Ed25519, to keep somewhere else.
 
 The hash chain shows that nothing changed *since a head you trust*; whoever can write the
 database can rebuild the whole chain and its head. A checkpoint pins a head outside the
-database: a statement ``{type, session_id, seq, head_hash, created_at}`` in RFC 8785 canonical
-JSON, signed with an Ed25519 key (RFC 8032, via ``cryptography``). Verifying a log against a
-checkpoint proves that the log still *extends* it: the signature holds, the event at the
-checkpoint's seq still has the checkpoint's hash, and the chain from there to today's head
-verifies. A history rewritten consistently by hand passes ``verify`` alone and fails here.
+database: a statement ``{type, session_id, seq, head_hash, trace_count, trace_hash,
+created_at}`` in RFC 8785 canonical JSON, signed with an Ed25519 key (RFC 8032, via
+``cryptography``). ``trace_count`` and ``trace_hash`` are the head of the session's trace-row
+chain (docs/log-format.md, Chain v2; ``0`` and ``null`` for a v1 session, whose trace rows are
+not chained). Verifying a log against a checkpoint proves that the log still *extends* it: the
+signature holds, the event at the checkpoint's seq still has the checkpoint's hash, the
+trace row at its trace count still has its trace hash, and both chains from there to today's
+heads verify. A history rewritten consistently by hand, events or trace rows, passes
+``verify`` alone and fails here. Checkpoints of type ``agenttrail-checkpoint/v1`` (made
+before trace heads were signed) still verify, for the events they name.
 """
 
 from __future__ import annotations
@@ -23,8 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from agenttrail.codec import canonical_json, json_line, now_timestamp
 from agenttrail.errors import InputError, SessionNotFound
-from agenttrail.log.chain import ChainReader, verify
-from agenttrail.model import LogReader
+from agenttrail.log.chain import ChainReader, trace_chain_problems, verify
 
 __all__ = [
     "CHECKPOINT_TYPE",
@@ -36,10 +40,23 @@ __all__ = [
     "verify_checkpoint",
 ]
 
-CHECKPOINT_TYPE = "agenttrail-checkpoint/v1"
-"""The ``type`` of every checkpoint statement (domain separation for the signature)."""
+CHECKPOINT_TYPE = "agenttrail-checkpoint/v2"
+"""The ``type`` of every checkpoint statement made now (domain separation for the
+signature)."""
 
-_STATEMENT = ("type", "session_id", "seq", "head_hash", "created_at")
+_STATEMENTS = {
+    "agenttrail-checkpoint/v1": ("type", "session_id", "seq", "head_hash", "created_at"),
+    CHECKPOINT_TYPE: (
+        "type",
+        "session_id",
+        "seq",
+        "head_hash",
+        "trace_count",
+        "trace_hash",
+        "created_at",
+    ),
+}
+"""The signed fields of each type of checkpoint."""
 
 
 def generate_keys() -> tuple[bytes, bytes]:
@@ -78,13 +95,14 @@ def _public_key(pem: bytes, where: str) -> Ed25519PublicKey:
 
 
 def make_checkpoint(
-    store: LogReader, session_id: str, private_key_pem: bytes, *, key_name: str = "key"
+    store: ChainReader, session_id: str, private_key_pem: bytes, *, key_name: str = "key"
 ) -> dict[str, Any]:
-    """Sign the session's current head.
+    """Sign the session's current head and trace head.
 
     Returns:
-        ``{type, session_id, seq, head_hash (hex), created_at, signature (base64)}``; the
-        signature covers the RFC 8785 canonical JSON of every other field.
+        ``{type, session_id, seq, head_hash (hex), trace_count, trace_hash (hex or null),
+        created_at, signature (base64)}``; the signature covers the RFC 8785 canonical JSON
+        of every other field.
 
     Raises:
         SessionNotFound: no such session.
@@ -92,11 +110,15 @@ def make_checkpoint(
     """
     key = _private_key(private_key_pem, key_name)
     session = store.get_session(session_id)
+    traces = store.trace_chain(session_id)
+    chained = traces.version == 2 and traces.hash is not None
     statement = {
         "type": CHECKPOINT_TYPE,
         "session_id": session.id,
         "seq": session.head_seq,
         "head_hash": session.head_hash.hex(),
+        "trace_count": traces.rows_chained if chained else 0,
+        "trace_hash": traces.hash.hex() if chained and traces.hash else None,
         "created_at": now_timestamp(),
     }
     signature = key.sign(canonical_json(statement))
@@ -111,11 +133,20 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: cannot read checkpoint: {e.strerror or e}") from None
     except ValueError as e:
         raise InputError(f"{path}: not a checkpoint (invalid JSON: {e})") from None
-    if not isinstance(value, dict) or value.get("type") != CHECKPOINT_TYPE:
+    if not isinstance(value, dict) or value.get("type") not in _STATEMENTS:
         raise InputError(f"{path}: not an agenttrail checkpoint (type {CHECKPOINT_TYPE!r})")
-    for name, kind in (("session_id", str), ("seq", int), ("head_hash", str), ("signature", str)):
+    fields: list[tuple[str, type | tuple[type, ...]]] = [
+        ("session_id", str),
+        ("seq", int),
+        ("head_hash", str),
+        ("signature", str),
+    ]
+    if value["type"] == CHECKPOINT_TYPE:
+        fields += [("trace_count", int), ("trace_hash", (str, type(None)))]
+    for name, kind in fields:
         if not isinstance(value.get(name), kind):
-            raise InputError(f"{path}: field {name!r}: expected {kind.__name__}")
+            expected = kind.__name__ if isinstance(kind, type) else "str or null"
+            raise InputError(f"{path}: field {name!r}: expected {expected}")
     return value
 
 
@@ -137,15 +168,19 @@ def verify_checkpoint(
 
     Checks, in order: the signature over the statement (Ed25519, RFC 8032); the session is
     still in the log; the stored hash of the event at the checkpoint's seq equals the
-    checkpoint's head hash; the session's chain verifies from seq 1 to today's head (so
-    everything after the checkpoint hangs off it).
+    checkpoint's head hash; the hash of trace row number ``trace_count`` (in the order
+    written) equals its ``trace_hash``; the session's chain verifies from seq 1 to today's
+    head and its trace chain from the first row to today's trace head (so everything after
+    the checkpoint hangs off it).
 
     Raises:
         InputError: the key is not an Ed25519 public key in PEM.
     """
     key = _public_key(public_key_pem, key_name)
     session_id, seq = checkpoint["session_id"], checkpoint["seq"]
-    statement = {name: checkpoint.get(name) for name in _STATEMENT}
+    statement = {
+        name: checkpoint.get(name) for name in _STATEMENTS.get(str(checkpoint.get("type")), ())
+    }
 
     def fail(reason: str) -> CheckpointVerdict:
         return CheckpointVerdict(session_id, seq, False, reason)
@@ -168,6 +203,17 @@ def verify_checkpoint(
     (verdict,) = verify(store, [session_id])
     if not verdict.ok:
         return fail(f"the chain is broken at seq {verdict.bad_seq}: {verdict.reason}")
+    count, trace_head = checkpoint.get("trace_count") or 0, checkpoint.get("trace_hash")
+    if count:
+        rows = store.trace_chain(session_id).rows
+        if len(rows) < count:
+            return fail(f"trace row {count} of the checkpoint is no longer in the log")
+        if bytes(rows[count - 1][-1] or b"").hex() != trace_head:
+            return fail(
+                f"trace row {count} has another hash than the checkpoint: trace rows were rewritten"
+            )
+    for problem in trace_chain_problems(store, session_id):
+        return fail(f"the trace chain is broken: {problem}")
     return CheckpointVerdict(
         session_id, seq, True, f"the log extends the checkpoint (seq {seq}) to seq {verdict.events}"
     )
