@@ -542,3 +542,89 @@ def test_cli_verify_names_a_column_changed_into_another_type_and_checks_the_othe
     assert f"FAIL  s  seq 3: {said}\n" in result.stdout
     assert "ok    t  5 events" in result.stdout
     assert run_cli("verify", "t", "--db", db_url).returncode == 0
+
+
+# -- idempotency keys: chained per session, so a changed, moved or deleted key is named -------
+
+
+@pytest.mark.parametrize(
+    ("attack", "problem"),
+    [
+        # The key of seq 2 changed into the key of a later source line: re-importing that
+        # line would now write nothing.
+        (
+            "UPDATE session_event_keys SET key = 'line-9' WHERE key = 'line-1'",
+            "key row 2 (seq 2) does not chain",
+        ),
+        ("UPDATE session_event_keys SET seq = 3 WHERE key = 'line-1'", "key row 2 (seq 3)"),
+        (
+            "DELETE FROM session_event_keys WHERE key = 'line-1'",
+            "key row 2 (seq 3) does not chain",
+        ),
+        (
+            "DELETE FROM session_event_keys WHERE key = 'line-3'",
+            "the key head says 4 key rows, there are 3",
+        ),
+        ("UPDATE sessions SET key_count = 5 WHERE id = 's'", "the key head says 5 key rows"),
+    ],
+)
+def test_a_changed_idempotency_key_is_named_by_verify(
+    db_url: str, attack: str, problem: str
+) -> None:
+    with open_store(db_url) as store:
+        store.create_session(NewSession(id="s"))
+        for n in range(4):
+            store.append("s", events.message("user", f"m{n}"), key=f"line-{n}")
+        store.append("s", events.message("user", "m4"))  # no key
+        assert store.key_chain("s").rows_chained == 4
+    assert run_cli("verify", "--db", db_url).returncode == 0
+    _attack(db_url, attack)
+    result = run_cli("verify", "--db", db_url)
+    assert result.returncode == 1
+    assert f"FAIL  s  {problem}" in result.stdout
+
+
+# -- the log's own rows: tombstones and log keys, chained in the order written ---------------
+
+
+@pytest.mark.parametrize(
+    ("attack", "problem"),
+    [
+        (
+            "UPDATE tombstones SET reason = 'asked by the user' WHERE session_id = 'gone'",
+            "tombstone row 1 (session 'gone') does not chain",
+        ),
+        (
+            "UPDATE tombstones SET head_seq = 1 WHERE session_id = 'later'",
+            "tombstone row 2 (session 'later') does not chain",
+        ),
+        (
+            "DELETE FROM tombstones WHERE session_id = 'later'",
+            "the tombstone head says 2 tombstone rows, there are 1",
+        ),
+        (
+            "UPDATE log_keys SET key = ? WHERE name = 'redaction'",
+            "log key row 1 (name 'redaction') does not chain",
+        ),
+        ("DELETE FROM log_keys", "the log key head says 1 log key rows, there are 0"),
+    ],
+)
+def test_a_changed_tombstone_or_log_key_is_named_by_verify(
+    db_url: str, attack: str, problem: str
+) -> None:
+    with open_store(db_url) as store:
+        for sid in ("gone", "later"):
+            _fill(store, sid, 2)
+            store.remove_session(sid, reason="retention")
+        _fill(store, "s", 2)
+        store.append(
+            "s", events.message("user", "Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345")
+        )
+        chains = store.log_chains()
+        assert (chains["tombstones"].rows_chained, chains["log_keys"].rows_chained) == (2, 1)
+    assert run_cli("verify", "--db", db_url).returncode == 0
+    _attack(db_url, attack, params=(bytes(32),) if "?" in attack else ())
+    result = run_cli("verify", "--db", db_url)
+    assert result.returncode == 1
+    assert f"FAIL  log  {problem}" in result.stdout
+    assert "ok    s  " in result.stdout  # the sessions are intact

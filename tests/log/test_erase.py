@@ -165,6 +165,11 @@ def test_migrate_copies_erasures_and_keeps_v1_as_v1(db_url: str, tmp_path: Path)
             "v1-empty": 1,
         }
         assert all(v.ok for v in verify(src))  # v1 logs still verify, as v1
+        # Their idempotency keys were chained by the upgrade to schema version 4.
+        keyed = {sid: len(src.event_keys(sid)) for sid in ("sample-harvey-session", "loan-advice")}
+        assert sum(keyed.values()) == 16
+        assert {sid: src.key_chain(sid).rows_chained for sid in keyed} == keyed
+        assert all(v.ok for v in audit(src))
         _session(src, "new")
         src.erase("new", [2], by="me", reason="r")
         with open_store(db_url) as dst:
@@ -179,6 +184,7 @@ def test_migrate_copies_erasures_and_keeps_v1_as_v1(db_url: str, tmp_path: Path)
             }
             verdicts = {v.session_id: v for v in audit(dst)}
             assert all(v.ok for v in verdicts.values())
+            assert {sid: dst.key_chain(sid).rows_chained for sid in keyed} == keyed
             assert verdicts["new"].erased == (2,)
             assert dst.erasures("new") == [(2, 5)]
             for sid in versions:  # the very rows: chains intact

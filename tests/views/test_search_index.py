@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store.sqlite import SCHEMA_VERSION
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.search import bring_up_to_date, fold, search
@@ -139,8 +140,17 @@ def test_a_log_of_schema_version_1_is_migrated_and_its_events_found(tmp_path: Pa
     path = tmp_path / "old.db"
     with open_store(path) as store:
         _world(store)
-    # Back to what schema version 2 wrote: no search tables (sqlite-0003.sql undone by hand).
+    # Back to what schema version 2 wrote: no search tables, no chained keys (sqlite-0004.sql
+    # and sqlite-0003.sql undone by hand).
     with closing(sqlite3.connect(path)) as raw:
+        raw.execute("DROP TRIGGER session_event_keys_no_update")
+        raw.execute("ALTER TABLE session_event_keys DROP COLUMN hash")
+        raw.execute("ALTER TABLE sessions DROP COLUMN key_count")
+        raw.execute("ALTER TABLE sessions DROP COLUMN key_hash")
+        raw.execute(
+            "CREATE TRIGGER session_event_keys_no_update BEFORE UPDATE ON session_event_keys "
+            "BEGIN SELECT RAISE(ABORT, 'agenttrail: session_event_keys is append-only'); END"
+        )
         for table in ("search_text", "search_events", "search_marks"):
             raw.execute(f"DROP TABLE {table}")
         raw.execute("PRAGMA user_version = 2")
@@ -148,4 +158,4 @@ def test_a_log_of_schema_version_1_is_migrated_and_its_events_found(tmp_path: Pa
     with open_store(path, create=False) as store:
         assert _seqs(store, "straße") == {"w": [5]}
     with closing(sqlite3.connect(path)) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone() == (3,)
+        assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)

@@ -48,6 +48,7 @@ def verify(
     Example: `agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub`
     """
     from agenttrail.evidence.audit import audit
+    from agenttrail.log.chain import log_chain_problems
     from agenttrail.log.checkpoints import load_checkpoint, verify_checkpoint
 
     if (checkpoint is None) != (pubkey is None):
@@ -55,6 +56,8 @@ def verify(
     with open_log(db) as store:
         ids = [find_session(store, session).id] if session is not None else None
         verdicts = audit(store, ids)
+        # The log's own rows (tombstones, log keys) belong to no session: checked with all.
+        log_problems = log_chain_problems(store) if session is None else []
         proof = None
         if checkpoint is not None and pubkey is not None:
             statement = load_checkpoint(checkpoint)
@@ -72,7 +75,11 @@ def verify(
             erased = f"  erased: seq {', '.join(map(str, v.erased))}" if v.erased else ""
             line = f"ok    {v.session_id}  {v.events} events  head {v.head[:16]}{erased}"
             out.print(line, markup=False)
-    err.print(f"{len(verdicts) - broken} of {len(verdicts)} sessions intact", markup=False)
+    for problem in log_problems:
+        out.print(f"FAIL  log  {problem}", markup=False)
+    broken += bool(log_problems)
+    intact = len(verdicts) - broken + bool(log_problems)
+    err.print(f"{intact} of {len(verdicts)} sessions intact", markup=False)
     if proof is not None:
         mark = "ok  " if proof.ok else "FAIL"
         out.print(

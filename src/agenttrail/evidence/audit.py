@@ -18,6 +18,7 @@ from agenttrail.evidence.traces import verify_traces
 from agenttrail.log.chain import (
     ChainReader,
     SessionVerdict,
+    key_chain_problems,
     problem_place,
     trace_chain_problems,
     verify,
@@ -46,8 +47,8 @@ class SessionAudit:
     reason: str
     """Why ``bad_seq`` (or the session row) is bad; empty when the chain holds."""
     trace_problems: tuple[str, ...] = ()
-    """One line per trace row that does not match the log; none are looked for when the
-    chain does not hold."""
+    """One line per trace row that does not match the log, and the first trace row and
+    idempotency key that do not chain; none are looked for when the chain does not hold."""
     erased: tuple[int, ...] = ()
     """The seqs whose payload was erased (``agenttrail erase``); their digests still chain."""
 
@@ -112,6 +113,7 @@ def _audit(store: ChainReader, verdict: SessionVerdict) -> SessionAudit:
     if verdict.ok:
         problems = verify_traces(store, verdict.session_id)
         problems += trace_chain_problems(store, verdict.session_id)
+        problems += key_chain_problems(store, verdict.session_id)
     return SessionAudit(
         session_id=verdict.session_id,
         events=verdict.events,

@@ -28,6 +28,7 @@ is bad is said by the Python check below, which is the whole check when the C on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -43,6 +44,8 @@ from agenttrail.log.digests import (
     SALT_BYTES,
     ChainHasherV2,
     chain_hasher_v2,
+    key_hash,
+    log_row_hash,
     payload_digest,
     trace_hash,
 )
@@ -64,6 +67,8 @@ __all__ = [
     "SessionVerdict",
     "chain_hasher",
     "event_hash",
+    "key_chain_problems",
+    "log_chain_problems",
     "problem_place",
     "stored_type",
     "trace_chain_problems",
@@ -148,6 +153,16 @@ class ChainReader(LogReader, Protocol):
     def trace_chain(self, session_id: str) -> TraceChain:
         """A session's trace head and trace rows with their hashes, in the order written
         (``LogStore.trace_chain``)."""
+        ...
+
+    def key_chain(self, session_id: str) -> TraceChain:
+        """A session's key head and idempotency key rows with their hashes, in chain order
+        (``LogStore.key_chain``)."""
+        ...
+
+    def log_chains(self) -> dict[str, TraceChain]:
+        """The chains of the log's own rows by table, tombstones and log_keys
+        (``LogStore.log_chains``)."""
         ...
 
     def session_ids(self) -> list[str]:
@@ -263,24 +278,71 @@ def trace_chain_problems(store: ChainReader, session_id: str) -> list[str]:
         return []
     if chain.version != 2:
         return []
-    found = _trace_chain_problem(chain)
+    found = _row_chain_problem(chain, trace_hash, "trace", "result seq", 2)
     return [] if found is None else [found]
 
 
-def _trace_chain_problem(chain: TraceChain) -> str | None:
+def key_chain_problems(store: ChainReader, session_id: str) -> list[str]:
+    """Why a session's idempotency keys do not chain (docs/log-format.md, Idempotency keys):
+    the first key row whose hash is not its columns chained to the row before (``key row N
+    (seq S) does not chain``), or a key head that is not the last row; ``[]`` when they
+    chain, and when the rows cannot be read."""
+    try:
+        chain = store.key_chain(session_id)
+    except StoreError:
+        return []
+    found = _row_chain_problem(chain, key_hash, "key", "seq", 2)
+    return [] if found is None else [found]
+
+
+_LOG_ROWS = {"tombstones": ("tombstone", "session"), "log_keys": ("log key", "name")}
+
+
+def log_chain_problems(store: ChainReader) -> list[str]:
+    """Why the log's own rows do not chain (docs/log-format.md, What the chain covers): for
+    the tombstones and the log keys, the first row whose hash is not its columns chained to
+    the row before (``tombstone row N (session 'S') does not chain``, ``log key row N (name
+    'redaction') does not chain``), or a head in ``log_heads`` that is not the last row;
+    ``[]`` when both chain, and when the rows cannot be read."""
+    try:
+        chains = store.log_chains()
+    except StoreError:
+        return []
+    found = []
+    for table, chain in chains.items():
+        name, label = _LOG_ROWS[table]
+        hasher = functools.partial(log_row_hash, table)
+        problem = _row_chain_problem(chain, hasher, name, label, 0)
+        if problem is not None:
+            found.append(problem)
+    return found
+
+
+def _row_chain_problem(
+    chain: TraceChain,
+    hasher: Callable[[bytes, list[object]], bytes],
+    name: str,
+    label: str,
+    seq_column: int,
+) -> str | None:
+    """The first problem of a chain of rows (trace rows, idempotency keys): a row whose
+    stored hash is not ``hasher`` of its columns and the previous hash, or a head (count,
+    hash) that is not the last row's; ``name`` and ``label`` say which rows, and the row's
+    column ``seq_column`` is the seq named with it."""
     prev = GENESIS_HASH
     for number, row in enumerate(chain.rows, start=1):
         *values, stored = row
-        if stored is None or trace_hash(prev, values) != stored:
-            return f"trace row {number} (result seq {values[2]!r}) does not chain"
+        stored = None if stored is None else bytes(stored)
+        if stored is None or hasher(prev, values) != stored:
+            return f"{name} row {number} ({label} {values[seq_column]!r}) does not chain"
         prev = stored
     have = len(chain.rows)
     if have != chain.rows_chained:
-        return f"the trace head says {chain.rows_chained!r} trace rows, there are {have}"
+        return f"the {name} head says {chain.rows_chained!r} {name} rows, there are {have}"
     if chain.rows and chain.hash != prev:
-        return "trace head hash does not match the last trace row"
+        return f"{name} head hash does not match the last {name} row"
     if not chain.rows and chain.hash is not None:
-        return "trace head hash with no trace rows"
+        return f"{name} head hash with no {name} rows"
     return None
 
 

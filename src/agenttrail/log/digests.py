@@ -33,6 +33,21 @@ head (count and hash) the session row keeps::
                  ‖ field(stated_hash) ‖ field(status) ‖ field(detail) ‖ field(spec) )
     t_0 = 32 zero bytes
     field(int) = 0x03 ‖ 8-byte signed big-endian;  field(bytes) = 0x02 ‖ len ‖ bytes
+
+The idempotency keys of every session (v1 too, from schema version 4) form a chain of their
+own, in ``(seq, key)`` order, whose head (count and hash) the session row keeps::
+
+    k_j = SHA-256( "agenttrail-key-v2" 0x00 ‖ k_{j-1} ‖ field(session_id) ‖ field(key)
+                 ‖ int(seq) )
+    k_0 = 32 zero bytes
+
+The log's own rows, ``tombstones`` and ``log_keys``, each form a chain in the order written,
+whose heads (count and hash) the table ``log_heads`` keeps::
+
+    s_j = SHA-256( "agenttrail-tombstone-v2" 0x00 ‖ s_{j-1} ‖ field(session_id)
+                 ‖ int(head_seq) ‖ field(head_hash) ‖ field(deleted_at) ‖ field(reason) )
+    l_j = SHA-256( "agenttrail-log-key-v2" 0x00 ‖ l_{j-1} ‖ field(name) ‖ field(key) )
+    s_0 = l_0 = 32 zero bytes
 """
 
 from __future__ import annotations
@@ -44,11 +59,15 @@ from collections.abc import Callable, Sequence
 
 __all__ = [
     "CHAIN_TAG_V2",
+    "KEY_TAG",
+    "LOG_TAGS",
     "SALT_BYTES",
     "SESSION_TAG",
     "TRACE_TAG",
     "ChainHasherV2",
     "chain_hasher_v2",
+    "key_hash",
+    "log_row_hash",
     "new_salt",
     "payload_digest",
     "session_genesis",
@@ -63,6 +82,9 @@ SESSION_TAG = b"agenttrail-session-v2\x00"
 
 TRACE_TAG = b"agenttrail-trace-v2\x00"
 """Domain-separation tag of a v2 trace row's hash (20 bytes)."""
+
+KEY_TAG = b"agenttrail-key-v2\x00"
+"""Domain-separation tag of an idempotency key row's hash (18 bytes)."""
 
 SALT_BYTES = 32
 """Bytes of random salt per event (``secrets.token_bytes``): as long as the digest, so a
@@ -110,6 +132,26 @@ def trace_hash(prev: bytes, values: Sequence[object]) -> bytes:
     """``t_k`` of a v2 trace row: its columns ``values`` in ``NewTrace`` order (session_id
     … spec), chained to ``prev`` (module docstring)."""
     return _sha256(b"".join(_fields([TRACE_TAG, prev], values))).digest()
+
+
+def key_hash(prev: bytes, values: Sequence[object]) -> bytes:
+    """``k_j`` of an idempotency key row: ``values`` = ``(session_id, key, seq)`` as stored,
+    chained to ``prev`` (module docstring)."""
+    return _sha256(b"".join(_fields([KEY_TAG, prev], values))).digest()
+
+
+LOG_TAGS = {
+    "tombstones": b"agenttrail-tombstone-v2\x00",
+    "log_keys": b"agenttrail-log-key-v2\x00",
+}
+"""Domain-separation tag of each chained table of the log's own rows (module docstring)."""
+
+
+def log_row_hash(table: str, prev: bytes, values: Sequence[object]) -> bytes:
+    """The hash of a row of ``table`` (a key of :data:`LOG_TAGS`): its columns ``values`` as
+    stored (``tombstones``: session_id, head_seq, head_hash, deleted_at, reason; ``log_keys``:
+    name, key), chained to ``prev`` (module docstring)."""
+    return _sha256(b"".join(_fields([LOG_TAGS[table], prev], values))).digest()
 
 
 def _fields(parts: list[bytes], values: Sequence[object]) -> list[bytes]:

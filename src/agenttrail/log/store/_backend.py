@@ -30,7 +30,7 @@ from agenttrail.errors import (
     TurnInFlight,
 )
 from agenttrail.log.chain import GENESIS_HASH
-from agenttrail.log.digests import session_genesis, trace_hash
+from agenttrail.log.digests import key_hash, log_row_hash, session_genesis, trace_hash
 from agenttrail.log.redact import Redactor
 from agenttrail.log.store import (
     Appended,
@@ -53,7 +53,14 @@ from agenttrail.log.store._rules import (
 from agenttrail.log.store._sql import Statements, Tx
 from agenttrail.model import Event, NewSession, NewTrace, TraceRow
 
-__all__ = ["CHAIN_PAGE_ROWS", "READ_PAGE_ROWS", "Backend", "LockedHead"]
+__all__ = [
+    "CHAIN_PAGE_ROWS",
+    "READ_PAGE_ROWS",
+    "Backend",
+    "LockedHead",
+    "chain_log_row",
+    "chain_rows_written_before",
+]
 
 READ_PAGE_ROWS = 1000
 """Rows fetched per query when streaming a session; keyset pages keep memory flat on large
@@ -137,8 +144,15 @@ class Backend(ABC, Generic[C]):
         """Insert event rows, in seq order."""
 
     @abstractmethod
-    def _insert_keys(self, tx: C, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
-        """Insert ``(key, seq)`` idempotency keys; a key already stored is left as it is."""
+    def _insert_keys(self, tx: C, session_id: str, keys: Sequence[tuple[str, int, bytes]]) -> None:
+        """Insert ``(key, seq, hash)`` idempotency keys (:meth:`_chain_keys` chains them); a
+        key already stored is left as it is."""
+
+    @abstractmethod
+    def _chain_log_row(self, tx: C, table: str, values: Sequence[Any]) -> None:
+        """Chain the row of ``table`` (tombstones, log_keys) just inserted, whose columns are
+        ``values``, and move the table's head in ``log_heads`` (SQLite:
+        :func:`chain_log_row`; PostgreSQL's trigger does it, as the owner)."""
 
     @abstractmethod
     def _insert_session_row(self, tx: C, values: Sequence[Any]) -> None:
@@ -198,6 +212,55 @@ class Backend(ABC, Generic[C]):
 
         return self._read(read)
 
+    def key_chain(self, session_id: str) -> TraceChain:
+        """A session's key head and its idempotency keys ``(session_id, key, seq, hash)`` in
+        chain order (``ChainReader.key_chain``); ``version`` is 2 when the session exists,
+        ``rows_chained`` and ``hash`` its ``key_count`` and ``key_hash``."""
+
+        def read(tx: Tx) -> TraceChain:
+            head = tx.execute(self.sql.key_head_read, (session_id,)).fetchone()
+            rows = tx.execute(self.sql.key_chain, (session_id,)).fetchall()
+            if head is None:
+                return TraceChain(1, 0, None, rows)
+            return TraceChain(2, head[0], None if head[1] is None else bytes(head[1]), rows)
+
+        return self._read(read)
+
+    def log_chains(self) -> dict[str, TraceChain]:
+        """The chains of the log's own rows, by table (tombstones, log_keys): each head and
+        its rows with their hashes in the order written (``ChainReader.log_chains``); a head
+        of no rows has no hash."""
+
+        def read(tx: Tx) -> dict[str, TraceChain]:
+            chains = {}
+            for table, query in self.sql.log_chains.items():
+                head = tx.execute(self.sql.log_head, (table,)).fetchone()
+                count, last = head if head is not None else (0, None)
+                last = (
+                    None
+                    if last is None or (count == 0 and bytes(last) == GENESIS_HASH)
+                    else bytes(last)
+                )
+                chains[table] = TraceChain(2, count, last, tx.execute(query).fetchall())
+            return chains
+
+        return self._read(read)
+
+    def _chain_keys(self, conn: C, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
+        """Insert new ``(key, seq)`` idempotency keys of a session, chained after its key head
+        in ``(seq, key)`` order, and move that head (docs/log-format.md, Idempotency keys).
+        The caller holds the session's append lock and passes only keys it does not have."""
+        if not keys:
+            return
+        count, prev = conn.execute(self.sql.key_head, (session_id,)).fetchone()
+        prev = GENESIS_HASH if prev is None else bytes(prev)
+        rows = []
+        for key, seq in sorted(keys, key=lambda k: (k[1], k[0])):
+            prev = key_hash(prev, (session_id, key, seq))
+            rows.append((key, seq, prev))
+        self._insert_keys(conn, session_id, rows)
+        conn.execute(self.sql.set_key_head, (count + len(rows), prev, session_id))
+
     def _query(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._read(lambda tx: tx.execute(query, params).fetchall())
 
@@ -249,8 +312,7 @@ class Backend(ABC, Generic[C]):
         )
         if plan.rows:
             self._insert_rows(conn, session_id, plan.rows)
-            if plan.keys:
-                self._insert_keys(conn, session_id, plan.keys)
+            self._chain_keys(conn, session_id, plan.keys)
             self._set_head(conn, session_id, plan.head_seq, plan.head_hash)
         return plan.results
 
@@ -303,3 +365,35 @@ class Backend(ABC, Generic[C]):
             after_seq = rows[-1][0]
             if remaining is not None:
                 remaining -= len(rows)
+
+
+def chain_log_row(tx: Tx, sql: Statements, table: str, values: Sequence[Any]) -> None:
+    """Chain the row of ``table`` (tombstones, log_keys) whose columns are ``values`` (its
+    key first) to the table's head in ``log_heads``, and move that head
+    (:func:`agenttrail.log.digests.log_row_hash`)."""
+    count, prev = tx.execute(sql.log_head, (table,)).fetchone()
+    digest = log_row_hash(table, bytes(prev), values)
+    column = "session_id" if table == "tombstones" else "name"
+    tx.execute(
+        f"UPDATE {table} SET hash = {sql.param} WHERE {column} = {sql.param}", (digest, values[0])
+    )
+    tx.execute(sql.set_log_head, (count + 1, digest, table))
+
+
+def chain_rows_written_before(tx: Tx, sql: Statements) -> None:
+    """Chain the rows stored before schema version 4: each session's idempotency keys in
+    ``(seq, key)`` order, with each session's key head, and the tombstones and log keys in
+    the order written, with their heads. Run once, by the upgrade to that version, in its
+    transaction (the schema's triggers admit setting a NULL hash, once)."""
+    for table, query in sql.log_chains.items():
+        for *values, _ in tx.execute(query).fetchall():
+            chain_log_row(tx, sql, table, values)
+    p = sql.param
+    update = f"UPDATE session_event_keys SET hash = {p} WHERE session_id = {p} AND key = {p}"
+    unchained = "SELECT DISTINCT session_id FROM session_event_keys WHERE hash IS NULL"
+    for (session_id,) in tx.execute(unchained).fetchall():
+        prev, count = GENESIS_HASH, 0
+        for _, key, seq, _ in tx.execute(sql.key_chain, (session_id,)).fetchall():
+            prev, count = key_hash(prev, (session_id, key, seq)), count + 1
+            tx.execute(update, (prev, session_id, key))
+        tx.execute(sql.set_key_head, (count, prev, session_id))

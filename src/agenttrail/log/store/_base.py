@@ -376,7 +376,10 @@ class ArchiveBase(Backend[C]):
             if written:
                 self._set_head(conn, session.id, seq, prev)
             if keys:
-                self._insert_keys(conn, session.id, [(k, n) for k, n in keys if n <= seq])
+                stored = conn.execute(self.sql.event_keys, (session.id,)).fetchall()
+                have = {key for key, _ in stored}
+                new = [(k, n) for k, n in keys if n <= seq and k not in have]
+                self._chain_keys(conn, session.id, new)
             for n in copied:  # rows copied earlier keep what they had then
                 conn.execute(self.sql.insert_erasure, (session.id, n, erased[n]))
             return written

@@ -37,10 +37,13 @@ def log_key(store: Backend[Any], name: str) -> bytes:
     def tx(conn: Any) -> bytes:
         row = conn.execute(select, (name,)).fetchone()
         if row is None:
-            conn.execute(
+            drawn = secrets.token_bytes(KEY_BYTES)
+            inserted = conn.execute(
                 f"INSERT INTO log_keys (name, key) VALUES ({p}, {p}) ON CONFLICT (name) DO NOTHING",
-                (name, secrets.token_bytes(KEY_BYTES)),
+                (name, drawn),
             )
+            if inserted.rowcount:  # chained like every row of the log's own (log-format.md)
+                store._chain_log_row(conn, "log_keys", (name, drawn))
             row = conn.execute(select, (name,)).fetchone()
         return bytes(row[0])
 

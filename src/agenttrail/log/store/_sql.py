@@ -103,6 +103,21 @@ class Statements:
     set_trace_head: str
     trace_chain: str
     """A session's trace rows with their hashes, in the order written (``id``)."""
+    key_head: str
+    """A session's key head: ``key_count, key_hash`` (the session row locked until the
+    transaction ends on PostgreSQL; an append holds that lock already)."""
+    key_head_read: str
+    """The same, for reading (no lock)."""
+    set_key_head: str
+    key_chain: str
+    """A session's idempotency keys with their hashes, in chain order (``seq``, then the
+    key's bytes)."""
+    log_head: str
+    """The head of a chain of the log's own rows (``log_heads``), by the table's name."""
+    set_log_head: str
+    log_chains: dict[str, str]
+    """Each chained table of the log's own rows (tombstones, log_keys): its columns in
+    :func:`agenttrail.log.digests.log_row_hash` order, then its hash, in the order written."""
     erase_row: str
     """Empty a row's payload and salt (the schema's trigger admits it only with an erasure
     row: ``schema/*-0002.sql``)."""
@@ -112,9 +127,10 @@ def statements(dialect: Dialect) -> Statements:
     """The shared statements in ``dialect``."""
     match dialect:
         case Dialect.SQLITE:
-            p, order, lock = "?", "rowid", ""
+            p, order, lock, binary = "?", "rowid", "", ""
         case Dialect.POSTGRESQL:
-            p, order, lock = "%s", "pos", " FOR NO KEY UPDATE"
+            p, order, lock, binary = "%s", "pos", " FOR NO KEY UPDATE", ' COLLATE "C"'
+
         case _:
             assert_never(dialect)
     head = f"SELECT head_seq, head_hash FROM sessions WHERE id = {p}"
@@ -180,6 +196,22 @@ def statements(dialect: Dialect) -> Statements:
         insert_erasure=(
             f"INSERT INTO erasures (session_id, seq, erasure_seq) VALUES ({p}, {p}, {p})"
         ),
+        key_head=f"SELECT key_count, key_hash FROM sessions WHERE id = {p}{lock}",
+        key_head_read=f"SELECT key_count, key_hash FROM sessions WHERE id = {p}",
+        set_key_head=f"UPDATE sessions SET key_count = {p}, key_hash = {p} WHERE id = {p}",
+        key_chain=(
+            f"SELECT session_id, key, seq, hash FROM session_event_keys WHERE session_id = {p} "
+            f"ORDER BY seq, key{binary}"
+        ),
+        log_head=f"SELECT count, hash FROM log_heads WHERE name = {p}",
+        set_log_head=f"UPDATE log_heads SET count = {p}, hash = {p} WHERE name = {p}",
+        log_chains={
+            "tombstones": (
+                "SELECT session_id, head_seq, head_hash, deleted_at, reason, hash "
+                f"FROM tombstones ORDER BY {order}"
+            ),
+            "log_keys": f"SELECT name, key, hash FROM log_keys ORDER BY {order}",
+        },
         erase_row=(
             f"UPDATE session_events SET payload = {p}, salt = NULL "
             f"WHERE session_id = {p} AND seq = {p}"

@@ -58,7 +58,7 @@ from agenttrail.errors import (
 )
 from agenttrail.log.redact import DEFAULT_RULES, RedactRules
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._backend import CHAIN_PAGE_ROWS, LockedHead
+from agenttrail.log.store._backend import CHAIN_PAGE_ROWS, LockedHead, chain_rows_written_before
 from agenttrail.log.store._base import StoreBase
 from agenttrail.log.store._keys import redactor_for
 from agenttrail.log.store._pg_connect import (
@@ -93,7 +93,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 WRITER_ROLE = "agenttrail_writer"
 """The role the store's connections work as: no UPDATE/DELETE/TRUNCATE on the evidence."""
@@ -334,11 +334,14 @@ class PostgresStore(PostgresSearch, StoreBase[Conn]):
             (session_id, *([r[i] for r in rows] for i in range(6))),
         )
 
-    def _insert_keys(self, tx: Conn, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
+    def _insert_keys(
+        self, tx: Conn, session_id: str, keys: Sequence[tuple[str, int, bytes]]
+    ) -> None:
         tx.execute(
-            "INSERT INTO session_event_keys (session_id, key, seq) "
-            "SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) ON CONFLICT DO NOTHING",
-            (session_id, [k for k, _ in keys], [n for _, n in keys]),
+            "INSERT INTO session_event_keys (session_id, key, seq, hash) "
+            "SELECT %s, * FROM unnest(%s::text[], %s::bigint[], %s::bytea[]) "
+            "ON CONFLICT DO NOTHING",
+            (session_id, *([k[i] for k in keys] for i in range(3))),
         )
 
     def _insert_session_row(self, tx: Conn, values: Sequence[Any]) -> None:
@@ -367,6 +370,10 @@ class PostgresStore(PostgresSearch, StoreBase[Conn]):
             (session_id, deleted_at, reason),
         ).fetchone()
         return None if row is None else (row[0], row[1])
+
+    def _chain_log_row(self, tx: Conn, table: str, values: Sequence[Any]) -> None:
+        """Nothing to do: the table's trigger chains the row as the owner
+        (``schema/postgres-0004.sql``), since the writer role may not write ``log_heads``."""
 
     def _copy_tombstone(self, tx: Conn, stone: Tombstone) -> bool:
         row = tx.execute(
@@ -545,6 +552,8 @@ def _migrate(conn: Conn, url: PostgresURL) -> None:
         conn.execute(script.read_text("utf-8"))
         if step == 3:
             _trigram_index(conn)
+        if step == 4:
+            chain_rows_written_before(conn, PostgresStore.sql)
         conn.execute(
             "INSERT INTO agenttrail_schema (version, applied_at) VALUES (%s, %s)",
             (step, now_timestamp()),

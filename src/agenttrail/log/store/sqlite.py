@@ -32,7 +32,12 @@ from agenttrail.errors import (
 )
 from agenttrail.log.redact import DEFAULT_RULES, RedactRules
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
-from agenttrail.log.store._backend import CHAIN_PAGE_ROWS, LockedHead
+from agenttrail.log.store._backend import (
+    CHAIN_PAGE_ROWS,
+    LockedHead,
+    chain_log_row,
+    chain_rows_written_before,
+)
 from agenttrail.log.store._base import StoreBase
 from agenttrail.log.store._keys import redactor_for
 from agenttrail.log.store._rules import START_COLUMNS, Encoded, chain_start, stored_head, with_id
@@ -59,7 +64,7 @@ CACHE_KIB = 64 * 1024
 """Page cache cap per connection (KiB). SQLite's default, 2 MiB, holds about 2,000 1 KiB
 events, so streaming a larger session re-read pages; the cap is only reached when used."""
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
 
@@ -171,6 +176,8 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
                 )
                 for statement in _statements(script.read_text("utf-8")):
                     conn.execute(statement)
+                if step == 4:
+                    chain_rows_written_before(conn, self.sql)
                 conn.execute(f"PRAGMA user_version = {step}")
 
     # -- transactions -----------------------------------------------------------------------
@@ -255,12 +262,12 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
         )
 
     def _insert_keys(
-        self, tx: sqlite3.Connection, session_id: str, keys: Sequence[tuple[str, int]]
+        self, tx: sqlite3.Connection, session_id: str, keys: Sequence[tuple[str, int, bytes]]
     ) -> None:
         tx.executemany(
-            "INSERT INTO session_event_keys (session_id, key, seq) VALUES (?, ?, ?) "
+            "INSERT INTO session_event_keys (session_id, key, seq, hash) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
-            [(session_id, key, seq) for key, seq in keys],
+            [(session_id, *key) for key in keys],
         )
 
     def _insert_session_row(self, tx: sqlite3.Connection, values: Sequence[Any]) -> None:
@@ -277,11 +284,13 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
             return None
         # The tombstone first: the schema's triggers refuse these deletes for a session
         # without one.
+        stone = (session_id, row[0], bytes(row[1]), deleted_at, reason)
         tx.execute(
             "INSERT INTO tombstones (session_id, head_seq, head_hash, deleted_at, reason) "
             "VALUES (?, ?, ?, ?, ?)",
-            (session_id, row[0], bytes(row[1]), deleted_at, reason),
+            stone,
         )
+        self._chain_log_row(tx, "tombstones", stone)
         for table in _SESSION_TABLES:
             tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -292,12 +301,18 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
             raise AppendOnlyViolation(
                 f"{self.path}: session {stone.session_id} exists here; its tombstone is not copied"
             )
+        values = (stone.session_id, stone.head_seq, stone.head_hash, stone.deleted_at, stone.reason)
         cursor = tx.execute(
             "INSERT INTO tombstones (session_id, head_seq, head_hash, deleted_at, reason) "
             "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (stone.session_id, stone.head_seq, stone.head_hash, stone.deleted_at, stone.reason),
+            values,
         )
+        if cursor.rowcount:
+            self._chain_log_row(tx, "tombstones", values)
         return bool(cursor.rowcount)
+
+    def _chain_log_row(self, tx: sqlite3.Connection, table: str, values: Sequence[Any]) -> None:
+        chain_log_row(tx, self.sql, table, values)
 
     def _scrub(self) -> None:
         """Copy the WAL into the database file and truncate it to zero bytes, so that the
