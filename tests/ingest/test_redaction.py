@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,21 +25,26 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from websockets.sync.client import connect
 
 import agenttrail
 from agenttrail.ingest.capture import Capture
 from agenttrail.ingest.instrument import capture_of
 from agenttrail.log.store import open_store
-from agenttrail.model import Event
+from agenttrail.model import Event, NewSession, events
 from agenttrail.server import create_app, mint_token
 from agenttrail.server.tools import ToolRegistry
-from tests._secrets import ALL, AWS_SECRET, SESSION_TOKEN, found_in
+from tests._secrets import ALL, AWS_SECRET, CASES, SESSION_TOKEN, found_in
 from tests.conftest import run_cli, serving
 from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, Upstream, recorded, upstream
 from tests.ingest.test_capture import exchange_of
 from tests.ingest.test_proxy import running_proxy
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
+
+CASES_BY_KIND = {kind: text for kind, text, _ in CASES}
+URL_KEY = "Zq8vN2xW4yT6uR1s"
+"""The secret of the ``url-key`` case of tests/_secrets.py."""
 
 CARRY_TEXT = (
     "export",
@@ -388,3 +394,52 @@ def test_the_otlp_receiver(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> 
     assert_nothing_secret(db, caplog)
     stored = b"".join(p.read_bytes() for p in tmp_path.glob("otlp.db*"))
     assert b"hunter2hunter2" not in stored and b"dXNlcjpodW50ZXIy" not in stored
+
+
+def test_log_records_and_error_lines_carry_no_secret(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An exchange captured for a session whose id quotes a bearer token: refused by the store,
+    # and logged with the error's text, which quotes the id.
+    caplog.set_level(logging.DEBUG, logger="agenttrail")
+    capture = Capture(tmp_path / "cap.db", writer="thread")
+    bad = NewSession(id=f"from {CASES_BY_KIND['bearer-token']}")
+    capture.record(exchange_of(recorded(TOOL_LOOP)[0]), session=bad)
+    assert capture.flush(10) and capture.failures == 1
+    capture.close()
+    assert "not recorded: InputError: session id" in caplog.text
+    assert found_in(caplog.text) == [] and "[REDACTED:bearer-token:" in caplog.text
+    # An error line that quotes its input (a URL given with its key), in a subprocess's stderr.
+    url = f"https://api.example.com/v1?api_key={URL_KEY}"
+    refused = run_cli("proxy", "--upstream", url, "--db", str(tmp_path / "p.db"))
+    assert refused.returncode == 2 and "a base URL has no query" in refused.stderr
+    assert URL_KEY not in refused.stderr and "[REDACTED:url-key:" in refused.stderr
+
+
+def test_the_live_feed_shows_no_secret_even_split_over_deltas(tmp_path: Path) -> None:
+    # Streaming partials are never stored but the viewer shows them: every secret of ALL, sent
+    # seven characters at a time, so that most are split over two deltas or more.
+    with open_store(tmp_path / "feed.db") as store:
+        store.create_session(NewSession(id="s"))
+        app = create_app(store, secret=SECRET, tools=ToolRegistry([]))
+        read, append = (mint_token(SECRET, rights=[r]) for r in ("read", "append"))
+        with serving(app) as port:
+            feed = f"ws://127.0.0.1:{port}/v1/sessions/s/live?afterSeq=0&token={read}"
+            with (
+                connect(feed) as ws,
+                httpx.Client(
+                    base_url=f"http://127.0.0.1:{port}",
+                    headers={"Authorization": f"Bearer {append}"},
+                ) as http,
+            ):
+                time.sleep(0.2)  # subscribed
+                pieces = [ALL[i : i + 7] for i in range(0, len(ALL), 7)]
+                for n, piece in enumerate(pieces):
+                    body = {"textDelta": piece, "done": n == len(pieces) - 1}
+                    assert http.post("/v1/sessions/s/partials", json=body).status_code == 202
+                shown = [json.loads(ws.recv(timeout=10)) for _ in pieces]
+            stored = store.append("s", events.message("assistant", ALL))
+            final = next(iter(store.read("s", after_seq=stored.seq - 1))).payload["content"]
+    text = "".join(m.get("textDelta", "") for m in shown)
+    assert found_in(json.dumps(shown)) == []
+    assert text == final  # the same markers as the stored event: one key, one rule

@@ -238,13 +238,14 @@ def test_live_feed_sends_the_backlog_then_appends_and_partials(server: Server) -
             backlog = _receive_appends(ws, 2)
             assert [m["seq"] for m in backlog] == [2, 3]
             http.post(
-                f"/v1/sessions/{sid}/partials", json={"textDelta": "Hel", "activity": "typing"}
+                f"/v1/sessions/{sid}/partials",
+                json={"textDelta": "Hello, An", "activity": "typing"},
             )
             partial = json.loads(ws.recv(timeout=10))
-            assert partial == {
+            assert partial == {  # the last word waits for the next (server/partials.py)
                 "type": "appendPartial",
                 "session_id": sid,
-                "textDelta": "Hel",
+                "textDelta": "Hello, ",
                 "done": False,
                 "activity": "typing",
             }
@@ -568,16 +569,19 @@ def test_the_recorder_streams_partials_to_the_server(server: Server) -> None:
         time.sleep(0.2)
         with rec.turn(model="m") as turn:
             turn.user("tell me")
-            for piece in ("Hel", "lo"):
+            for piece in ("Hel", "lo the", "re"):
                 assert turn.partial(piece, activity="typing") == 1
             turn.partial(done=True)
-            turn.reply("Hello")
-        kinds = [json.loads(ws.recv(timeout=10)) for _ in range(5)]
+            turn.reply("Hello there")
+        kinds = [json.loads(ws.recv(timeout=10)) for _ in range(6)]
+    # Each word is shown once the text goes on past it, the last one when the stream is done
+    # (server/partials.py: a secret split over two deltas is never shown in part).
     assert [(k["type"], k.get("textDelta")) for k in kinds] == [
         ("append", None),
-        ("appendPartial", "Hel"),
-        ("appendPartial", "lo"),
         ("appendPartial", None),
+        ("appendPartial", "Hello "),
+        ("appendPartial", None),
+        ("appendPartial", "there"),
         ("append", None),
     ]
     assert [e.type for e in server.store.read("streamed")] == ["message", "message"]  # none stored

@@ -444,20 +444,23 @@ def test_live_appends_and_streaming_partials_arrive_without_a_reload(viewer: Vie
     with viewer.http() as http:
         http.post(f"/v1/sessions/{sid}/events", json={"payload": events.message("user", "Hi")})
         expect(_row(page, 1).locator(".text")).to_have_text("Hi")
-        http.post(f"/v1/sessions/{sid}/partials", json={"textDelta": "Hel", "activity": "typing"})
+        http.post(
+            f"/v1/sessions/{sid}/partials", json={"textDelta": "Hello, ", "activity": "typing"}
+        )
         partial = page.locator("#partial")
         expect(partial).to_be_visible()
-        expect(partial.locator(".text")).to_have_text("Hel")
-        http.post(f"/v1/sessions/{sid}/partials", json={"textDelta": "lo, An"})
-        expect(partial.locator(".text")).to_have_text("Hello, An")
+        expect(partial.locator(".text")).to_have_text("Hello,")
+        http.post(f"/v1/sessions/{sid}/partials", json={"textDelta": "my name is An"})
+        # the last word waits for the text to go on past it (server/partials.py)
+        expect(partial.locator(".text")).to_have_text("Hello, my name is")
         _shot(page, "live-partial")
         http.post(f"/v1/sessions/{sid}/partials", json={"textDelta": "a.", "done": True})
         expect(partial.locator(".partial-state")).to_contain_text("finished streaming")
         http.post(
             f"/v1/sessions/{sid}/events",
-            json={"payload": events.message("assistant", "Hello, Ana.")},
+            json={"payload": events.message("assistant", "Hello, my name is Ana.")},
         )
-        expect(_row(page, 2).locator(".text")).to_have_text("Hello, Ana.")
+        expect(_row(page, 2).locator(".text")).to_have_text("Hello, my name is Ana.")
         expect(partial).to_be_hidden()  # the durable event took the streamed text's place
         http.post(
             f"/v1/sessions/{sid}/events",

@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except AgentTrailError as e:
-        err.print(f"error: {e}", markup=False)
+        from agenttrail.log.redact import redacted_text
+
+        # The message can quote input (a URL given with its key, a line of a file).
+        err.print(f"error: {redacted_text(str(e))}", markup=False)
         return e.exit_code
     return 0

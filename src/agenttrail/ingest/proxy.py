@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import http.cookiejar
-import logging
 import os
 import socket
 import time
@@ -50,6 +49,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agenttrail.errors import InputError
 from agenttrail.ingest.capture import Capture, HttpExchange
+from agenttrail.log.redact import redacting_logger
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -62,7 +62,7 @@ __all__ = [
     "upstream_url",
 ]
 
-_LOG = logging.getLogger("agenttrail.proxy")
+_LOG = redacting_logger("agenttrail.proxy")
 
 HOP_BY_HOP = frozenset(
     {

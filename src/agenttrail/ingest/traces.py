@@ -10,12 +10,12 @@ stored session lacks.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec, check_envelope
 from agenttrail.evidence.traces import trace_row, turn_starts
+from agenttrail.log.redact import redacting_logger
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event, NewTrace, TraceRow
 from agenttrail.views.pairing import pair_tool_calls
@@ -24,7 +24,7 @@ __all__ = ["capture", "holds_envelopes", "log_written", "rows_for", "write"]
 
 # The logging channel docs/evidence.md names for trace rows and their alerts: a logging
 # configuration that routes record-hash alerts keeps working wherever the writer lives.
-logger = logging.getLogger("agenttrail.evidence.traces")
+logger = redacting_logger("agenttrail.evidence.traces")
 
 
 def capture(

@@ -10,11 +10,11 @@ once (``acquire_turn(take_over=True)``) instead of waiting for it.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 
 from agenttrail.errors import AgentTrailError, InputError, TurnInFlight
+from agenttrail.log.redact import redacting_logger
 from agenttrail.log.store import TurnLease, TurnLocks
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "turn_lease_seconds",
 ]
 
-logger = logging.getLogger(__name__)
+logger = redacting_logger(__name__)
 
 DEFAULT_TURN_LEASE_S = 10.0
 """How long a turn's lease runs without a renewal (seconds). Renewed every third of it, so two

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +31,10 @@ import anyio
 
 from agenttrail.codec import json_line
 from agenttrail.formats.jsonl import event_record
+from agenttrail.log.redact import redacting_logger
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event
+from agenttrail.server.partials import PartialRedactor
 
 __all__ = [
     "LISTEN_WAIT_S",
@@ -46,7 +47,7 @@ __all__ = [
     "event_message",
 ]
 
-logger = logging.getLogger(__name__)
+logger = redacting_logger(__name__)
 
 QUEUE_SIZE = 2048
 """Messages a subscriber may fall behind by before it is closed with :data:`RESUME_CODE`:
@@ -129,6 +130,8 @@ class Hub:
 
     def __init__(self, store: LogStore) -> None:
         self.store = store
+        self.partials = PartialRedactor(store.redactor)
+        """Redacts each partial before it is published (``server/partials.py``)."""
         self._subscribers: dict[str, set[Subscription]] = {}
         self._published: dict[str, int] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -171,8 +174,8 @@ class Hub:
                 self._published[session_id] = fresh[-1].seq
 
     def publish_partial(self, session_id: str, patch: dict[str, Any]) -> int:
-        """Send an ephemeral ``appendPartial`` patch to the session's subscribers; returns how
-        many got it. Never stored."""
+        """Send an ephemeral ``appendPartial`` patch, redacted by :attr:`partials` first, to
+        the session's subscribers; returns how many got it. Never stored."""
         subs = tuple(self._subscribers.get(session_id, ()))
         message = FeedMessage.of({"type": "appendPartial", "session_id": session_id, **patch})
         for sub in subs:

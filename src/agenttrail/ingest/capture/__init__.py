@@ -39,7 +39,6 @@ request. What is recorded and never stored: docs/capture.md.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import secrets
 import sys
@@ -67,6 +66,7 @@ from agenttrail.ingest.capture._recognition import (
 )
 from agenttrail.ingest.capture._writer import WRITER_ENV, ProcessWriter, Writer
 from agenttrail.limits import count_limit
+from agenttrail.log.redact import redacting_logger
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 
@@ -82,7 +82,7 @@ __all__ = [
     "session",
 ]
 
-_LOG = logging.getLogger("agenttrail.capture")
+_LOG = redacting_logger("agenttrail.capture")
 
 QUEUE_ENV = "AGENTTRAIL_CAPTURE_QUEUE"
 """The environment variable of the queue limit (exchanges waiting to be written)."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import logging
 import os
 import pickle
 import queue
@@ -35,9 +34,11 @@ import weakref
 from collections.abc import Callable
 from typing import IO, Any
 
+from agenttrail.log.redact import redacting_logger
+
 __all__ = ["WRITER_ENV", "ProcessWriter", "Writer", "serve_child"]
 
-_LOG = logging.getLogger("agenttrail.capture")
+_LOG = redacting_logger("agenttrail.capture")
 
 WRITER_ENV = "AGENTTRAIL_CAPTURE_WRITER"
 """``process`` (the default) or ``thread``: where a capture that opens its own log writes."""

@@ -21,7 +21,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import re
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, overload
@@ -56,7 +58,10 @@ __all__ = [
     "REDACT_ENV",
     "RedactRules",
     "Redactor",
+    "SecretsFilter",
     "redact_rules",
+    "redacted_text",
+    "redacting_logger",
 ]
 
 DIGEST_HEX = 8
@@ -243,3 +248,49 @@ def _paths_pattern(paths: Sequence[str]) -> re.Pattern[str] | None:
         for p in paths
     ]
     return re.compile("|".join(alternatives))
+
+
+_PROCESS_REDACTOR = Redactor(RedactRules(), key=lambda: secrets.token_bytes(32))
+"""The built-in rules, for text that never reaches a log (log records, error lines): keyed by
+a key of this process alone, so its markers match each other and nothing in any log."""
+
+
+def redacted_text(text: str) -> str:
+    """``text`` with every secret the built-in detectors and field names find replaced by
+    ``[REDACTED:<kind>:<digest>]`` under a key of this process (not the log's: a log record
+    or an error line is no part of any log); ``text`` itself when it holds none."""
+    found: list[dict[str, str]] = []
+    return _PROCESS_REDACTOR._text(text, "$", found)
+
+
+class SecretsFilter(logging.Filter):
+    """A logging filter that redacts each record of the logger it is on (docs/redaction.md,
+    Logs and the live feed): the message with its arguments, a traceback (formatted here,
+    once, as :class:`logging.Formatter` would, and kept as ``exc_text``, which formatters
+    print instead of formatting it again) and a stack. An exception's text can quote what
+    failed: a payload, a URL, a line of input."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redacted_text(message)
+        if clean is not message:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redacted_text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redacted_text(record.stack_info)
+        return True
+
+
+_FILTER = SecretsFilter()
+
+
+def redacting_logger(name: str) -> logging.Logger:
+    """``logging.getLogger(name)`` with :class:`SecretsFilter` on it: every agenttrail logger
+    is made so, so that no record of ours carries a secret of a built-in kind."""
+    logger = logging.getLogger(name)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger

@@ -7,7 +7,6 @@ where a database is and how to say so without its password.
 from __future__ import annotations
 
 import getpass
-import logging
 import os
 import re
 import threading
@@ -21,6 +20,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from agenttrail.errors import InputError, StoreError
+from agenttrail.log.redact import redacting_logger
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -35,7 +35,7 @@ __all__ = [
     "redact",
 ]
 
-logger = logging.getLogger("agenttrail.log.store.postgres")
+logger = redacting_logger("agenttrail.log.store.postgres")
 
 DEFAULT_SCHEMA = "public"
 """Where the tables go without ``?schema=``."""

@@ -34,7 +34,6 @@ and SQLSTATE (:func:`postgres_error`): the layers above see
 from __future__ import annotations
 
 import contextlib
-import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -56,7 +55,7 @@ from agenttrail.errors import (
     SessionNotFound,
     StoreError,
 )
-from agenttrail.log.redact import DEFAULT_RULES, RedactRules
+from agenttrail.log.redact import DEFAULT_RULES, RedactRules, redacting_logger
 from agenttrail.log.store import Appended, ChainPage, Row, Tombstone
 from agenttrail.log.store._backend import CHAIN_PAGE_ROWS, LockedHead, chain_rows_written_before
 from agenttrail.log.store._base import StoreBase
@@ -91,7 +90,7 @@ __all__ = [
     "postgres_error",
 ]
 
-logger = logging.getLogger(__name__)
+logger = redacting_logger(__name__)
 
 SCHEMA_VERSION = 4
 
