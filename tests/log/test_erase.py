@@ -7,6 +7,7 @@ real process where the files are read after it exits.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -209,3 +210,8 @@ def test_every_reader_shows_an_erased_event_as_erased(tmp_path: Path) -> None:
     replayed = run_cli("replay", "s", "--format", "openai", "--db", db)
     assert replayed.returncode == 0, replayed.stderr
     assert SECRET not in replayed.stdout and "my key?" in replayed.stdout
+    # The erasure event itself reads as the store's note, spoken by the system.
+    shown = run_cli("show", "s", "--db", db).stdout
+    assert "erased seq 2 by me: leak" in shown
+    exported = [json.loads(line) for line in run_cli("export", "s", "--db", db).stdout.splitlines()]
+    assert [e["actor"] for e in exported if e["payload"]["type"] == "erasure"] == ["system"]

@@ -135,7 +135,8 @@ def event_actor(payload: Payload) -> str:
     """The actor of a payload: stored when known, else derived from its shape.
 
     Rule (docs/specs.md, The log: Actors): a user message is ``user``, an
-    error is ``system``, everything else is ``agent``. Derived at read time, never backfilled.
+    error and an erasure (the store's own record of ``agenttrail erase``) are ``system``,
+    everything else is ``agent``. Derived at read time, never backfilled.
     """
     stored = payload.get("actor")
     if isinstance(stored, str) and stored in _ACTORS:
@@ -143,7 +144,7 @@ def event_actor(payload: Payload) -> str:
     kind = payload.get("type")
     if kind == "message" and payload.get("role") == "user":
         return Actor.USER.value
-    if kind == "error":
+    if kind in ("error", "erasure"):
         return Actor.SYSTEM.value
     return Actor.AGENT.value
 

@@ -402,6 +402,14 @@ def _session_end(event: Event, pairing: Pairing, full: bool) -> Row:
     )
 
 
+def _erasure(event: Event, pairing: Pairing, full: bool) -> Row:
+    p = event.payload
+    seqs = p.get("seqs")
+    named = ", ".join(str(n) for n in seqs) if isinstance(seqs, list) else "?"
+    said = f"erased seq {named} by {p.get('by')}: {p.get('reason')}"
+    return str(event.seq), Text("erasure", style="grey50"), Text(safe(said), style="grey50")
+
+
 def _generic(event: Event, pairing: Pairing, full: bool) -> Row:
     body = {k: v for k, v in event.payload.items() if k != "type"}
     kind = event.type or "(untyped)"
@@ -422,6 +430,7 @@ _WRITERS: dict[str, Callable[[Event, Pairing, bool], Row]] = {
     "shell": _shell,
     "annotation": _annotation,
     "session_end": _session_end,
+    "erasure": _erasure,
 }
 
 
