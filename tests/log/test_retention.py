@@ -49,7 +49,10 @@ def test_the_database_refuses_any_other_removal(db_path: Path) -> None:
     ):
         with pytest.raises(sqlite3.IntegrityError, match="agenttrail"):
             conn.execute(statement)
-    conn.execute("INSERT INTO tombstones VALUES ('other', 0, x'00', 'now', 'test')")
+    conn.execute(
+        "INSERT INTO tombstones (session_id, head_seq, head_hash, deleted_at, reason) "
+        "VALUES ('other', 0, x'00', 'now', 'test')"
+    )
     for statement in ("DELETE FROM tombstones", "UPDATE tombstones SET reason = 'x'"):
         with pytest.raises(sqlite3.IntegrityError, match="tombstones are permanent"):
             conn.execute(statement)

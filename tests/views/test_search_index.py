@@ -143,14 +143,29 @@ def test_a_log_of_schema_version_1_is_migrated_and_its_events_found(tmp_path: Pa
     # Back to what schema version 2 wrote: no search tables, no chained keys (sqlite-0004.sql
     # and sqlite-0003.sql undone by hand).
     with closing(sqlite3.connect(path)) as raw:
-        raw.execute("DROP TRIGGER session_event_keys_no_update")
-        raw.execute("ALTER TABLE session_event_keys DROP COLUMN hash")
-        raw.execute("ALTER TABLE sessions DROP COLUMN key_count")
-        raw.execute("ALTER TABLE sessions DROP COLUMN key_hash")
-        raw.execute(
-            "CREATE TRIGGER session_event_keys_no_update BEFORE UPDATE ON session_event_keys "
-            "BEGIN SELECT RAISE(ABORT, 'agenttrail: session_event_keys is append-only'); END"
-        )
+        for trigger in (
+            "session_event_keys_no_update",
+            "tombstones_no_update",
+            "log_keys_no_update",
+            "log_keys_no_delete",
+            "log_heads_forward_only",
+            "log_heads_no_delete",
+        ):
+            raw.execute(f"DROP TRIGGER {trigger}")
+        raw.execute("DROP TABLE log_heads")
+        for table, column in (
+            ("session_event_keys", "hash"),
+            ("sessions", "key_count"),
+            ("sessions", "key_hash"),
+            ("tombstones", "hash"),
+            ("log_keys", "hash"),
+        ):
+            raw.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        for table in ("session_event_keys", "tombstones"):
+            raw.execute(
+                f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} "
+                "BEGIN SELECT RAISE(ABORT, 'agenttrail: refused'); END"
+            )
         for table in ("search_text", "search_events", "search_marks"):
             raw.execute(f"DROP TABLE {table}")
         raw.execute("PRAGMA user_version = 2")

@@ -84,7 +84,9 @@ BEGIN
        AND (to_jsonb(NEW) - 'hash') = (to_jsonb(OLD) - 'hash') THEN
         RETURN NEW;
     END IF;
-    RAISE EXCEPTION 'agenttrail: % is permanent: UPDATE refused', TG_TABLE_NAME
+    RAISE EXCEPTION 'agenttrail: %: UPDATE refused',
+        CASE TG_TABLE_NAME WHEN 'tombstones' THEN 'tombstones are permanent'
+                           ELSE 'log keys are never changed' END
         USING ERRCODE = 'restrict_violation';
 END $$;
 DROP TRIGGER tombstones_no_update ON tombstones;
