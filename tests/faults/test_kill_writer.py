@@ -61,7 +61,14 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # The repository for tests/, then the caller's path: a checkout run with its src on
+        # PYTHONPATH must give the child that agenttrail, not the one installed.
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+            ),
+        },
     )
 
 
