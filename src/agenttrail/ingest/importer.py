@@ -114,9 +114,7 @@ def import_sessions(
             encodable); raised before anything is written.
         InputError, StoreError: as :func:`write_sessions` and the store's append.
     """
-    parsed = list(sessions)
-    for imported in parsed:
-        _check_payloads(store.max_payload_bytes, path, imported)
+    parsed = [_encoded(store.max_payload_bytes, path, imported) for imported in sessions]
     return write_sessions(store, [(path, imported) for imported in parsed])
 
 
@@ -193,8 +191,7 @@ def read_paths(
         else:
             sessions = read_file(path, format, max_bytes=limit)
         for imported in sessions:
-            _check_payloads(max_payload_bytes, path, imported)
-            parsed.append((path, imported))
+            parsed.append((path, _encoded(max_payload_bytes, path, imported)))
         if on_read is not None:
             on_read(path)
     return parsed
@@ -243,9 +240,7 @@ def write_together(
         FormatError, InputError, StoreError: as :func:`import_sessions`; the sessions written
             together are all written or none.
     """
-    parsed = list(sessions)
-    for imported in parsed:
-        _check_payloads(store.max_payload_bytes, path, imported)
+    parsed = [_encoded(store.max_payload_bytes, path, imported) for imported in sessions]
     placed = [_placed(store, path, imported) for imported in parsed]
     plain = [
         i
@@ -311,14 +306,26 @@ def _check_unredacted(store: LogStore, path: Path, imported: ImportedSession) ->
             )
 
 
-def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:
+def _encoded(limit: int, path: Path, imported: ImportedSession) -> ImportedSession:
+    """``imported`` with each event's payload encoded (:attr:`NewEvent.data`) and checked
+    against the payload limit, so that the store stores these bytes without encoding again.
+
+    Raises:
+        FormatError: a payload that cannot be encoded or is over ``limit`` bytes, naming it.
+    """
+    encoded = []
     for index, event in enumerate(imported.events, start=1):
-        try:
-            size = len(encode_payload(event.payload))
-        except InputError as e:
-            raise FormatError(f"event {index}: {e}", path=str(path)) from None
-        if size > limit:
-            raise FormatError(f"event {index}: {PayloadTooLarge(size, limit)}", path=str(path))
+        data = event.data
+        if data is None:
+            try:
+                data = encode_payload(event.payload)
+            except InputError as e:
+                raise FormatError(f"event {index}: {e}", path=str(path)) from None
+            event = NewEvent(event.payload, event.created_at, event.key, event.salt, data)
+        if len(data) > limit:
+            raise FormatError(f"event {index}: {PayloadTooLarge(len(data), limit)}", path=str(path))
+        encoded.append(event)
+    return replace(imported, events=encoded)
 
 
 def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportReport:
