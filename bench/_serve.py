@@ -23,6 +23,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used, from ``/proc/PID/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True)
 class Served:
     """A running ``agenttrail serve``: its process, base URL and token."""
@@ -35,6 +41,10 @@ class Served:
     def headers(self) -> dict[str, str]:
         """The ``Authorization`` header of its token."""
         return {"Authorization": f"Bearer {self.token}"}
+
+    def cpu_s(self) -> float:
+        """The server's CPU seconds (user + system) so far."""
+        return cpu_s(self.proc.pid)
 
     def peak_mib(self) -> float:
         """The server's peak resident memory so far (``VmHWM``), in MiB."""

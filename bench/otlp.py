@@ -19,7 +19,10 @@ none) and sends them with
 - the baseline, in the same run: raw ``sqlite3`` ``executemany`` of the same stored payload
   bytes into a table of the same shape (WAL, ``synchronous=FULL``), one transaction per
   session, as the receiver commits;
-- server memory: its peak resident set (VmHWM) after the run (MiB).
+- server memory: its peak resident set (VmHWM) after the run (MiB);
+- CPU seconds (user + system), which a loaded machine's other work disturbs far less than
+  the wall-clock figure above: the server's over the ingest (events per server CPU second),
+  the exporter's (this process: encoding and sending), and the raw baseline's.
 """
 
 from __future__ import annotations
@@ -89,8 +92,9 @@ def _workload(provider: TracerProvider, conversations: int, turns: int) -> None:
                 )
 
 
-def _raw_sqlite(path: Path, sessions: list[list[bytes]]) -> float:
-    """Seconds to insert the same payloads with raw sqlite3, one transaction per session."""
+def _raw_sqlite(path: Path, sessions: list[list[bytes]]) -> tuple[float, float]:
+    """Seconds and CPU seconds to insert the same payloads with raw sqlite3, one transaction
+    per session."""
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=FULL")
@@ -98,7 +102,7 @@ def _raw_sqlite(path: Path, sessions: list[list[bytes]]) -> float:
         "CREATE TABLE events (session_id TEXT, seq INTEGER, created_at TEXT, payload BLOB, "
         "hash BLOB, key TEXT, PRIMARY KEY (session_id, seq))"
     )
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for n, payloads in enumerate(sessions):
         db.execute("BEGIN IMMEDIATE")
         db.executemany(
@@ -109,9 +113,9 @@ def _raw_sqlite(path: Path, sessions: list[list[bytes]]) -> float:
             ],
         )
         db.execute("COMMIT")
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
     db.close()
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -131,14 +135,15 @@ def main() -> None:
             sdk_s = time.perf_counter() - start
             spans = memory.get_finished_spans()
             exporter = OTLPSpanExporter(endpoint=f"{base}/v1/traces", headers=headers)
-            start = time.perf_counter()
+            start, client, server = time.perf_counter(), time.process_time(), served.cpu_s()
             for i in range(0, len(spans), BATCH):
                 assert exporter.export(spans[i : i + BATCH]).name == "SUCCESS"
             otlp_s = time.perf_counter() - start
+            client_cpu, server_cpu = time.process_time() - client, served.cpu_s() - server
             peak_mib = served.peak_mib()
         with open_store(db) as store:
             sessions = [[e.data for e in store.read(s.id)] for s in store.sessions()]
-        raw_s = _raw_sqlite(Path(tmp) / "raw.db", sessions)
+        raw_s, raw_cpu = _raw_sqlite(Path(tmp) / "raw.db", sessions)
     stored = sum(len(s) for s in sessions)
     print(f"{len(spans):,} spans -> {stored:,} events in {len(sessions)} sessions")
     print(f"SDK span building: {len(spans) / sdk_s:,.0f} spans/s")
@@ -146,6 +151,16 @@ def main() -> None:
     print(f"raw sqlite3 inserts of the same events: {stored / raw_s:,.0f} events/s")
     print(f"ratio OTLP / raw: {raw_s / otlp_s:.3f}")
     print(f"server peak RSS: {peak_mib:.0f} MiB")
+    print(
+        f"CPU: server {server_cpu:.2f} s ({stored / server_cpu:,.0f} events per server CPU "
+        f"second), exporter {client_cpu:.2f} s, raw sqlite3 {raw_cpu:.2f} s "
+        f"({stored / raw_cpu:,.0f} events per CPU second); load {_load()}"
+    )
+
+
+def _load() -> str:
+    """The load average over 1, 5 and 15 minutes (``/proc/loadavg``)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":

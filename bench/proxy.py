@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from _serve import free_port  # bench/_serve.py, beside this script
+from _serve import cpu_s, free_port  # bench/_serve.py, beside this script
 
 _CHAT = "/v1/chat/completions"
 
@@ -124,12 +124,6 @@ def _paired(
     return straight, through
 
 
-def _cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) process ``pid`` has used, from ``/proc/PID/stat``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _writer_cpu_s(pid: int) -> float:
     """CPU seconds used by the children of process ``pid`` that are alive now (the proxy's
     capture writer process, started by one of its threads), from
@@ -137,7 +131,7 @@ def _writer_cpu_s(pid: int) -> float:
     children = {
         c for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()
     }
-    return sum(_cpu_s(int(child)) for child in children)
+    return sum(cpu_s(int(child)) for child in children)
 
 
 def _pct(samples: list[float], q: int) -> float:
@@ -200,15 +194,15 @@ def main() -> None:
                      args.streams),
                 ]  # fmt: skip
                 for what, measure, path, sent, n in runs:
-                    before, up_before = _cpu_s(proxy.pid), _cpu_s(upstream.pid)
+                    before, up_before = cpu_s(proxy.pid), cpu_s(upstream.pid)
                     writer_before = _writer_cpu_s(proxy.pid)
                     samples = _paired(direct, proxied, measure, path, sent, n, think)
                     # the writer process finishes the last exchanges: let it, then count it
                     time.sleep(0.5)
-                    cpu_us = (_cpu_s(proxy.pid) - before) / (n + WARMUP) * 1e6
+                    cpu_us = (cpu_s(proxy.pid) - before) / (n + WARMUP) * 1e6
                     writer_us = (_writer_cpu_s(proxy.pid) - writer_before) / (n + WARMUP) * 1e6
                     # the upstream answered each request twice: straight and through the proxy
-                    up_us = (_cpu_s(upstream.pid) - up_before) / (n + WARMUP) / 2 * 1e6
+                    up_us = (cpu_s(upstream.pid) - up_before) / (n + WARMUP) / 2 * 1e6
                     _report(what, *samples, cpu_us, writer_us, up_us)
         finally:
             for proc in (proxy, upstream):

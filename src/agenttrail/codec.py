@@ -241,8 +241,13 @@ def normalize_timestamp(value: str | int | float | datetime) -> str:
 
 
 def _format(moment: datetime) -> str:
-    # Not strftime: glibc writes year 1 as "1", and the form must stay 27 characters.
-    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S.%f}Z"
+    # Not strftime: glibc writes year 1 as "1", and the form must stay 27 characters. Field
+    # by field rather than a format spec: an OTLP request formats two times per span.
+    m = moment
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}"
+        f".{m.microsecond:06d}Z"
+    )
 
 
 MAX_SAFE_INTEGER = 2**53 - 1

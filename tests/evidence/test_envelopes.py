@@ -110,6 +110,9 @@ def test_statuses_from_the_envelope_itself() -> None:
     assert computed is not None and (computed.status, computed.stated_hash) == ("computed", None)
     invalid = check_envelope('{"model":"m","specVersion":"1","inputs":{},"outputs":{"x":NaN}}')
     assert invalid is not None and (invalid.status, invalid.record_hash) == ("invalid", None)
+    # JSON may open with whitespace (RFC 8259 §2): still the envelope, whatever the indent
+    indented = check_envelope(" \r\n\t" + json.dumps(good, indent=2))
+    assert indented is not None and indented.status == "computed"
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from agenttrail.errors import FormatError
 from agenttrail.formats import detect, otlp, read_file
+from agenttrail.formats._common import PrefixTips, prefix_tips
+from agenttrail.formats.otlp import _messages
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 
@@ -318,3 +320,59 @@ def test_a_damaged_request_is_read_or_refused_in_one_line(cuts: list[tuple[int, 
                 path = Path(tmp) / "damaged.json"
                 path.write_bytes(bytes(damaged))
                 read_file(path, "otlp")
+
+
+_MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant", "tool", "system"]),
+        "parts": st.lists(
+            st.one_of(
+                st.fixed_dictionaries({"type": st.just("text"), "content": st.text(max_size=8)}),
+                st.fixed_dictionaries(
+                    {"type": st.just("tool_call"), "id": st.text(max_size=3), "name": st.just("f")}
+                ),
+                st.fixed_dictionaries(
+                    {"type": st.just("tool_call_response"), "id": st.text(max_size=3)}
+                ),
+            ),
+            max_size=2,
+        ),
+    }
+)
+
+
+@st.composite
+def _histories(draw: st.DrawFn) -> list[str]:
+    """The ``gen_ai.input.messages`` texts of successive inference spans: mostly a history
+    sent again with messages added (as json.dumps writes it, or compact, or indented), and
+    among them texts that are not: another history, an empty one, JSON that is no list, text
+    that is no JSON, a history cut short."""
+    messages = draw(st.lists(_MESSAGE, max_size=8))
+    texts = []
+    for k in draw(st.lists(st.integers(0, len(messages)), min_size=1, max_size=6)):
+        style = draw(st.sampled_from([{}, {"separators": (",", ":")}, {"indent": 1}]))
+        text = json.dumps(messages[:k], **style) + draw(st.sampled_from(["", " ", "\n"]))
+        texts.append(
+            draw(st.sampled_from([text, text, text, "[]", '{"a": 1}', "not json", text[:-2]]))
+        )
+    return texts
+
+
+@given(_histories())
+@settings(max_examples=300, deadline=None)
+def test_a_history_sent_again_reads_as_the_same_messages(texts: list[str]) -> None:
+    # Each inference span repeats the history before it: its text is read once per
+    # conversation (History), and must read as the messages the whole text holds.
+    history = _messages.History()
+    for text in texts:
+        attrs = {"gen_ai.input.messages": text}
+        assert _messages.input_messages(attrs, [], history) == _messages.input_messages(attrs, [])
+
+
+@given(st.lists(st.lists(st.text(max_size=3), max_size=6), max_size=6))
+def test_the_tips_of_successive_histories_are_those_of_each_whole(
+    histories: list[list[str]],
+) -> None:
+    tips = PrefixTips("otlp")
+    for prints in histories:
+        assert tips(list(prints)) == prefix_tips("otlp", list(prints))

@@ -24,6 +24,7 @@ from agenttrail.ingest.importer import (
     import_paths,
     read_paths,
     write_sessions,
+    write_together,
 )
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore, open_store
@@ -202,6 +203,31 @@ def test_a_session_whose_trace_row_cannot_be_stored_is_not_written_at_all(
     (report,) = write_sessions(store, [(tmp_path / "loan.jsonl", good)])
     assert report.written == 3
     assert [(r.call_seq, r.result_seq, r.turn_seq) for r in store.traces("loan2")] == [(2, 3, 1)]
+
+
+@pytest.mark.parametrize("write", ["write_sessions", "write_together"])
+def test_a_call_written_after_its_envelope_result_gets_the_row(
+    store: LogStore, tmp_path: Path, write: str
+) -> None:
+    # Pairing is by id wherever the two sit: a result written first (an exporter can send a
+    # tool's result before the model call that names it) is joined by its call later, in a
+    # batch that holds no envelope of its own; the row is written with that call.
+    loan = {"principal": 300_000, "annual_rate": 0.065, "years": 30}
+    envelope = json.dumps(mortgage_model.run_model(loan))
+    first = [
+        NewEvent(events.message("user", "payment?"), DAY_ONE, "u"),
+        NewEvent(events.tool_result("c1", None, output=envelope), DAY_ONE, "r"),
+    ]
+    later = [NewEvent(events.tool_call("c1", "run_model", loan), DAY_TWO, "c")]
+    for batch in (first, later):
+        imported = ImportedSession(NewSession("loan", title="loan"), batch)
+        if write == "write_sessions":
+            write_sessions(store, [(tmp_path / "loan.jsonl", imported)])
+        else:
+            write_together(store, tmp_path / "loan.jsonl", [imported])
+        if batch is first:
+            assert store.traces("loan") == []  # no call yet: nothing to join
+    assert [(r.call_seq, r.result_seq, r.turn_seq) for r in store.traces("loan")] == [(3, 2, 1)]
 
 
 # -- the id rule (docs/log-format.md, Session ids) ---------------------------------------------

@@ -35,6 +35,7 @@ from agenttrail.log.digests import session_genesis
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.log.store._backend import READ_PAGE_ROWS
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, events
+from tests._secrets import ALL, found_in
 from tests.conftest import is_postgres
 
 
@@ -125,11 +126,11 @@ def test_batches_of_several_sessions_commit_together_or_not_at_all(store: LogSto
     ]
     done = store.append_sessions(given)
     # results in the order given (the locks are taken in id order), seqs per session
-    assert [[r.seq for r in results] for results in done] == [[1, 2], [2], [1]]
+    assert [[r.seq for r in results.appended] for results in done] == [[1, 2], [2], [1]]
     assert [e.type for e in store.read("z-new")] == ["a", "b"]
     assert store.get_session("a-new").title == "second"
     again = store.append_sessions([("z-new", [NewEvent({"type": "b"}, key="k")], None)])
-    assert [(r.seq, r.duplicate) for r in again[0]] == [(2, True)]
+    assert [(r.seq, r.duplicate) for r in again[0].appended] == [(2, True)]
     # one bad batch, or one session that does not exist: nothing of any batch is written
     with pytest.raises(PayloadError):
         store.append_sessions(
@@ -271,6 +272,59 @@ def test_append_traced_writes_events_and_the_rows_built_from_their_seqs(store: L
     assert [(r.result_seq, r.id) for r in done.traces] == [(2, store.traces(sid)[0].id)]
     again = store.append_traced(sid, [NewEvent(result, key="tool_result:c1")], rows)
     assert (again.appended[0].seq, again.appended[0].duplicate, again.traces) == (2, True, [])
+
+
+def test_append_sessions_writes_each_batchs_trace_rows_in_its_transaction(store: LogStore) -> None:
+    kept = store.create_session(NewSession()).id
+    store.append(kept, events.tool_call("c1", "run_model", {}), key="tool_call:c1")
+    seen: dict[str, list[int]] = {}
+
+    def rows_of(
+        sid: str,
+    ) -> Callable[[Sequence[Appended], Callable[[], list[Event]]], list[NewTrace]]:
+        def rows(
+            appended: Sequence[Appended], session: Callable[[], list[Event]]
+        ) -> list[NewTrace]:
+            seen[sid] = [e.seq for e in session()]  # the session as the transaction sees it
+            return [_trace(sid, appended[-1].seq)]
+
+        return rows
+
+    result = NewEvent(events.tool_result("c1", "run_model", output="{}"), key="tool_result:c1")
+    given = [("z-new", [NewEvent({"type": "a"})], NewSession()), (kept, [result], None)]
+    done = store.append_sessions(given, traces=[None, rows_of(kept)])
+    assert done[0].traces == [] and seen == {kept: [1, 2]}
+    assert [(r.result_seq, r.id) for r in done[1].traces] == [(2, store.traces(kept)[0].id)]
+    # a builder that fails: no batch is written, and no row
+    with pytest.raises(InputError):
+        store.append_sessions(
+            [
+                ("y-new", [NewEvent({"type": "b"})], NewSession()),
+                (kept, [NewEvent({"type": "c"})], None),
+            ],
+            traces=[None, lambda a, _: [dataclasses.replace(_trace(kept, a[0].seq), tool="\x00")]],
+        )
+    assert (store.get_session(kept).head_seq, len(store.traces(kept))) == (2, 1)
+    with pytest.raises(SessionNotFound):
+        store.get_session("y-new")
+
+
+def test_an_event_that_brings_its_encoded_payload_is_encoded_again_once_redacted(
+    store: LogStore,
+) -> None:
+    # NewEvent.data is the payload's encoding done once by the caller (an import checks sizes
+    # and an export's hashes on it); a payload the store redacts is no longer those bytes
+    payload = events.message("user", f"my keys: {ALL}")
+    plain = events.message("user", "nothing secret")
+    sid = store.create_session(NewSession()).id
+    given = [
+        NewEvent(payload, data=encode_payload(payload)),
+        NewEvent(plain, data=encode_payload(plain)),
+    ]
+    store.append_batch(sid, given)
+    redacted, kept = store.read(sid)
+    assert found_in(redacted.data) == [] and "[REDACTED:" in redacted.payload["content"]
+    assert kept.data == encode_payload(plain) and verify(store)[0].ok
 
 
 @pytest.mark.parametrize("failure", ["a row not stored as given", "the builder raises"])

@@ -160,6 +160,8 @@ def check_envelope(output: Any, spec: EnvelopeSpec = DEFAULT_SPEC) -> EnvelopeCh
     material that is not I-JSON is ``invalid`` (refused, never coerced).
     """
     if isinstance(output, str):
+        if output.lstrip()[:1] != "{":  # no JSON object: spares most results a failed parse
+            return None
         try:
             value = parse_envelope(output)
         except NotJSON:

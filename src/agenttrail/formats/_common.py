@@ -20,6 +20,7 @@ from agenttrail.model import NewEvent, NewSession
 __all__ = [
     "ImportedSession",
     "JSONValueError",
+    "PrefixTips",
     "as_object",
     "content_session_id",
     "conversation_start",
@@ -480,8 +481,29 @@ def prefix_tips(provider: str, prints: list[Hashable]) -> list[str]:
     """The tip of each prefix of a conversation's message ``prints``: element ``k - 1`` is
     that of the first ``k`` (32 hex digits). Two requests that repeat the same history give
     the same tips, which is how live capture and the OTLP receiver store each message once."""
-    digest, tips = conversation_start(provider), []
-    for p in prints:
-        digest = conversation_step(digest, p)
-        tips.append(digest.hex()[:32])
-    return tips
+    return PrefixTips(provider)(prints)
+
+
+class PrefixTips:
+    """:func:`prefix_tips` of the successive histories of one conversation, each history's
+    digests taken up from where the last one that began with the same prints left off: a
+    history every request repeats whole is hashed once, not once per request."""
+
+    def __init__(self, provider: str) -> None:
+        self.start = conversation_start(provider)
+        self.chain: list[tuple[Hashable, bytes]] = []
+        """The last history's prints, each with the digest of the conversation up to it."""
+
+    def __call__(self, prints: list[Hashable]) -> list[str]:
+        same = 0
+        for (before, _), now in zip(self.chain, prints, strict=False):
+            if before != now:
+                break
+            same += 1
+        chain = self.chain[:same]
+        digest = chain[-1][1] if chain else self.start
+        for p in prints[same:]:
+            digest = conversation_step(digest, p)
+            chain.append((p, digest))
+        self.chain = chain
+        return [d.hex()[:32] for _, d in chain]

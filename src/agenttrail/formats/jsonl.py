@@ -35,7 +35,13 @@ from agenttrail.codec import encode_payload, json_line, normalize_timestamp
 from agenttrail.errors import FormatError, InputError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, first_line_bytes, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
-from agenttrail.log.digests import SALT_BYTES, chain_hasher_v2, payload_digest, session_genesis
+from agenttrail.log.digests import (
+    SALT_BYTES,
+    ChainHasherV2,
+    chain_hasher_v2,
+    payload_digest,
+    session_genesis,
+)
 from agenttrail.model import Event, LogReader, NewEvent, NewSession, Session
 from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_ref
 
@@ -158,6 +164,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     headers: dict[str, NewSession] = {}
     rechained: dict[str, set[str]] = {}
     hashers: dict[str, ChainHasher] = {}
+    hashers_v2: dict[str, ChainHasherV2] = {}
     versions: dict[str, int] = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
@@ -186,12 +193,15 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         if "hash" not in record:
             rechained.setdefault(session_id, set()).add("lines without hash")
         if version == 2:
-            header = headers.get(session_id, NewSession(id=session_id))
-            prev = hashes[-1] if hashes else _genesis(session_id, header)
+            if hashes:
+                prev = hashes[-1]
+            else:
+                prev = _genesis(session_id, headers.get(session_id, NewSession(id=session_id)))
             assert salt is not None  # _salt
-            digest = chain_hasher_v2(session_id)(
-                prev, seq, record["created_at"], payload_digest(salt, stored)
+            hash_v2 = hashers_v2.get(session_id) or hashers_v2.setdefault(
+                session_id, chain_hasher_v2(session_id)
             )
+            digest = hash_v2(prev, seq, record["created_at"], payload_digest(salt, stored))
         else:
             prev = hashes[-1] if hashes else GENESIS_HASH
             hash_row = hashers.get(session_id) or hashers.setdefault(
@@ -205,7 +215,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
                 line=number,
                 field="hash",
             )
-        events.append(NewEvent(record["payload"], created_at, record.get("key"), salt))
+        events.append(NewEvent(record["payload"], created_at, record.get("key"), salt, stored))
         hashes.append(digest)
     out = []
     for sid, (events, hashes) in sessions.items():
@@ -220,7 +230,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         why = "; ".join(sorted(rechained[sid]))
         metadata = {**header.metadata, "rechained": why}
         keyed = [  # keys make a second import of the same file write nothing
-            NewEvent(e.payload, e.created_at, e.key or f"jsonl:seq{n}")
+            NewEvent(e.payload, e.created_at, e.key or f"jsonl:seq{n}", data=e.data)
             for n, e in enumerate(events, start=1)
         ]
         warning = f"{path}: session {sid}: {why}: imported as a new chain (metadata.rechained)"

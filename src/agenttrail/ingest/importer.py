@@ -30,8 +30,15 @@ from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.ingest import traces
 from agenttrail.limits import byte_limit
 from agenttrail.log.redact import REDACTIONS
-from agenttrail.log.store import Appended, LogStore
-from agenttrail.model import SESSION_ID_RULE, NewEvent, NewSession, is_session_id
+from agenttrail.log.store import Appended, LogStore, TraceBuilder
+from agenttrail.model import (
+    SESSION_ID_RULE,
+    Event,
+    NewEvent,
+    NewSession,
+    NewTrace,
+    is_session_id,
+)
 
 __all__ = [
     "DEFAULT_MAX_IMPORT_BYTES",
@@ -114,9 +121,7 @@ def import_sessions(
             encodable); raised before anything is written.
         InputError, StoreError: as :func:`write_sessions` and the store's append.
     """
-    parsed = list(sessions)
-    for imported in parsed:
-        _check_payloads(store.max_payload_bytes, path, imported)
+    parsed = [_encoded(store.max_payload_bytes, path, imported) for imported in sessions]
     return write_sessions(store, [(path, imported) for imported in parsed])
 
 
@@ -193,8 +198,7 @@ def read_paths(
         else:
             sessions = read_file(path, format, max_bytes=limit)
         for imported in sessions:
-            _check_payloads(max_payload_bytes, path, imported)
-            parsed.append((path, imported))
+            parsed.append((path, _encoded(max_payload_bytes, path, imported)))
         if on_read is not None:
             on_read(path)
     return parsed
@@ -233,34 +237,37 @@ def write_sessions(
 def write_together(
     store: LogStore, path: Path, sessions: Iterable[ImportedSession]
 ) -> list[ImportReport]:
-    """:func:`import_sessions` with one transaction, so one commit, for every session whose
-    events hold no envelope (the OTLP receiver: a request spans many sessions, and a commit
-    each cost it most of its time, docs/benchmarks.md). A session whose events hold an
-    envelope gets its trace rows as :func:`write_sessions` gives them, in a transaction of its
-    own; so does an export (its hashes are checked against the log first).
+    """:func:`import_sessions` with one transaction, so one commit, for every session but an
+    export (the OTLP receiver: a request spans many sessions, and a commit each cost it most
+    of its time, docs/benchmarks.md). Each session's trace rows are written in that
+    transaction as :func:`write_sessions` writes them (:func:`_trace_rows`); an export gets
+    a transaction of its own (its hashes are checked against the log first), and so does a
+    re-chained export.
 
     Raises:
         FormatError, InputError, StoreError: as :func:`import_sessions`; the sessions written
             together are all written or none.
     """
-    parsed = list(sessions)
-    for imported in parsed:
-        _check_payloads(store.max_payload_bytes, path, imported)
+    parsed = [_encoded(store.max_payload_bytes, path, imported) for imported in sessions]
     placed = [_placed(store, path, imported) for imported in parsed]
     plain = [
         i
         for i, imported in enumerate(placed)
-        if imported.exported_hashes is None
-        and "rechained" not in imported.session.metadata
-        and not traces.holds_envelopes(event.payload for event in imported.events)
+        if imported.exported_hashes is None and "rechained" not in imported.session.metadata
     ]
     reports: dict[int, ImportReport] = {}
     batches = [(placed[i].session.id or "", placed[i].events, _filled(placed[i])) for i in plain]
-    for i, results in zip(plain, store.append_sessions(batches), strict=True):
-        written = sum(not r.duplicate for r in results)
+    builders = [_trace_rows(session_id, events) for session_id, events, _ in batches]
+    for i, done in zip(plain, store.append_sessions(batches, traces=builders), strict=True):
+        traces.log_written(done.traces)
+        written = sum(not r.duplicate for r in done.appended)
         imported = placed[i]
         reports[i] = ImportReport(
-            path, imported.session.id or "", written, len(results) - written, imported.warnings
+            path,
+            imported.session.id or "",
+            written,
+            len(done.appended) - written,
+            imported.warnings,
         )
     for i, imported in enumerate(placed):
         if i not in reports:
@@ -311,14 +318,26 @@ def _check_unredacted(store: LogStore, path: Path, imported: ImportedSession) ->
             )
 
 
-def _check_payloads(limit: int, path: Path, imported: ImportedSession) -> None:
+def _encoded(limit: int, path: Path, imported: ImportedSession) -> ImportedSession:
+    """``imported`` with each event's payload encoded (:attr:`NewEvent.data`) and checked
+    against the payload limit, so that the store stores these bytes without encoding again.
+
+    Raises:
+        FormatError: a payload that cannot be encoded or is over ``limit`` bytes, naming it.
+    """
+    encoded = []
     for index, event in enumerate(imported.events, start=1):
-        try:
-            size = len(encode_payload(event.payload))
-        except InputError as e:
-            raise FormatError(f"event {index}: {e}", path=str(path)) from None
-        if size > limit:
-            raise FormatError(f"event {index}: {PayloadTooLarge(size, limit)}", path=str(path))
+        data = event.data
+        if data is None:
+            try:
+                data = encode_payload(event.payload)
+            except InputError as e:
+                raise FormatError(f"event {index}: {e}", path=str(path)) from None
+            event = NewEvent(event.payload, event.created_at, event.key, event.salt, data)
+        if len(data) > limit:
+            raise FormatError(f"event {index}: {PayloadTooLarge(len(data), limit)}", path=str(path))
+        encoded.append(event)
+    return replace(imported, events=encoded)
 
 
 def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportReport:
@@ -328,8 +347,7 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
         return _write_export(store, path, imported, session_id)
     if "rechained" in imported.session.metadata:
         _check_rechained(store, path, session_id)
-    whole = store.head(session_id) is None
-    results = _append(store, session_id, imported.events, _filled(imported), whole=whole)
+    results = _append(store, session_id, imported.events, _filled(imported))
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
 
@@ -366,7 +384,7 @@ def _write_export(
             )
     fresh = imported.events[head_seq:]
     if fresh:
-        results = _append(store, session_id, fresh, _filled(imported), whole=head_seq == 0)
+        results = _append(store, session_id, fresh, _filled(imported))
     else:
         results = []
         traces.capture(store, session_id)  # nothing new: only rows the session may lack
@@ -382,24 +400,41 @@ def _write_export(
 
 
 def _append(
-    store: LogStore,
-    session_id: str,
-    batch: Sequence[NewEvent],
-    create: NewSession,
-    *,
-    whole: bool = False,
+    store: LogStore, session_id: str, batch: Sequence[NewEvent], create: NewSession
 ) -> list[Appended]:
     """Append a session's events and, in the same transaction, every trace row the session
-    then calls for (rows already stored are skipped). ``whole``: the batch is the whole
-    session, so when none of its results is an envelope there is no row to build and the
-    session is not read back."""
-    if whole and not traces.holds_envelopes(event.payload for event in batch):
+    then calls for (:func:`_trace_rows`; rows already stored are skipped)."""
+    build = _trace_rows(session_id, batch)
+    if build is None:
         return store.append_batch(session_id, batch, create=create)
-    done = store.append_traced(
-        session_id, batch, lambda _, session: traces.rows_for(session_id, session()), create=create
-    )
+    done = store.append_traced(session_id, batch, build, create=create)
     traces.log_written(done.traces)
     return done.appended
+
+
+def _trace_rows(session_id: str, batch: Sequence[NewEvent]) -> TraceBuilder | None:
+    """What builds the trace rows an append of ``batch`` calls for, in its transaction, or
+    ``None`` when it can call for none.
+
+    A row joins a tool result whose output is an envelope to its call, paired by id over
+    the whole session (:func:`agenttrail.ingest.traces.rows_for`), wherever the two sit. So
+    a batch calls for a row when one of its results is an envelope, or when one of its
+    calls may pair with a result stored before it (a span exporter can send a tool's result
+    before the model call that names it); a batch with neither calls for none, and the
+    session is not read. When the append turns out to hold the whole session (its first new
+    event got seq 1) and no result of it is an envelope, nothing is read either.
+    """
+    envelopes = traces.holds_envelopes(event.payload for event in batch)
+    if not envelopes and not any(event.payload.get("type") == "tool_call" for event in batch):
+        return None
+
+    def build(appended: Sequence[Appended], session: Callable[[], list[Event]]) -> list[NewTrace]:
+        whole = any(done.seq == 1 and not done.duplicate for done in appended)
+        if whole and not envelopes:
+            return []
+        return traces.rows_for(session_id, session())
+
+    return build
 
 
 def _filled(imported: ImportedSession) -> NewSession:

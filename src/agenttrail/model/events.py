@@ -325,3 +325,9 @@ class NewEvent:
     salt: bytes | None = field(default=None, repr=False)
     """Chain v2: the salt to store with the payload, to reproduce an exported chain (an
     import of agenttrail's own export); ``None`` draws a fresh one (``secrets``)."""
+    data: bytes | None = field(default=None, repr=False, compare=False)
+    """The payload's canonical CBOR when the caller has encoded it already
+    (:func:`agenttrail.codec.encode_payload` of ``payload``, exactly): the store keeps these
+    bytes instead of encoding the payload again (an import checks each payload's size and an
+    export's hashes on the bytes it stores). ``None``: the store encodes ``payload``. A
+    payload the store redacts is encoded again, from the redacted mapping."""

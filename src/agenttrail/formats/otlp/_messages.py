@@ -22,9 +22,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
-__all__ = ["Call", "Message", "input_messages", "output_messages", "parsed_arguments"]
+__all__ = [
+    "Call",
+    "History",
+    "Message",
+    "input_messages",
+    "output_messages",
+    "parsed_arguments",
+]
 
 
 @dataclass(frozen=True)
@@ -50,9 +58,11 @@ class Message:
     """``(tool call id, output)`` of each tool result the message carries."""
     finish_reason: str | None = None
 
+    @cached_property
     def print(self) -> tuple[Any, ...]:
         """What makes two messages the same one sent again: role, text, call and result ids
-        (as live capture compares messages, docs/capture.md)."""
+        (as live capture compares messages, docs/capture.md). Kept once made: a history read
+        once gives its messages again to every span that repeats it."""
         return (
             self.role,
             self.text,
@@ -70,13 +80,59 @@ _DEPRECATED_EVENTS = {
 """Span events of semantic conventions v1.36.0 and earlier, one per input message."""
 
 
+class History:
+    """Reads ``gen_ai.input.messages`` the way a conversation sends it: each inference span
+    repeats the history of the one before, as JSON text, with messages appended. When a
+    span's text is the last one read with more elements after its last (the text up to that
+    one's closing ``]``, then ``,``), only those are parsed, and the messages read before are
+    given again, the same objects: the history is parsed once per conversation, not once per
+    span. Any other text is parsed whole. The messages are those :func:`_semconv` reads from
+    the whole text either way: a JSON array with elements after the first ``k`` is the first
+    ``k`` and an array of the rest.
+    """
+
+    def __init__(self) -> None:
+        self.text = ""
+        """The last JSON text read, stripped of trailing whitespace."""
+        self.messages: list[Message] = []
+        """Its messages."""
+        self.elements = 0
+        """How many elements its array had (an empty one cannot be extended with a comma)."""
+
+    def read(self, value: Any) -> list[Message]:
+        """The messages of a ``gen_ai.input.messages`` value (structured, or its JSON text)."""
+        if not isinstance(value, str):
+            return _semconv(value)
+        text = value.rstrip()
+        head = self.text[:-1]
+        if self.elements and text.startswith(head) and text[len(head) :].lstrip()[:1] == ",":
+            rest = text[len(head) :].lstrip()[1:]
+            try:
+                tail = json.loads("[" + rest)
+            except ValueError:
+                tail = None
+            if isinstance(tail, list):
+                self.text, self.elements = text, self.elements + len(tail)
+                self.messages = self.messages + _semconv(tail)
+                return self.messages
+        decoded = _decoded(value)
+        self.text, self.messages, self.elements = "", _semconv(decoded), 0
+        if isinstance(decoded, list) and text.endswith("]"):
+            self.text, self.elements = text, len(decoded)
+        return self.messages
+
+
 def input_messages(
-    attrs: dict[str, Any], span_events: list[tuple[str, dict[str, Any]]]
+    attrs: dict[str, Any],
+    span_events: list[tuple[str, dict[str, Any]]],
+    history: History | None = None,
 ) -> list[Message]:
-    """The messages a span sent the model, the system instructions first."""
+    """The messages a span sent the model, the system instructions first; ``history``
+    reads ``gen_ai.input.messages`` when given (a conversation's spans, in order)."""
     found = [Message("system", text) for text in _instruction_texts(attrs)]
     if "gen_ai.input.messages" in attrs:
-        return found + _semconv(attrs["gen_ai.input.messages"])
+        value = attrs["gen_ai.input.messages"]
+        return found + (history.read(value) if history is not None else _semconv(value))
     for name, event_attrs in span_events:
         if name == "gen_ai.client.inference.operation.details":
             found = [Message("system", t) for t in _instruction_texts(event_attrs)]

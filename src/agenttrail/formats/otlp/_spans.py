@@ -24,9 +24,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from agenttrail.codec import normalize_timestamp
-from agenttrail.formats._common import ImportedSession, prefix_tips
+from agenttrail.formats._common import ImportedSession, PrefixTips
 from agenttrail.formats.otlp._decode import attributes, hex_id
 from agenttrail.formats.otlp._messages import (
+    History,
     Message,
     input_messages,
     output_messages,
@@ -193,6 +194,10 @@ class _Session:
         self.keys: set[str] = set()
         self.history: set[str] = set()
         """The keys of the messages read so far (a tool message's results have their own)."""
+        self.inputs = History()
+        """The inference spans' input messages, read once per conversation."""
+        self.tips = PrefixTips(_SCOPE)
+        """The tips of their histories, hashed once per conversation."""
 
     def append(self, payload: dict[str, Any], key: str, time: str | None) -> None:
         # The store would skip a key already written too; skipping it here spares encoding
@@ -213,7 +218,7 @@ class _Session:
                 self.conversation(s, inputs, outputs, time, inference=False)
             self.failure(s, time)
         elif operation in _INFERENCE:
-            inputs = input_messages(s.attrs, s.events)
+            inputs = input_messages(s.attrs, s.events, self.inputs)
             outputs = output_messages(s.attrs, s.events)
             if inputs or outputs:
                 self.conversation(s, inputs, outputs, time, inference=True)
@@ -240,7 +245,7 @@ class _Session:
     ) -> None:
         """The messages of an inference (or agent) span not yet stored, and its answer."""
         history = inputs + outputs[:1]
-        tips = prefix_tips(_SCOPE, [m.print() for m in history])
+        tips = self.tips([m.print for m in history])
         for message, tip in zip(inputs, tips, strict=False):
             key = f"otlp:m:{tip}"
             if key not in self.history:  # the history an earlier span of the request sent

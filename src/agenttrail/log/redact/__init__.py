@@ -106,7 +106,7 @@ class Redactor:
         for index, event in enumerate(events):
             payload = self.payload(event.payload)
             if payload is not event.payload:
-                out[index] = replace(event, payload=payload)
+                out[index] = replace(event, payload=payload, data=None)  # stale bytes
         return out
 
     def payload(self, payload: dict[str, Any]) -> dict[str, Any]:

@@ -244,13 +244,6 @@ class EventLog(LogReader, Protocol):
         instead while an agent turn holds the lock (checked in the same transaction)."""
         ...
 
-    def append_sessions(
-        self, batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]]
-    ) -> list[list[Appended]]:
-        """``append_batch`` of each ``(session_id, events, create)``, all in one transaction:
-        every batch is written or none, with one commit (one fsync) for them all."""
-        ...
-
     def read_rows(self, session_id: str) -> Iterator[Row]:
         """``(seq, created_at, payload bytes, hash)`` of every row, in seq order."""
         ...
@@ -284,6 +277,17 @@ class TraceLog(LogReader, Protocol):
         """Append events and the trace rows ``traces`` builds from the seqs they get, in one
         transaction: a tool result is never stored without its row, nor a row without its
         result. Raises what ``append_batch`` and ``add_traces`` raise; nothing is written."""
+        ...
+
+    def append_sessions(
+        self,
+        batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]],
+        *,
+        traces: Sequence[TraceBuilder | None] = ...,
+    ) -> list[Traced]:
+        """``append_traced`` of each ``(session_id, events, create)`` with ``traces[i]`` (no
+        rows where it is ``None`` or missing), all in one transaction: every batch is written
+        or none, with one commit (one fsync) for them all."""
         ...
 
 

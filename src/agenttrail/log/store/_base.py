@@ -136,41 +136,6 @@ class EventLogBase(Backend[C]):
             "append", lambda conn: self._append(conn, session_id, encoded, create, unless_turn)
         )
 
-    def append_sessions(
-        self, batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]]
-    ) -> list[list[Appended]]:
-        """:meth:`append_batch` of each ``(session_id, events, create)``, all in one
-        transaction: every batch is written or none, and they share one commit (one fsync,
-        where a commit per session costs one each: an OTLP request spans many sessions).
-
-        The sessions' append locks are taken in session id order, whatever the order of
-        ``batches``, so that two such appends cannot deadlock on PostgreSQL.
-
-        Returns:
-            What :meth:`append_batch` returns for each batch, in the order given.
-
-        Raises:
-            What :meth:`append_batch` raises, for any batch (nothing written).
-        """
-        prepared = [
-            (
-                session_id,
-                encode_events(self.redactor.events(events), self.max_payload_bytes),
-                check_session_fields(self.redactor.session(create)),
-            )
-            for session_id, events, create in batches
-        ]
-        order = sorted(range(len(prepared)), key=lambda i: prepared[i][0])
-
-        def tx(conn: C) -> list[list[Appended]]:
-            done: dict[int, list[Appended]] = {}
-            for i in order:
-                session_id, encoded, create = prepared[i]
-                done[i] = self._append(conn, session_id, encoded, create, False)
-            return [done[i] for i in range(len(prepared))]
-
-        return self._write("append_sessions", tx)
-
     def read(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> Iterator[Event]:
@@ -224,15 +189,66 @@ class TraceLogBase(Backend[C]):
         """
         encoded = encode_events(self.redactor.events(events), self.max_payload_bytes)
         create = check_session_fields(self.redactor.session(create))
+        return self._write(
+            "append_traced", lambda conn: self._traced(conn, session_id, encoded, create, traces)
+        )
 
-        def tx(conn: C) -> Traced:
-            appended = self._append(conn, session_id, encoded, create, False)
-            rows = list(traces(appended, lambda: self._events_in(conn, session_id)))
-            for row in rows:
-                check_trace(row)
-            return Traced(appended, self._insert_traces(conn, rows))
+    def append_sessions(
+        self,
+        batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]],
+        *,
+        traces: Sequence[TraceBuilder | None] = (),
+    ) -> list[Traced]:
+        """:meth:`append_batch` of each ``(session_id, events, create)``, with the trace rows
+        ``traces[i]`` builds for batch ``i`` (as :meth:`append_traced`; none when it is
+        ``None`` or missing), all in one transaction: every batch and row is written or
+        none, and they share one commit (one fsync, where a commit per session costs one
+        each: an OTLP request spans many sessions).
 
-        return self._write("append_traced", tx)
+        The sessions' append locks are taken in session id order, whatever the order of
+        ``batches``, so that two such appends cannot deadlock on PostgreSQL.
+
+        Returns:
+            One :class:`Traced` per batch, in the order given.
+
+        Raises:
+            What :meth:`append_traced` raises, for any batch (nothing written).
+        """
+        prepared = [
+            (
+                session_id,
+                encode_events(self.redactor.events(events), self.max_payload_bytes),
+                check_session_fields(self.redactor.session(create)),
+                traces[i] if i < len(traces) else None,
+            )
+            for i, (session_id, events, create) in enumerate(batches)
+        ]
+        order = sorted(range(len(prepared)), key=lambda i: prepared[i][0])
+
+        def tx(conn: C) -> list[Traced]:
+            done: dict[int, Traced] = {}
+            for i in order:
+                done[i] = self._traced(conn, *prepared[i])
+            return [done[i] for i in range(len(prepared))]
+
+        return self._write("append_sessions", tx)
+
+    def _traced(
+        self,
+        conn: C,
+        session_id: str,
+        encoded: Sequence[Encoded],
+        create: NewSession | None,
+        traces: TraceBuilder | None,
+    ) -> Traced:
+        """The body of an append with its trace rows, inside the caller's transaction."""
+        appended = self._append(conn, session_id, encoded, create, False)
+        if traces is None:
+            return Traced(appended, [])
+        rows = list(traces(appended, lambda: self._events_in(conn, session_id)))
+        for row in rows:
+            check_trace(row)
+        return Traced(appended, self._insert_traces(conn, rows))
 
     def traces(self, session_id: str, *, turn_seq: int | None = None) -> list[TraceRow]:
         """A session's trace rows in result order, or only those of the turn at ``turn_seq``."""

@@ -194,7 +194,8 @@ def event_of(session_id: str, row: Row) -> Event:
 
 
 def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[Encoded]:
-    """Encode each payload and check it before any lock is taken (nothing is written on error).
+    """Encode each payload (unless the event brings its bytes, :attr:`NewEvent.data`) and check
+    it before any lock is taken (nothing is written on error).
 
     Raises:
         PayloadError: a payload would not round-trip.
@@ -203,7 +204,7 @@ def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[En
     """
     encoded: list[Encoded] = []
     for event in events:
-        data = encode_payload(event.payload)
+        data = event.data if event.data is not None else encode_payload(event.payload)
         if len(data) > max_payload_bytes:
             raise PayloadTooLarge(len(data), max_payload_bytes)
         if event.created_at is not None:

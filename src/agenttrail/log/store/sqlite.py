@@ -68,6 +68,11 @@ SCHEMA_VERSION = 4
 
 _SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
 
+_KEYS_PER_QUERY = 500
+"""Idempotency keys looked up in one statement: well under SQLite's bound on a statement's
+parameters (999 before SQLite 3.32, https://www.sqlite.org/limits.html#max_variable_number),
+and one statement where there was one per key (an OTLP request keys every event)."""
+
 T = TypeVar("T")
 
 
@@ -230,16 +235,8 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
             self._insert_session(tx, with_id(create, session_id))
             row = tx.execute(self.sql.head_version, (session_id,)).fetchone()
         seq, prev = stored_head(session_id, row[0], row[1])
-        stored: dict[str, Appended] = {}
-        for key in keys:
-            hit = tx.execute(
-                "SELECT k.seq, e.hash FROM session_event_keys k JOIN session_events e "
-                "ON e.session_id = k.session_id AND e.seq = k.seq "
-                "WHERE k.session_id = ? AND k.key = ?",
-                (session_id, key),
-            ).fetchone()
-            if hit is not None:
-                stored[key] = Appended(hit[0], bytes(hit[1]), duplicate=True)
+        # A session without events (created just now, most often) has no key stored.
+        stored = _stored_keys(tx, session_id, keys) if seq else {}
         return LockedHead(seq, prev, stored, row[2])
 
     def _set_head(self, tx: sqlite3.Connection, session_id: str, seq: int, digest: bytes) -> None:
@@ -471,3 +468,21 @@ def _statements(script: str) -> list[str]:
     if buffer.strip():
         out.append(buffer.strip())
     return out
+
+
+def _stored_keys(
+    tx: sqlite3.Connection, session_id: str, keys: Sequence[str]
+) -> dict[str, Appended]:
+    """The first seq and hash of each of ``keys`` the session has stored."""
+    stored: dict[str, Appended] = {}
+    for start in range(0, len(keys), _KEYS_PER_QUERY):
+        chunk = keys[start : start + _KEYS_PER_QUERY]
+        found = tx.execute(
+            "SELECT k.key, k.seq, e.hash FROM session_event_keys k JOIN session_events e "
+            "ON e.session_id = k.session_id AND e.seq = k.seq "
+            f"WHERE k.session_id = ? AND k.key IN ({', '.join('?' * len(chunk))})",
+            (session_id, *chunk),
+        ).fetchall()
+        for key, seq, digest in found:
+            stored[key] = Appended(seq, bytes(digest), duplicate=True)
+    return stored
