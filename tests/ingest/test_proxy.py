@@ -140,84 +140,86 @@ def test_openai_tool_exchange_passes_through_and_is_logged_once(
     upstream: Upstream, proxy: Running
 ) -> None:
     key = _key()
-    client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=key, max_retries=0)
-    exchanges = recorded(CHAT_TOOLS)
-    for number, item in enumerate(exchanges):
-        upstream.script(item.reply)
-        raw = client.chat.completions.with_raw_response.create(**item.body)
-        assert raw.http_response.status_code == 200, raw.http_response.text
-        assert raw.http_response.content == item.reply.body  # the upstream's bytes, as sent
-        assert raw.parse().id == json.loads(item.reply.body)["id"]
-        path, headers, _ = upstream.requests[number]
-        assert (path, _sent(upstream, number)) == (item.path, item.body)
-        assert headers["authorization"] == f"Bearer {key}"
-        assert headers["host"] == upstream.url.removeprefix("http://")
+    with openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=key, max_retries=0) as client:
+        exchanges = recorded(CHAT_TOOLS)
+        for number, item in enumerate(exchanges):
+            upstream.script(item.reply)
+            raw = client.chat.completions.with_raw_response.create(**item.body)
+            assert raw.http_response.status_code == 200, raw.http_response.text
+            assert raw.http_response.content == item.reply.body  # the upstream's bytes, as sent
+            assert raw.parse().id == json.loads(item.reply.body)["id"]
+            path, headers, _ = upstream.requests[number]
+            assert (path, _sent(upstream, number)) == (item.path, item.body)
+            assert headers["authorization"] == f"Bearer {key}"
+            assert headers["host"] == upstream.url.removeprefix("http://")
 
-    results = proxy.logged("tool_result", "the tool results to be logged")
-    [session] = proxy.store.sessions()
-    events = list(proxy.store.read(session.id))
-    prompt = exchanges[0].body["messages"][-1]["content"]
-    users = [m for m in _of(events, "message") if m["role"] == "user"]
-    assert [m["content"] for m in users] == [prompt]  # the second request's history: not again
-    sent_ids = [m["tool_call_id"] for m in exchanges[1].body["messages"] if m["role"] == "tool"]
-    assert sorted(r["toolCallId"] for r in results) == sorted(sent_ids)
-    assert {c["id"] for c in _of(events, "tool_call")} >= set(sent_ids)  # each pairs with a call
-    assert key.encode() not in _database_bytes(proxy.db)
+        results = proxy.logged("tool_result", "the tool results to be logged")
+        [session] = proxy.store.sessions()
+        events = list(proxy.store.read(session.id))
+        prompt = exchanges[0].body["messages"][-1]["content"]
+        users = [m for m in _of(events, "message") if m["role"] == "user"]
+        assert [m["content"] for m in users] == [prompt]  # the second request's history: not again
+        sent_ids = [m["tool_call_id"] for m in exchanges[1].body["messages"] if m["role"] == "tool"]
+        assert sorted(r["toolCallId"] for r in results) == sorted(sent_ids)
+        assert {c["id"] for c in _of(events, "tool_call")} >= set(
+            sent_ids
+        )  # each pairs with a call
+        assert key.encode() not in _database_bytes(proxy.db)
 
 
 def test_openai_stream_keeps_bytes_and_chunk_timing(upstream: Upstream, proxy: Running) -> None:
     key = _key()
     [item] = recorded(CHAT_STREAM)
     pieces = len(item.reply.events or [])
-    client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=key, max_retries=0)
-    upstream.script(_paced(item))
-    arrivals: list[float] = []
-    body = bytearray()
-    start = time.perf_counter()
-    with client.chat.completions.with_streaming_response.create(**item.body) as response:
-        for chunk in response.iter_bytes():
-            arrivals.append(time.perf_counter() - start)
-            body += chunk
-    assert bytes(body) == item.reply.body
-    # Sent on as they arrive: the first event reaches the client while the upstream is still
-    # pacing out the rest, and the arrivals span the upstream's pacing.
-    assert arrivals[0] < (pieces - 2) * GAP_S
-    assert arrivals[-1] - arrivals[0] >= (pieces - 2) * GAP_S * 0.8
+    with openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=key, max_retries=0) as client:
+        upstream.script(_paced(item))
+        arrivals: list[float] = []
+        body = bytearray()
+        start = time.perf_counter()
+        with client.chat.completions.with_streaming_response.create(**item.body) as response:
+            for chunk in response.iter_bytes():
+                arrivals.append(time.perf_counter() - start)
+                body += chunk
+        assert bytes(body) == item.reply.body
+        # Sent on as they arrive: the first event reaches the client while the upstream is still
+        # pacing out the rest, and the arrivals span the upstream's pacing.
+        assert arrivals[0] < (pieces - 2) * GAP_S
+        assert arrivals[-1] - arrivals[0] >= (pieces - 2) * GAP_S * 0.8
 
-    # The same stream read by the client library itself.
-    upstream.script(item.reply)
-    streamed = client.chat.completions.create(**item.body)
-    ids = {c.id for chunk in streamed for d in chunk.choices for c in d.delta.tool_calls or []}
-    ids.discard(None)
-    assert len(ids) == 2
-    logged = proxy.logged("tool_call", "the streamed calls to be logged", count=4)
-    assert {c["id"] for c in logged} == ids
-    assert key.encode() not in _database_bytes(proxy.db)
+        # The same stream read by the client library itself.
+        upstream.script(item.reply)
+        streamed = client.chat.completions.create(**item.body)
+        ids = {c.id for chunk in streamed for d in chunk.choices for c in d.delta.tool_calls or []}
+        ids.discard(None)
+        assert len(ids) == 2
+        logged = proxy.logged("tool_call", "the streamed calls to be logged", count=4)
+        assert {c["id"] for c in logged} == ids
+        assert key.encode() not in _database_bytes(proxy.db)
 
 
 def test_anthropic_exchanges_and_stream(upstream: Upstream, proxy: Running) -> None:
     key = _key()
-    client = anthropic.Anthropic(base_url=proxy.url, api_key=key, max_retries=0)
-    exchanges = recorded(TOOL_ERROR)
-    for number, item in enumerate(exchanges):
-        upstream.script(item.reply)
-        raw = client.messages.with_raw_response.create(**item.body)
-        assert raw.http_response.content == item.reply.body
-        assert raw.parse().id == json.loads(item.reply.body)["id"]
-        assert _sent(upstream, number) == item.body
-        # x-api-key or a bearer token, as the client's version chooses
-        assert any(key in value for value in upstream.requests[number][1].values())
-    reply = sse_reply(SSE.read_text(encoding="utf-8"), event_gap_s=GAP_S)
-    upstream.script(reply)
-    with client.messages.stream(**exchanges[0].body) as stream:
-        final = stream.get_final_message()
-    assert [b.type for b in final.content] == ["text", "tool_use"]
+    with anthropic.Anthropic(base_url=proxy.url, api_key=key, max_retries=0) as client:
+        exchanges = recorded(TOOL_ERROR)
+        for number, item in enumerate(exchanges):
+            upstream.script(item.reply)
+            raw = client.messages.with_raw_response.create(**item.body)
+            assert raw.http_response.content == item.reply.body
+            assert raw.parse().id == json.loads(item.reply.body)["id"]
+            assert _sent(upstream, number) == item.body
+            # x-api-key or a bearer token, as the client's version chooses
+            assert any(key in value for value in upstream.requests[number][1].values())
+        reply = sse_reply(SSE.read_text(encoding="utf-8"), event_gap_s=GAP_S)
+        upstream.script(reply)
+        with client.messages.stream(**exchanges[0].body) as stream:
+            final = stream.get_final_message()
+        assert [b.type for b in final.content] == ["text", "tool_use"]
 
-    first_call = json.loads(exchanges[0].reply.body)["content"][-1]["id"]
-    calls = proxy.logged("tool_call", "the streamed call to be logged", count=2)
-    assert {c["id"] for c in calls} == {first_call, final.content[-1].id}
-    assert first_call in {r["toolCallId"] for r in _of(proxy.events(), "tool_result")}
-    assert key.encode() not in _database_bytes(proxy.db)
+        first_call = json.loads(exchanges[0].reply.body)["content"][-1]["id"]
+        calls = proxy.logged("tool_call", "the streamed call to be logged", count=2)
+        assert {c["id"] for c in calls} == {first_call, final.content[-1].id}
+        assert first_call in {r["toolCallId"] for r in _of(proxy.events(), "tool_result")}
+        assert key.encode() not in _database_bytes(proxy.db)
 
 
 def test_curl_gets_the_upstreams_bytes_and_headers(upstream: Upstream, proxy: Running) -> None:
@@ -283,8 +285,10 @@ def test_a_compressed_answer_passes_compressed_and_is_recorded_decoded(
 
 def test_unreachable_upstream_is_a_502_problem_and_an_error_event(tmp_path: Path) -> None:
     nowhere = f"http://127.0.0.1:{free_port()}"
-    with running_proxy(nowhere, tmp_path / "proxy.db") as proxy:
-        client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=_key(), max_retries=0)
+    with (
+        running_proxy(nowhere, tmp_path / "proxy.db") as proxy,
+        openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=_key(), max_retries=0) as client,
+    ):
         prompt = [{"role": "user", "content": "Is anyone there?"}]
         with pytest.raises(openai.InternalServerError) as raised:
             client.chat.completions.create(model="gpt-4o-mini", messages=prompt)
@@ -410,9 +414,9 @@ def test_the_proxy_command_records_and_stops_cleanly(upstream: Upstream, tmp_pat
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
                 time.sleep(0.05)
         upstream.script(item.reply)
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key)
-        raw = client.chat.completions.with_raw_response.create(**item.body)
-        assert raw.http_response.content == item.reply.body
+        with openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key) as client:
+            raw = client.chat.completions.with_raw_response.create(**item.body)
+            assert raw.http_response.content == item.reply.body
     finally:
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=15)

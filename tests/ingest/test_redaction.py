@@ -291,8 +291,10 @@ def test_the_proxy(server: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFi
     server.replies.clear()
     db = tmp_path / "proxy.db"
     items = with_secrets(recorded(TOOL_LOOP))
-    with running_proxy(server.url, db) as proxy:
-        client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=KEY, max_retries=0)
+    with (
+        running_proxy(server.url, db) as proxy,
+        openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=KEY, max_retries=0) as client,
+    ):
         for item in items:
             server.script(item.reply)
             client.chat.completions.create(**item.body)
