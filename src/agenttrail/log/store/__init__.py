@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from agenttrail.errors import InputError
+from agenttrail.errors import AgentTrailError, InputError
 from agenttrail.limits import byte_limit
 from agenttrail.log.chain import ChainReader
 from agenttrail.log.redact import Redactor, RedactRules, redact_rules
@@ -249,6 +249,15 @@ class EventLog(LogReader, Protocol):
     ) -> list[list[Appended]]:
         """``append_batch`` of each ``(session_id, events, create)``, all in one transaction:
         every batch is written or none, with one commit (one fsync) for them all."""
+        ...
+
+    def append_group(
+        self, batches: Sequence[tuple[str, Sequence[NewEvent], bool]]
+    ) -> list[list[Appended] | AgentTrailError]:
+        """The appends of independent callers, ``(session_id, events, unless_turn)`` each, in
+        one transaction with one commit (group commit); each batch all or nothing and refused
+        alone: its outcome is what ``append_batch`` returns, or the error it would raise, in
+        the order given, and none is returned before the commit."""
         ...
 
     def read_rows(self, session_id: str) -> Iterator[Row]:
