@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,47 +21,13 @@ from websockets.sync.client import connect
 
 from agenttrail import Recorder
 from agenttrail.log.chain import verify
-from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store import open_store
 from agenttrail.model import NewSession, events
-from agenttrail.server import create_app, mint_token
 from agenttrail.server import live as live_module
+from agenttrail.server import mint_token
 from agenttrail.server.auth import RIGHTS
-from agenttrail.server.tools import ToolRegistry, workspace_tools
-from tests.conftest import agenttrail_serve, free_port, postgres_schema, serving
-
-SECRET = b"test-secret-not-for-production-0123456789abcdef"
-
-
-@dataclass
-class Server:
-    """A running server: its base URLs, its store, and tokens for it."""
-
-    url: str
-    ws: str
-    store: LogStore
-    workspace: Path
-
-    def token(self, rights: str = "read,append,invoke,audit", session: str = "*") -> str:
-        return mint_token(SECRET, rights=rights.split(","), session=session)
-
-    def client(self, rights: str = "read,append,invoke,audit", session: str = "*") -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.token(rights, session)}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-
-@pytest.fixture
-def server(tmp_path: Path, db_url: str) -> Iterator[Server]:
-    """A server on each backend (on PostgreSQL its hub LISTENs for appends)."""
-    store = open_store(db_url, max_payload_bytes=64 * 1024)
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "notes.txt").write_text("hello from the workspace\n")
-    app = create_app(store, secret=SECRET, tools=ToolRegistry(workspace_tools(workspace)))
-    try:
-        with serving(app) as port:
-            yield Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", store, workspace)
-    finally:
-        store.close()
+from tests.conftest import agenttrail_serve, free_port, postgres_schema
+from tests.server.conftest import SECRET, Server
 
 
 def _new_session(http: httpx.Client, **fields: Any) -> str:
