@@ -358,13 +358,16 @@ def test_workspace_tools_refuse_every_way_out(server: Server, tmp_path: Path) ->
 def test_a_user_invocation_during_an_agent_turn_is_409_and_appends_nothing(server: Server) -> None:
     with server.client() as http:
         sid = _new_session(http)
-        turn = http.post(
-            f"/v1/sessions/{sid}/turns", json={"holder": "agent-1", "ttl_s": 0.5}
-        ).json()
+        # A lease long enough to outlive a loaded machine: with 0.5 s, a slow take-and-invoke
+        # under load (CI) saw the lease expire before the invoke was decided, and got 201.
+        turn = http.post(f"/v1/sessions/{sid}/turns", json={"holder": "agent-1"}).json()
         refused = http.post(f"/v1/sessions/{sid}/tools/list_dir/invoke", json={})
         assert refused.status_code == 409 and refused.json()["turn_id"] == turn["turn_id"]
         assert http.get(f"/v1/sessions/{sid}/events").json()["events"] == []
-        time.sleep(0.6)  # the lease expires: the lock is free
+        # Renewed short, then left to expire: the lock is free.
+        short = {"turn_id": turn["turn_id"], "holder": "agent-1", "ttl_s": 0.2}
+        assert http.post(f"/v1/sessions/{sid}/turns", json=short).status_code == 201
+        time.sleep(0.3)
         assert http.post(f"/v1/sessions/{sid}/tools/list_dir/invoke", json={}).status_code == 201
         held = http.post(f"/v1/sessions/{sid}/turns", json={}).json()
         assert http.post(f"/v1/sessions/{sid}/tools/list_dir/invoke", json={}).status_code == 409
