@@ -3,7 +3,10 @@ its own on a free loopback port, with the token it prints at start-up."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -53,6 +56,17 @@ class Served:
         return int(line.split()[1]) / 1024
 
 
+def _answering(served: Served) -> Served:
+    """``served`` once it answers (at most 10 s of tries)."""
+    for _ in range(200):
+        try:
+            httpx.get(f"{served.base}/v1/sessions", headers=served.headers)
+            break
+        except httpx.ConnectError:
+            time.sleep(0.05)
+    return served
+
+
 @contextmanager
 def serving(db: Path, workspace: Path) -> Iterator[Served]:
     """``agenttrail serve --db DB --workspace WORKSPACE`` until the block ends, once it
@@ -70,13 +84,67 @@ def serving(db: Path, workspace: Path) -> Iterator[Served]:
         assert proc.stdout is not None
         token = proc.stdout.readline().split(": ", 1)[1].strip()
         served = Served(proc, f"http://127.0.0.1:{port}", token)
-        for _ in range(200):
-            try:
-                httpx.get(f"{served.base}/v1/sessions", headers=served.headers)
-                break
-            except httpx.ConnectError:
-                time.sleep(0.05)
-        yield served
+        yield _answering(served)
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@contextmanager
+def serving_app(db: Path) -> Iterator[Served]:
+    """The app ``agenttrail serve`` runs (``create_app`` under uvicorn, the same settings but
+    the port), in a process of its own started from this file, until the block ends;
+    :func:`committer_stats` reads the group committer's counters once it has stopped.
+
+    For the figures the CLI cannot give: how many requests each commit carried."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, str(db), str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    served = Served(proc, f"http://127.0.0.1:{port}", "")
+    try:
+        assert proc.stdout is not None
+        served = Served(proc, served.base, proc.stdout.readline().strip())
+        yield _answering(served)
+    finally:
+        # SIGINT: uvicorn stops gracefully, then raises it again, which Python turns into
+        # KeyboardInterrupt, so the counters are still printed (SIGTERM would end it there).
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+
+
+def committer_stats(served: Served) -> dict[str, int]:
+    """``{"requests": …, "commits": …}`` of a stopped :func:`serving_app` server."""
+    assert served.proc.stdout is not None
+    return dict(json.loads(served.proc.stdout.read().strip().splitlines()[-1]))
+
+
+def _run_app(db: str, port: int) -> None:
+    """Serve the app on ``port`` over the log at ``db``; print an admin token first and the
+    committer's counters when stopped (SIGINT)."""
+    import uvicorn
+
+    from agenttrail.log.store import open_store
+    from agenttrail.server import create_app, mint_token
+    from agenttrail.server.auth import RIGHTS
+
+    secret = b"bench-secret-of-thirty-two-bytes"
+    with open_store(db) as store:
+        app = create_app(store, secret=secret)
+        print(mint_token(secret, rights=RIGHTS), flush=True)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, ws="websockets-sansio", log_level="warning"
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn.Server(config).run()
+        committer = getattr(app.state, "committer", None)  # None: a build before group commit
+        counts = (committer.requests, committer.commits) if committer else (0, 0)
+        print(json.dumps(dict(zip(("requests", "commits"), counts, strict=True))))
+
+
+if __name__ == "__main__":
+    _run_app(sys.argv[1], int(sys.argv[2]))

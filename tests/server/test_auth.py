@@ -15,7 +15,15 @@ import jwt
 import pytest
 
 from agenttrail.errors import Forbidden, InputError, Unauthorized
-from agenttrail.server.auth import RIGHTS, SECRET_BYTES, Grant, check_token, load_secret, mint_token
+from agenttrail.server.auth import (
+    RIGHTS,
+    SECRET_BYTES,
+    Grant,
+    TokenCache,
+    check_token,
+    load_secret,
+    mint_token,
+)
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
 
@@ -127,3 +135,67 @@ def test_a_secret_file_that_cannot_be_read_or_written_is_bad_input(
         load_secret(tmp_path)  # a folder
     with pytest.raises(InputError, match="cannot write the server secret"):
         load_secret(tmp_path / "no-such-folder" / "secret")
+
+
+# -- the token cache ---------------------------------------------------------------------------
+
+
+class _Clock:
+    """A clock the test moves: Unix seconds."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_cached_token_is_refused_from_its_expiry_on() -> None:
+    clock = _Clock()
+    tokens = TokenCache(SECRET, clock=clock)
+    token = mint_token(SECRET, rights=["read"], ttl_s=60)
+    assert tokens.check(token) == Grant("*", frozenset({"read"}))
+    assert tokens.check(token) == Grant("*", frozenset({"read"}))  # found, not decoded again
+    clock.now = _claims(token)["exp"] - 0.001
+    assert tokens.check(token).rights == {"read"}
+    clock.now = _claims(token)["exp"]  # PyJWT's rule: expired at exp, not after it
+    with pytest.raises(Unauthorized, match="the token has expired"):
+        tokens.check(token)
+
+
+def test_a_token_altered_after_a_valid_one_was_cached_is_still_refused() -> None:
+    tokens = TokenCache(SECRET)
+    token = mint_token(SECRET, rights=["read"], session="s1")
+    tokens.check(token)
+    head, claims, signature = token.split(".")
+    wider = base64.urlsafe_b64encode(
+        json.dumps({**_claims(token), "sid": "*", "rights": list(RIGHTS)}).encode()
+    )
+    for forged in (
+        f"{head}.{wider.decode().rstrip('=')}.{signature}",  # claims widened, old signature
+        f"{head}.{claims}.{signature[:-2]}AA",  # signature changed
+        token + " ",
+    ):
+        with pytest.raises(Unauthorized):
+            tokens.check(forged)
+    with pytest.raises(Unauthorized, match="a bearer token is required"):
+        tokens.check(None)
+
+
+def test_a_new_secret_revokes_every_cached_token() -> None:
+    # Revocation is a new secret (docs/server.md, Tokens): a server started with it has a
+    # cache of its own, which verifies the old token afresh and refuses it.
+    token = mint_token(SECRET, rights=["read"])
+    assert TokenCache(SECRET).check(token).rights == {"read"}
+    with pytest.raises(Unauthorized, match="the token is not valid"):
+        TokenCache(b"the-rotated-secret-0123456789abcdef-xyz").check(token)
+
+
+def test_the_cache_keeps_at_most_its_size_dropping_the_oldest() -> None:
+    tokens = TokenCache(SECRET, size=2)
+    first, second, third = (mint_token(SECRET, rights=[r]) for r in ("read", "append", "audit"))
+    for token in (first, second, third):
+        tokens.check(token)
+    assert list(tokens._grants) == [second, third]
+    assert tokens.check(first).rights == {"read"}  # verified again, and kept again
+    assert list(tokens._grants) == [third, first]

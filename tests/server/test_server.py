@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,47 +21,13 @@ from websockets.sync.client import connect
 
 from agenttrail import Recorder
 from agenttrail.log.chain import verify
-from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store import open_store
 from agenttrail.model import NewSession, events
-from agenttrail.server import create_app, mint_token
 from agenttrail.server import live as live_module
+from agenttrail.server import mint_token
 from agenttrail.server.auth import RIGHTS
-from agenttrail.server.tools import ToolRegistry, workspace_tools
-from tests.conftest import agenttrail_serve, free_port, postgres_schema, serving
-
-SECRET = b"test-secret-not-for-production-0123456789abcdef"
-
-
-@dataclass
-class Server:
-    """A running server: its base URLs, its store, and tokens for it."""
-
-    url: str
-    ws: str
-    store: LogStore
-    workspace: Path
-
-    def token(self, rights: str = "read,append,invoke,audit", session: str = "*") -> str:
-        return mint_token(SECRET, rights=rights.split(","), session=session)
-
-    def client(self, rights: str = "read,append,invoke,audit", session: str = "*") -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.token(rights, session)}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-
-@pytest.fixture
-def server(tmp_path: Path, db_url: str) -> Iterator[Server]:
-    """A server on each backend (on PostgreSQL its hub LISTENs for appends)."""
-    store = open_store(db_url, max_payload_bytes=64 * 1024)
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "notes.txt").write_text("hello from the workspace\n")
-    app = create_app(store, secret=SECRET, tools=ToolRegistry(workspace_tools(workspace)))
-    try:
-        with serving(app) as port:
-            yield Server(f"http://127.0.0.1:{port}", f"ws://127.0.0.1:{port}", store, workspace)
-    finally:
-        store.close()
+from tests.conftest import agenttrail_serve, free_port, postgres_schema
+from tests.server.conftest import SECRET, Server
 
 
 def _new_session(http: httpx.Client, **fields: Any) -> str:
@@ -394,13 +359,16 @@ def test_workspace_tools_refuse_every_way_out(server: Server, tmp_path: Path) ->
 def test_a_user_invocation_during_an_agent_turn_is_409_and_appends_nothing(server: Server) -> None:
     with server.client() as http:
         sid = _new_session(http)
-        turn = http.post(
-            f"/v1/sessions/{sid}/turns", json={"holder": "agent-1", "ttl_s": 0.5}
-        ).json()
+        # A lease long enough to outlive a loaded machine: with 0.5 s, a slow take-and-invoke
+        # under load (CI) saw the lease expire before the invoke was decided, and got 201.
+        turn = http.post(f"/v1/sessions/{sid}/turns", json={"holder": "agent-1"}).json()
         refused = http.post(f"/v1/sessions/{sid}/tools/list_dir/invoke", json={})
         assert refused.status_code == 409 and refused.json()["turn_id"] == turn["turn_id"]
         assert http.get(f"/v1/sessions/{sid}/events").json()["events"] == []
-        time.sleep(0.6)  # the lease expires: the lock is free
+        # Renewed short, then left to expire: the lock is free.
+        short = {"turn_id": turn["turn_id"], "holder": "agent-1", "ttl_s": 0.2}
+        assert http.post(f"/v1/sessions/{sid}/turns", json=short).status_code == 201
+        time.sleep(0.3)
         assert http.post(f"/v1/sessions/{sid}/tools/list_dir/invoke", json={}).status_code == 201
         held = http.post(f"/v1/sessions/{sid}/turns", json={}).json()
         assert http.post(f"/v1/sessions/{sid}/tools/list_dir/invoke", json={}).status_code == 409

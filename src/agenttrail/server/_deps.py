@@ -14,43 +14,55 @@ import anyio
 from fastapi import Depends, Header, Request
 
 from agenttrail.log.store import LogStore
-from agenttrail.server.auth import Grant, bearer_token, check_token
+from agenttrail.server.auth import Grant, TokenCache, bearer_token
+from agenttrail.server.committer import Committer
 from agenttrail.server.live import Hub
 from agenttrail.server.tools import ToolRegistry
 from agenttrail.views.transcript import IndexCache
 
-__all__ = ["Auth", "HubDep", "Indexes", "Store", "Tools", "grant", "run"]
+__all__ = ["Auth", "Commits", "HubDep", "Indexes", "Store", "Tools", "grant", "run"]
 
 T = TypeVar("T")
 
 
-def grant(request: Request, authorization: Annotated[str | None, Header()] = None) -> Grant:
-    """The caller's grant, from its ``Authorization: Bearer`` token.
+# The dependencies are coroutines: FastAPI runs a plain function in a worker thread, a hop
+# that costs more than the function.
+
+
+async def grant(request: Request, authorization: Annotated[str | None, Header()] = None) -> Grant:
+    """The caller's grant, from its ``Authorization: Bearer`` token (verified once, then
+    found in the app's :class:`~agenttrail.server.auth.TokenCache` until it expires).
 
     Raises:
         Unauthorized: no token, or one that is forged or expired (HTTP 401).
     """
-    return check_token(request.app.state.secret, bearer_token(authorization))
+    tokens: TokenCache = request.app.state.tokens
+    return tokens.check(bearer_token(authorization))
 
 
-def _store(request: Request) -> LogStore:
+async def _store(request: Request) -> LogStore:
     store: LogStore = request.app.state.store
     return store
 
 
-def _hub(request: Request) -> Hub:
+async def _hub(request: Request) -> Hub:
     hub: Hub = request.app.state.hub
     return hub
 
 
-def _indexes(request: Request) -> IndexCache:
+async def _indexes(request: Request) -> IndexCache:
     indexes: IndexCache = request.app.state.transcript_indexes
     return indexes
 
 
-def _tools(request: Request) -> ToolRegistry:
+async def _tools(request: Request) -> ToolRegistry:
     tools: ToolRegistry = request.app.state.tools
     return tools
+
+
+async def _committer(request: Request) -> Committer:
+    committer: Committer = request.app.state.committer
+    return committer
 
 
 Auth = Annotated[Grant, Depends(grant)]
@@ -67,6 +79,10 @@ Indexes = Annotated[IndexCache, Depends(_indexes)]
 
 Tools = Annotated[ToolRegistry, Depends(_tools)]
 """The user's tools (the symmetric half)."""
+
+Commits = Annotated[Committer, Depends(_committer)]
+"""Appends: each request's batch joins the next group commit
+(:mod:`agenttrail.server.committer`)."""
 
 
 async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

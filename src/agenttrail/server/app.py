@@ -19,6 +19,8 @@ from starlette.middleware.cors import CORSMiddleware
 
 from agenttrail.log.store import LogStore
 from agenttrail.server._deps import grant
+from agenttrail.server.auth import TokenCache
+from agenttrail.server.committer import Committer
 from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES, Guard, normal_origin
 from agenttrail.server.headers import SecurityHeaders
 from agenttrail.server.live import Hub
@@ -41,7 +43,8 @@ def create_app(
     """The ASGI app over ``store``.
 
     Args:
-        store: the log; shared by all requests (its calls run in worker threads).
+        store: the log; shared by all requests (its calls run in worker threads; appends
+            of concurrent requests share a commit: :mod:`agenttrail.server.committer`).
         secret: the key tokens are signed with (:func:`agenttrail.server.auth.load_secret`).
         tools: the user's tools (the symmetric half); none when ``None``.
         max_body_bytes: the largest request body read (bytes); a larger one is 413
@@ -54,6 +57,7 @@ def create_app(
         The app: the REST API and the live feed under ``/v1``, the viewer at ``/``.
     """
     hub = Hub(store)
+    tokens = TokenCache(secret)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -75,6 +79,8 @@ def create_app(
     app.state.store = store
     app.state.hub = hub
     app.state.secret = secret
+    app.state.tokens = tokens  # verified once, then remembered until they expire
+    app.state.committer = Committer(store)  # appends of concurrent requests: one commit
     app.state.max_body_bytes = max_body_bytes  # the OTLP receiver's decompressed limit
     app.state.tools = tools or ToolRegistry()
     add_problem_handlers(app)
@@ -84,7 +90,7 @@ def create_app(
     # Outermost last: the security headers go on every answer, the CORS preflight is
     # answered before the guard (a preflight carries no token), then the guard.
     app.add_middleware(
-        Guard, secret=secret, max_body_bytes=max_body_bytes, allowed_origins=allowed_origins
+        Guard, tokens=tokens, max_body_bytes=max_body_bytes, allowed_origins=allowed_origins
     )
     app.add_middleware(
         CORSMiddleware,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +20,9 @@ from agenttrail.errors import Forbidden, InputError, Unauthorized
 
 __all__ = [
     "RIGHTS",
+    "TOKEN_CACHE_SIZE",
     "Grant",
+    "TokenCache",
     "bearer_token",
     "check_token",
     "load_secret",
@@ -32,6 +34,7 @@ RIGHTS = ("read", "append", "invoke", "audit")
 user's own tools; ``audit`` read trace envelopes."""
 
 ALGORITHM = "HS256"
+TOKEN_REQUIRED = "a bearer token is required (Authorization: Bearer …)"
 SECRET_BYTES = 32
 """Length of a generated server secret: 256 bits, the HMAC-SHA256 block-size guidance."""
 
@@ -108,8 +111,13 @@ def bearer_token(authorization: str | None) -> str | None:
 def check_token(secret: bytes, token: str | None) -> Grant:
     """The grant of a token. Raises :class:`Unauthorized` when it is missing, malformed,
     forged or expired."""
+    return _verified(secret, token)[0]
+
+
+def _verified(secret: bytes, token: str | None) -> tuple[Grant, float]:
+    """The grant of a token and its expiry (Unix seconds); raises as :func:`check_token`."""
     if not token:
-        raise Unauthorized("a bearer token is required (Authorization: Bearer …)")
+        raise Unauthorized(TOKEN_REQUIRED)
     import jwt
 
     try:
@@ -120,6 +128,65 @@ def check_token(secret: bytes, token: str | None) -> Grant:
         raise Unauthorized("the token is not valid") from None
     rights = claims.get("rights")
     session = claims.get("sid")
+    expires = claims.get("exp")
     if not isinstance(rights, list) or not isinstance(session, str):
         raise Unauthorized("the token is not valid")
-    return Grant(session, frozenset(r for r in rights if isinstance(r, str)))
+    if not isinstance(expires, int | float) or isinstance(expires, bool):
+        raise Unauthorized("the token is not valid")
+    return Grant(session, frozenset(r for r in rights if isinstance(r, str))), float(expires)
+
+
+TOKEN_CACHE_SIZE = 1024
+"""Verified tokens a server remembers (:class:`TokenCache`): a client sends the same token
+with every request, and a server has a few clients, not thousands."""
+
+
+class TokenCache:
+    """The grants of tokens already verified under one secret, each until its ``exp``.
+
+    Verifying a JWT (PyJWT: parse, HMAC-SHA256, claim checks) costs more than the rest of an
+    append's request handling; a client sends the same token with each request, so the
+    first check of a token verifies it and the next ones find its grant here. Only verified
+    tokens are remembered, keyed by their whole text, so a forged or altered token is never
+    found; each is dropped at its expiry, checked on every use, so an expired token is 401 as
+    it was uncached. Tokens are revoked by changing the server's secret (docs/server.md,
+    Tokens), which means a new app and so a new, empty cache. At most
+    :data:`TOKEN_CACHE_SIZE` are kept, the oldest dropped first.
+
+    Args:
+        secret: the key tokens are signed with.
+        size: how many verified tokens to keep.
+        clock: the time now, Unix seconds (a test sets another).
+    """
+
+    def __init__(
+        self,
+        secret: bytes,
+        *,
+        size: int = TOKEN_CACHE_SIZE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.secret = secret
+        self.size = size
+        self.clock = clock
+        self._grants: dict[str, tuple[Grant, float]] = {}
+
+    def check(self, token: str | None) -> Grant:
+        """The grant of a token, as :func:`check_token` gives it.
+
+        Raises:
+            Unauthorized: the token is missing, malformed, forged or expired.
+        """
+        if not token:
+            raise Unauthorized(TOKEN_REQUIRED)
+        found = self._grants.get(token)
+        if found is not None:
+            if self.clock() < found[1]:  # PyJWT's rule: expired from exp on
+                return found[0]
+            del self._grants[token]
+            raise Unauthorized("the token has expired")  # and it never will be valid again
+        grant, expires = _verified(self.secret, token)
+        if len(self._grants) >= self.size:
+            del self._grants[next(iter(self._grants))]
+        self._grants[token] = (grant, expires)
+        return grant

@@ -27,7 +27,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agenttrail.errors import AgentTrailError, BodyTooLarge
-from agenttrail.server.auth import bearer_token, check_token
+from agenttrail.server.auth import TokenCache, bearer_token
 from agenttrail.server.problems import problem_of
 
 __all__ = ["API_PREFIX", "DEFAULT_MAX_BODY_BYTES", "Guard", "allowed_origin", "normal_origin"]
@@ -69,7 +69,7 @@ class Guard:
 
     Args:
         app: the app it guards.
-        secret: the key tokens are signed with.
+        tokens: the tokens verified so far, and the key they are signed with.
         max_body_bytes: the largest request body read, in bytes.
         allowed_origins: browser origins allowed besides the server's own (``*`` for any).
     """
@@ -78,12 +78,12 @@ class Guard:
         self,
         app: ASGIApp,
         *,
-        secret: bytes,
+        tokens: TokenCache,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         allowed_origins: Collection[str] = (),
     ) -> None:
         self.app = app
-        self.secret = secret
+        self.tokens = tokens
         self.max_body_bytes = max_body_bytes
         self.allowed_origins = frozenset(normal_origin(o) for o in allowed_origins)
 
@@ -120,7 +120,7 @@ class Guard:
         """
         headers = Headers(scope=scope)
         if scope["path"].startswith(API_PREFIX):
-            check_token(self.secret, bearer_token(headers.get("authorization")))
+            self.tokens.check(bearer_token(headers.get("authorization")))
         limit = self.max_body_bytes
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:

@@ -8,7 +8,7 @@ and as ``?token=`` on the live WebSocket. The routes here are thin: rows come fr
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures below, whose
 # ``Auth`` is local to add_viewer, so the annotations must be evaluated where they are written.
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,7 +36,7 @@ TRANSCRIPT_PAGE_LIMIT = 1000
 catches up with the live tail."""
 
 
-def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Grant]) -> None:
+def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[Grant]]) -> None:
     """Add the viewer's page and routes to ``app``.
 
     Args:

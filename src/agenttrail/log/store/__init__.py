@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from agenttrail.errors import InputError
+from agenttrail.errors import AgentTrailError, InputError
 from agenttrail.limits import byte_limit
 from agenttrail.log.chain import ChainReader
 from agenttrail.log.redact import Redactor, RedactRules, redact_rules
@@ -242,6 +242,15 @@ class EventLog(LogReader, Protocol):
         """Append events in one transaction, creating the session from ``create`` (default
         ``None``) if missing; with ``unless_turn`` (default False), raise ``TurnInFlight``
         instead while an agent turn holds the lock (checked in the same transaction)."""
+        ...
+
+    def append_group(
+        self, batches: Sequence[tuple[str, Sequence[NewEvent], bool]]
+    ) -> list[list[Appended] | AgentTrailError]:
+        """The appends of independent callers, ``(session_id, events, unless_turn)`` each, in
+        one transaction with one commit (group commit); each batch all or nothing and refused
+        alone: its outcome is what ``append_batch`` returns, or the error it would raise, in
+        the order given, and none is returned before the commit."""
         ...
 
     def read_rows(self, session_id: str) -> Iterator[Row]:

@@ -131,6 +131,11 @@ class Backend(ABC, Generic[C]):
         """
 
     @abstractmethod
+    def _savepoint(self, tx: C) -> AbstractContextManager[None]:
+        """A savepoint in the open transaction: released when the block ends, rolled back to
+        (then re-raised) when it raises, the rest of the transaction kept."""
+
+    @abstractmethod
     def _set_head(self, tx: C, session_id: str, seq: int, digest: bytes) -> None:
         """Move the session's head to ``(seq, digest)``, the last row just inserted."""
 

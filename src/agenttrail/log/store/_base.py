@@ -14,7 +14,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
 from agenttrail.codec import encode_payload, normalize_timestamp, now_timestamp
-from agenttrail.errors import ChainBroken, InputError, SessionNotFound, TurnInFlight
+from agenttrail.errors import (
+    AgentTrailError,
+    ChainBroken,
+    InputError,
+    SessionNotFound,
+    TurnInFlight,
+)
 from agenttrail.log.chain import chain_hasher
 from agenttrail.log.digests import chain_hasher_v2, payload_digest
 from agenttrail.log.store import (
@@ -135,6 +141,73 @@ class EventLogBase(Backend[C]):
         return self._write(
             "append", lambda conn: self._append(conn, session_id, encoded, create, unless_turn)
         )
+
+    def append_group(
+        self, batches: Sequence[tuple[str, Sequence[NewEvent], bool]]
+    ) -> list[list[Appended] | AgentTrailError]:
+        """The appends of independent callers, ``(session_id, events, unless_turn)`` each, in
+        one transaction with one commit (one fsync for them all: group commit), each batch
+        still all or nothing and refused alone.
+
+        Each batch is appended as :meth:`append_batch` would (no session is created) under a
+        savepoint of its own: a batch that is refused (a payload above the limit, an unknown
+        session, an agent turn in flight) is rolled back to its savepoint and its error put in
+        its place, and the others commit. When the transaction itself fails (the database
+        refused a row, a disk error), each batch is appended again alone, so one batch's
+        failure is never another's. Batches of one session keep their order (their seqs
+        follow it); sessions are locked in id order, as :meth:`append_sessions` does.
+
+        Returns:
+            For each batch, in the order given: what :meth:`append_batch` returns, or the
+            :class:`~agenttrail.errors.AgentTrailError` it would raise. Nothing is returned
+            before the commit: a list of seqs is durable.
+        """
+        outcomes: list[list[Appended] | AgentTrailError | None] = [None] * len(batches)
+        prepared: list[tuple[int, str, list[Encoded], bool]] = []
+        for i, (session_id, events, unless_turn) in enumerate(batches):
+            try:
+                encoded = encode_events(self.redactor.events(events), self.max_payload_bytes)
+            except AgentTrailError as e:
+                outcomes[i] = e
+                continue
+            prepared.append((i, session_id, encoded, unless_turn))
+        prepared.sort(key=lambda p: p[1])  # stable: a session's batches keep their order
+
+        def one(conn: C, session_id: str, encoded: list[Encoded], unless_turn: bool) -> Any:
+            try:
+                with self._savepoint(conn):
+                    return self._append(conn, session_id, encoded, None, unless_turn)
+            except AgentTrailError as e:
+                return e
+
+        def group(conn: C) -> list[Any]:
+            return [
+                one(conn, session_id, encoded, turn) for _, session_id, encoded, turn in prepared
+            ]
+
+        try:
+            done = self._write("append", group) if prepared else []
+        except AgentTrailError as e:
+            if len(prepared) == 1:
+                done = [e]
+            else:  # each alone: the one that broke the transaction fails, and only it
+                done = [
+                    self._append_alone(session_id, encoded, turn)
+                    for _, session_id, encoded, turn in prepared
+                ]
+        for (i, *_), outcome in zip(prepared, done, strict=True):
+            outcomes[i] = outcome
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _append_alone(
+        self, session_id: str, encoded: list[Encoded], unless_turn: bool
+    ) -> list[Appended] | AgentTrailError:
+        try:
+            return self._write(
+                "append", lambda conn: self._append(conn, session_id, encoded, None, unless_turn)
+            )
+        except AgentTrailError as e:
+            return e
 
     def read(
         self, session_id: str, *, after_seq: int = 0, limit: int | None = None

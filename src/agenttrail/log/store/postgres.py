@@ -267,6 +267,13 @@ class PostgresStore(PostgresSearch, StoreBase[Conn]):
             )
             time.sleep(RETRY_BASE_S * 2 ** (attempt - 1) * (0.5 + random.random()))
 
+    @contextmanager
+    def _savepoint(self, tx: Conn) -> Iterator[None]:
+        # A transaction block inside the open one is a SAVEPOINT (psycopg): rolled back to
+        # when the block raises, released when it ends.
+        with tx.transaction():
+            yield
+
     # -- the append lock and the head -------------------------------------------------------
 
     def _lock_head(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -200,6 +200,9 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def _savepoint(self, tx: sqlite3.Connection) -> AbstractContextManager[None]:
+        return _savepoint(tx)
 
     def _write(self, what: str, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._transaction() as conn:
@@ -399,6 +402,19 @@ def sqlite_error(path: Path, e: sqlite3.Error) -> AgentTrailError:
             return InputError(f"{path} is not an agenttrail database (not SQLite)")
         case _:
             return StoreError(f"{path}: {e}")
+
+
+@contextmanager
+def _savepoint(tx: sqlite3.Connection) -> Iterator[None]:
+    """A savepoint in the open transaction (``Backend._savepoint``)."""
+    tx.execute("SAVEPOINT batch")
+    try:
+        yield
+    except BaseException:
+        tx.execute("ROLLBACK TO batch")
+        tx.execute("RELEASE batch")
+        raise
+    tx.execute("RELEASE batch")
 
 
 def _text_as_stored(data: bytes) -> str:

@@ -16,7 +16,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from agenttrail.errors import Forbidden, SessionNotFound, Unauthorized
 from agenttrail.log.store import LogStore
 from agenttrail.server._deps import run
-from agenttrail.server.auth import bearer_token, check_token
+from agenttrail.server.auth import TokenCache, bearer_token
 from agenttrail.server.live import RESUME_CODE, Hub, Subscription
 
 __all__ = ["router"]
@@ -35,7 +35,8 @@ async def live(websocket: WebSocket, session_id: str) -> None:
         websocket.headers.get("authorization")
     )
     try:
-        check_token(state.secret, token).require("read", session_id)
+        tokens: TokenCache = state.tokens
+        tokens.check(token).require("read", session_id)
         after_seq = int(websocket.query_params.get("afterSeq", "0"))
         await run(store.get_session, session_id)
     except Unauthorized as e:

@@ -10,7 +10,7 @@ from fastapi import APIRouter
 
 from agenttrail.errors import InputError, ToolFailed
 from agenttrail.model import NewEvent, events
-from agenttrail.server._deps import Auth, HubDep, Store, Tools, run
+from agenttrail.server._deps import Auth, Commits, HubDep, Store, Tools, run
 
 __all__ = ["router"]
 
@@ -37,6 +37,7 @@ async def invoke(
     body: dict[str, Any],
     auth: Auth,
     store: Store,
+    committer: Commits,
     hub: HubDep,
     registry: Tools,
 ) -> dict[str, Any]:
@@ -61,7 +62,7 @@ async def invoke(
     tool.validate(body)
     call_id = f"user_{uuid.uuid4().hex[:16]}"
     call = NewEvent(events.tool_call(call_id, name, body, actor="user"))
-    (called,) = await run(store.append_batch, session_id, [call], unless_turn=True)
+    (called,) = await committer.append(session_id, [call], unless_turn=True)
     await hub.sync(session_id)
     # From here the call is on the log: whatever happens, its result goes there too.
     try:
@@ -73,10 +74,10 @@ async def invoke(
     except Exception as e:  # a tool from an entry point may raise anything
         result, error = _failed(call_id, name, f"tool {name!r} failed: {type(e).__name__}: {e}")
     try:
-        (resulted,) = await run(store.append_batch, session_id, [NewEvent(result)])
+        (resulted,) = await committer.append(session_id, [NewEvent(result)])
     except InputError as e:  # the output is above the payload limit, or will not round-trip
         result, error = _failed(call_id, name, f"the output of {name!r} cannot be logged: {e}")
-        (resulted,) = await run(store.append_batch, session_id, [NewEvent(result)])
+        (resulted,) = await committer.append(session_id, [NewEvent(result)])
     await hub.sync(session_id)
     if error is not None:
         raise ToolFailed(error, call_seq=called.seq, result_seq=resulted.seq)
