@@ -16,16 +16,61 @@ Rules of the record: docs/capture.md, What is never stored.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import zlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["KEPT_HEADERS", "SECRET_PARAMS", "Headers", "decoded", "kept_headers", "redacted_url"]
+__all__ = [
+    "KEPT_HEADERS",
+    "SECRET_PARAMS",
+    "Headers",
+    "HttpExchange",
+    "decoded",
+    "kept_headers",
+    "named",
+    "record_of",
+    "redacted_url",
+]
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 """Headers as a mapping or as ``(name, value)`` pairs (repeated names allowed)."""
+
+
+@dataclass(frozen=True)
+class HttpExchange:
+    """One HTTP exchange with a provider's API, as it happened."""
+
+    method: str
+    """``POST``."""
+    url: str
+    """The full request URL (user, password and credential query parameters are dropped
+    before anything is stored)."""
+    request_headers: Headers
+    """As sent; only the few the readers use are kept (never a credential)."""
+    request_body: bytes
+    """The request body as sent (JSON)."""
+    status: int | None = None
+    """The response's HTTP status; ``None`` when no response came (see :attr:`error`)."""
+    response_headers: Headers = ()
+    """As received (``Content-Encoding`` says how to decode the body)."""
+    response_body: bytes = b""
+    """The body as received, all of it or, for a stream cut short, what arrived."""
+    started: float = 0.0
+    """When the request was sent: Unix seconds."""
+    duration_s: float = 0.0
+    """Seconds from sending to the end of the response body (or to the failure)."""
+    error: str | None = None
+    """Why the exchange did not end normally (``ReadTimeout: timed out``, ``ConnectError: …``,
+    a stream's ``RemoteProtocolError: …``); ``None`` when it did, or when the caller closed a
+    stream early."""
+    complete: bool = True
+    """False when the response body was cut short: a stream interrupted, or abandoned by the
+    caller before its end."""
+
 
 KEPT_HEADERS = frozenset(
     {
@@ -110,3 +155,31 @@ def _undo(coding: str, body: bytes) -> bytes:
             return bytes(module.decompress(body))
         return bytes(module.ZstdDecompressor().decompressobj().decompress(body))
     raise ValueError(f"unknown Content-Encoding {coding!r}")
+
+
+def named(exchange: HttpExchange) -> str:
+    """An exchange as named in log messages (its URL without credentials)."""
+    return f"{exchange.method} {redacted_url(exchange.url)}"
+
+
+def record_of(exchange: HttpExchange) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The exchange as the importers read recorded traffic (``{request, response}``), with
+    nothing secret kept (this module), and its request body parsed (``{}`` when it is not a
+    JSON object) for recognition."""
+    request_text = exchange.request_body.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(request_text)
+    except ValueError:
+        parsed = None
+    response: dict[str, Any] = {"status_code": exchange.status, "headers": {}, "body": None}
+    if exchange.status is not None:
+        body = decoded(exchange.response_body, exchange.response_headers)
+        response["headers"] = kept_headers(exchange.response_headers)
+        response["body"] = body.decode("utf-8", "replace")
+    request = {
+        "method": exchange.method,
+        "url": redacted_url(exchange.url),
+        "headers": kept_headers(exchange.request_headers),
+        "body": parsed if isinstance(parsed, dict) else request_text,  # parsed once
+    }
+    return {"request": request, "response": response}, parsed if isinstance(parsed, dict) else {}

@@ -1,14 +1,15 @@
 """The writers: captured exchanges are written to the log off the agent's path.
 
 The agent hands over a finished exchange (a queue put) and goes on. A writer reads, recognises
-and appends the exchanges in the order they finished, either
+and appends the exchanges in the order they finished, those waiting together as one group (one
+transaction, one durable commit; each counted written only once that commit is done), either
 
 - in a **writer process** (:class:`ProcessWriter`, the default for a log named by its path or
   URL): a Python child of the agent's process that opens the log itself and is fed the
-  exchanges through a pipe. The reading and the durable append, about a millisecond of Python
-  each, then never hold the agent's GIL: on a loopback upstream a thread cost the agent half
-  its wall time per call, the process costs it a few per cent (docs/benchmarks.md, Live
-  capture). The child outlives a parent that dies: it writes what it was sent, then exits;
+  exchanges through a pipe (those queued together in one frame, answered in one write). The
+  reading and the durable append, about a millisecond of Python each, then never hold the
+  agent's GIL (docs/benchmarks.md, Live capture). The child outlives a parent that dies: it
+  writes what it was sent, then exits;
 - or in a **writer thread** (:class:`Writer`), for a log given as an open store (a store
   cannot cross to another process) or when ``AGENTTRAIL_CAPTURE_WRITER=thread``.
 
@@ -26,6 +27,7 @@ import logging
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
@@ -33,7 +35,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 __all__ = ["WRITER_ENV", "ProcessWriter", "Writer", "serve_child"]
 
@@ -45,7 +47,12 @@ WRITER_ENV = "AGENTTRAIL_CAPTURE_WRITER"
 _STOP = object()
 
 _FRAME = struct.Struct(">I")
-"""A frame on the pipe to the writer process: its length, then a pickle of one item."""
+"""A frame on the pipe to the writer process: its length, then a pickle of a list of items (the
+first frame: the child's capture arguments)."""
+
+GROUP = 64
+"""Most items written in one transaction: those waiting when a writer takes the next, up to
+this many (a commit's cost is shared by the group; its wait is not made unbounded)."""
 
 _CHILD = "from agenttrail.ingest.capture._writer import serve_child; serve_child()"
 """What the writer process runs (``python -c``; ``-m`` would import the module twice)."""
@@ -56,8 +63,9 @@ exchange starts another): a client the agent no longer uses keeps no process."""
 
 _WRITERS: weakref.WeakSet[_Counts] = weakref.WeakSet()
 
-Handle = Callable[[Any], str | None]
-"""Writes one item; returns why it was not recorded (a one-line reason), or ``None``."""
+Handle = Callable[[list[Any]], list[str | None]]
+"""Writes a group of items; returns, for each, why it was not recorded (a one-line reason), or
+``None`` once it is written."""
 
 
 class _Counts:
@@ -87,21 +95,23 @@ class _Counts:
         self.pending += 1
         return True
 
-    def settle(self, why: str | None, *, lost: int = 0) -> None:
-        """One item written (``why`` None) or failed; or ``lost`` items gone with a writer.
-        A failure is logged before it is counted: a flush that returns has seen it logged."""
-        if why is not None and not lost:
+    def settle(self, whys: list[str | None]) -> None:
+        """Items written (their ``why`` None) or failed (why not). A failure is logged before
+        it is counted: a flush that returns has seen it logged."""
+        failed = [why for why in whys if why is not None]
+        for why in failed:
             _LOG.warning("agenttrail capture: %s", why)
         with self.done:
-            if lost:
-                self.crashed += lost
-                self.pending -= lost
-            elif why is None:
-                self.written += 1
-                self.pending -= 1
-            else:
-                self.failed += 1
-                self.pending -= 1
+            self.written += len(whys) - len(failed)
+            self.failed += len(failed)
+            self.pending -= len(whys)
+            self.done.notify_all()
+
+    def lose(self, lost: int) -> None:
+        """``lost`` items gone with a writer (logged by the caller)."""
+        with self.done:
+            self.crashed += lost
+            self.pending -= lost
             self.done.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -118,10 +128,11 @@ class _Counts:
 
 
 class Writer(_Counts):
-    """A queue and the daemon thread that drains it through ``handle``.
+    """A queue and the daemon thread that drains it through ``handle``, a group at a time.
 
     Args:
-        handle: writes one item (:data:`Handle`); what it raises is logged and counted.
+        handle: writes a group of items (:data:`Handle`); what it raises is logged and
+            counted, and loses that group.
         size: most items waiting besides the one being written (a put beyond drops the item
             and returns False).
         exit_wait_s: how long the interpreter's exit waits for waiting items (seconds).
@@ -158,16 +169,19 @@ class Writer(_Counts):
 
     def _run(self) -> None:
         while True:
-            item = self.queue.get()
-            if item is _STOP:
+            group = _waiting(self.queue)
+            stop = group[-1] is _STOP
+            items = group[:-1] if stop else group
+            if items:
+                try:
+                    whys = self.handle(items)
+                except Exception:  # handle must not raise; if it does, the thread goes on
+                    _LOG.exception("agenttrail capture: writing exchanges failed")
+                    self.lose(len(items))
+                else:
+                    self.settle(whys)
+            if stop:
                 return
-            try:
-                why = self.handle(item)
-            except Exception:  # handle must not raise; if it does, the thread goes on
-                _LOG.exception("agenttrail capture: writing an exchange failed")
-                self.settle(None, lost=1)
-            else:
-                self.settle(why)
 
 
 class ProcessWriter(_Counts):
@@ -238,37 +252,42 @@ class ProcessWriter(_Counts):
         child: _Child | None = None
         while True:
             try:
-                item = self.queue.get(timeout=_IDLE_S)
+                group = _waiting(self.queue, timeout=_IDLE_S)
             except queue.Empty:
                 with self.done:
                     if self.pending:
                         continue
                     self._feeder = None  # the next put starts a feeder, and a child, again
-                item = _STOP
-            if item is _STOP:
+                group = [_STOP]
+            stop = group[-1] is _STOP
+            items = group[:-1] if stop else group
+            if items:
+                frame, kept = _pickled(items)
+                if len(kept) < len(items):
+                    self.lose(len(items) - len(kept))
+                if kept:
+                    child = self._send(child, frame, len(kept))
+            if stop:
                 if child is not None:
                     child.end()
                 return
-            try:
-                frame = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # an exchange that cannot cross to the child: lost, never stuck
-                _LOG.exception("agenttrail capture: an exchange could not be handed over")
-                self.settle(None, lost=1)
-                continue
-            while True:  # a child that is alive when the item is counted as sent to it
-                with self.done:
-                    if child is not None and not child.dead:
-                        child.sent += 1
-                        break
-                try:
-                    child = self._child = _Child(self)  # not under the lock: put never waits
-                except OSError as e:  # no interpreter to start: this item is lost, not waited on
-                    _LOG.error("agenttrail capture: cannot start the writer process: %s", e)
-                    self.settle(None, lost=1)
-                    child = None
+
+    def _send(self, child: _Child | None, frame: bytes, count: int) -> _Child | None:
+        """Send a frame of ``count`` items to ``child``, or to a new child if it is gone;
+        returns the child it went to (``None``: none could start, the items are lost)."""
+        while True:  # a child that is alive when the items are counted as sent to it
+            with self.done:
+                if child is not None and not child.dead:
+                    child.sent += count
                     break
-            if child is not None:
-                child.send(frame)
+            try:
+                child = self._child = _Child(self)  # not under the lock: put never waits
+            except OSError as e:  # no interpreter to start: these are lost, not waited on
+                _LOG.error("agenttrail capture: cannot start the writer process: %s", e)
+                self.lose(count)
+                return None
+        child.send(frame)
+        return child
 
 
 class _Child:
@@ -285,7 +304,7 @@ class _Child:
             stdout=subprocess.PIPE,
             close_fds=True,
         )
-        self.send(pickle.dumps(writer.config, protocol=pickle.HIGHEST_PROTOCOL))
+        self.send(pickle.dumps([writer.config], protocol=pickle.HIGHEST_PROTOCOL))
         threading.Thread(target=self._read, name="agenttrail-capture-acks", daemon=True).start()
 
     def send(self, frame: bytes) -> None:
@@ -306,11 +325,13 @@ class _Child:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            answer = line.decode("utf-8", "replace").rstrip("\n")
+        fd, rest = self.process.stdout.fileno(), b""
+        while chunk := os.read(fd, 1 << 16):  # a group's answers come in one write
+            *lines, rest = (rest + chunk).split(b"\n")
+            whys = [None if a == b"+" else a[1:].decode("utf-8", "replace") for a in lines]
             with self.writer.done:
-                self.sent -= 1
-            self.writer.settle(None if answer == "+" else answer[1:])
+                self.sent -= len(whys)
+            self.writer.settle(whys)
         self.process.stdout.close()
         self.process.wait()
         assert self.process.stdin is not None
@@ -326,44 +347,106 @@ class _Child:
                 lost,
                 "" if lost == 1 else "s",
             )
-            self.writer.settle(None, lost=lost)
+            self.writer.lose(lost)
 
 
-def serve_child(
-    stdin: IO[bytes] | None = None,
-    stdout: IO[bytes] | None = None,
-) -> None:
-    """The writer process's main: read the capture's arguments, then write each item and
-    answer it (:class:`ProcessWriter`), until the pipe closes. An answer the parent is no
-    longer there to read is not an error: the items already sent are still written."""
+def serve_child() -> None:
+    """The writer process's main: read the capture's arguments, then write the items
+    (:class:`ProcessWriter`), those waiting together as one group, and answer each (``+``, or
+    ``-`` and why not) once its group is written, until the pipe closes. An answer the parent
+    is no longer there to read is not an error: the items already sent are still written."""
     from agenttrail.ingest.capture import Capture  # the child's only import of the core
 
-    source = stdin or sys.stdin.buffer
-    sink = stdout or sys.stdout.buffer
-    config = _frame(source)
-    if config is None:
+    frames = _Frames(sys.stdin.fileno())
+    config = frames.take(wait=True)
+    if not config:
         return
-    capture = Capture(**config, writer="thread")  # its writer never starts: no put here
+    capture = Capture(**config[0], writer="thread")  # its writer never starts: no put here
     try:
-        while (item := _frame(source)) is not None:
-            why = capture.write_queued(item)
-            try:
-                sink.write(b"+\n" if why is None else b"-" + why.encode() + b"\n")
-                sink.flush()
-            except OSError:  # the parent is gone; go on writing what it sent
-                pass
+        while group := frames.group():
+            whys = capture.write_group(group)
+            answers = b"".join(
+                b"+\n" if why is None else b"-" + why.replace("\n", " ").encode() + b"\n"
+                for why in whys
+            )
+            with contextlib.suppress(OSError):  # the parent is gone; go on with what it sent
+                _write_all(sys.stdout.fileno(), answers)
     finally:
         capture.close()
 
 
-def _frame(source: IO[bytes]) -> Any:
-    """The next item on the pipe, or ``None`` at its end (a frame cut short included)."""
-    head = source.read(_FRAME.size)
-    if len(head) < _FRAME.size:
-        return None
-    (size,) = _FRAME.unpack(head)
-    body = source.read(size)
-    return pickle.loads(body) if len(body) == size else None
+class _Frames:
+    """The frames coming down a pipe, read as they are there."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.ended = False
+
+    def group(self) -> list[Any]:
+        """The items of the next frame (waiting for it), and of every further frame already
+        there, up to :data:`GROUP` items; empty at the pipe's end (a frame cut short
+        included)."""
+        items: list[Any] = []
+        while len(items) < GROUP:
+            taken = self.take(wait=not items)
+            if taken is None:
+                break
+            items += taken
+        return items
+
+    def take(self, *, wait: bool) -> list[Any] | None:
+        """The items of the next frame; ``None`` when none is there (``wait``: at the pipe's
+        end)."""
+        while True:
+            if len(self.buffer) >= _FRAME.size:
+                (size,) = _FRAME.unpack_from(self.buffer)
+                if len(self.buffer) >= _FRAME.size + size:
+                    frame = bytes(self.buffer[_FRAME.size : _FRAME.size + size])
+                    del self.buffer[: _FRAME.size + size]
+                    items: list[Any] = pickle.loads(frame)
+                    return items
+            if self.ended or not (wait or select.select([self.fd], [], [], 0)[0]):
+                return None
+            chunk = os.read(self.fd, 1 << 16)
+            self.ended = not chunk
+            self.buffer += chunk
+
+
+def _waiting(items: queue.SimpleQueue[Any], timeout: float | None = None) -> list[Any]:
+    """The next item (waiting up to ``timeout`` seconds: :class:`queue.Empty`), and those
+    queued behind it, up to :data:`GROUP` or a stop."""
+    group = [items.get(timeout=timeout)]
+    while len(group) < GROUP and group[-1] is not _STOP:
+        try:
+            group.append(items.get_nowait())
+        except queue.Empty:
+            break
+    return group
+
+
+def _pickled(items: list[Any]) -> tuple[bytes, list[Any]]:
+    """A frame of ``items`` and the items in it: one that cannot be pickled is left out and
+    lost alone (logged, counted), never stuck."""
+    try:
+        return pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL), items
+    except Exception:
+        kept = []
+        for item in items:
+            try:
+                pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                _LOG.exception("agenttrail capture: an exchange could not be handed over")
+            else:
+                kept.append(item)
+        return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), kept
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (a pipe may take it in parts)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 @atexit.register
