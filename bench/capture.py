@@ -233,12 +233,13 @@ def main() -> None:
         return
 
     import openai
-    from _serve import free_port  # bench/_serve.py, beside this script
+    from _serve import free_port, load_average  # bench/_serve.py, beside this script
 
     import agenttrail
     from agenttrail.ingest.instrument import capture_of
 
     port = free_port()
+    print(f"load average at the start: {load_average()}")
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
     try:
         _wait(port)
@@ -296,6 +297,7 @@ def main() -> None:
                 f"the writer process: {writer_s / max(written, 1) * 1e6:.0f} µs of CPU per "
                 f"exchange (all its life, start-up included, over {written} exchanges)"
             )
+            print(f"load average at the end: {load_average()}")
     finally:
         server.terminate()
         server.wait(10)

@@ -8,10 +8,12 @@ cites the SOURCES.md rows).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import logging
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -373,7 +375,7 @@ def test_an_exchange_that_cannot_reach_the_writer_process_is_lost_alone(
     # A header value pickle cannot carry (a lock): that exchange is lost, logged and counted;
     # the next is written.
     first, second = recorded(TOOL_ERROR)
-    odd = exchange_of(first, request_headers=[("x-odd", threading.Lock())])
+    odd = exchange_of(first, request_headers=[("user-agent", threading.Lock())])
     with Capture(tmp_path / "capture.db", writer="process") as capture:
         with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
             assert capture.record(odd)
@@ -442,3 +444,20 @@ def test_an_exchange_that_fails_in_a_group_loses_only_itself(tmp_path: Path) -> 
     assert whys[1] is not None and "InputError" in whys[1] and "NUL" in whys[1]
     with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "i.db") as other:
         assert payloads(only_session(log)) == payloads(import_events(other, TOOL_LOOP))
+
+
+def test_an_exchange_crosses_to_the_writer_process_without_its_credentials(
+    tmp_path: Path,
+) -> None:
+    # What the agent's process pickles for its writer process holds no key (the headers go
+    # as the few a record keeps), and is written as the exchange itself is.
+    exchange = exchange_of(recorded(TOOL_ERROR)[0])
+    joint = "&" if "?" in exchange.url else "?"
+    exchange = dataclasses.replace(exchange, url=f"{exchange.url}{joint}key={KEY}")
+    sent = pickle.dumps(exchange)
+    assert KEY.encode() not in sent
+    with Capture(tmp_path / "a.db", writer="thread") as a, Capture(tmp_path / "b.db") as b:
+        assert a.write_group([(exchange, None)]) == [None]
+        assert b.write_group([(pickle.loads(sent), None)]) == [None]
+    with open_store(tmp_path / "a.db") as one, open_store(tmp_path / "b.db") as other:
+        assert payloads(only_session(one)) == payloads(only_session(other))

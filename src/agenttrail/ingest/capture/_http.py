@@ -71,6 +71,28 @@ class HttpExchange:
     """False when the response body was cut short: a stream interrupted, or abandoned by the
     caller before its end."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (to cross to capture's writer process) with only the headers capture reads
+        (:data:`KEPT_HEADERS`, ``Content-Encoding``) as plain pairs and the URL without
+        credentials (:func:`redacted_url`): no credential leaves the agent's process, and
+        the pickle is small and quick to make."""
+        return (
+            HttpExchange,
+            (
+                self.method,
+                redacted_url(self.url),
+                _read_headers(self.request_headers),
+                self.request_body,
+                self.status,
+                _read_headers(self.response_headers),
+                self.response_body,
+                self.started,
+                self.duration_s,
+                self.error,
+                self.complete,
+            ),
+        )
+
 
 KEPT_HEADERS = frozenset(
     {
@@ -90,6 +112,15 @@ allow-list, so that no credential header (``Authorization``, ``x-api-key``, ``ap
 SECRET_PARAMS = re.compile(r"key|token|secret|signature|sig$|auth|password|credential", re.I)
 """A query parameter whose name matches is dropped from the stored URL (``?key=``,
 ``?api-key=``, ``?access_token=``, ``?X-Amz-Signature=``)."""
+
+_ENCODING = "content-encoding"
+"""Not kept in a record, but read to decode the body it comes with."""
+
+
+def _read_headers(headers: Headers) -> list[tuple[str, str]]:
+    """The pairs of ``headers`` that a record or a body's decoding reads."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return [(n, v) for n, v in pairs if (low := n.lower()) in KEPT_HEADERS or low == _ENCODING]
 
 
 def kept_headers(headers: Headers) -> dict[str, str]:
@@ -128,7 +159,7 @@ def decoded(body: bytes, headers: Headers) -> bytes:
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     codings: list[str] = []
     for name, value in pairs:
-        if name.lower() == "content-encoding":
+        if name.lower() == _ENCODING:
             codings += [c.strip().lower() for c in value.split(",") if c.strip()]
     for coding in reversed(codings):
         body = _undo(coding, body)

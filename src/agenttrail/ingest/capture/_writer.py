@@ -45,6 +45,12 @@ WRITER_ENV = "AGENTTRAIL_CAPTURE_WRITER"
 """``process`` (the default) or ``thread``: where a capture that opens its own log writes."""
 
 _STOP = object()
+_DRAIN = object()
+"""Queued for a process writer's feeder: the pipe did not take all of a frame at once."""
+
+_PIPE_BYTES = 1 << 20
+"""The pipe to a writer process is made this large where the system allows (Linux: 64 KiB by
+default), so that a burst of exchanges is taken at once."""
 
 _FRAME = struct.Struct(">I")
 """A frame on the pipe to the writer process: its length, then a pickle of a list of items (the
@@ -189,8 +195,11 @@ class ProcessWriter(_Counts):
 
     The child runs :func:`serve_child`: it reads ``config`` (the keyword arguments of the
     :class:`~agenttrail.ingest.capture.Capture` it builds, which must open its log by path or
-    URL), then one item per frame, and answers each with a line: ``+`` written, or ``-`` and
-    why not. A feeder thread here writes the frames (the pipe's writes release the GIL); a
+    URL), then frames of items, and answers each item with a line: ``+`` written, or ``-``
+    and why not. While a child runs and nothing waits before it, :meth:`put` itself writes
+    the item's frame to the pipe, which never blocks (the pipe is non-blocking: what it does
+    not take at once is left to the feeder thread). The feeder thread starts the child, and
+    writes what waits for it (several items to a frame) or what the pipe did not take; a
     reader thread settles the answers. A child that dies loses what it was sent and had not
     answered (counted as crashed, logged); the next item starts a new one. A child idle for
     :data:`_IDLE_S` is ended, and :meth:`close` ends it at once. A fork of the agent starts
@@ -215,20 +224,39 @@ class ProcessWriter(_Counts):
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._feeder: threading.Thread | None = None
         self._child: _Child | None = None
+        self._handed = 0
+        """Items queued for the feeder and not yet in a child's outbox: while there are, a
+        put queues too (the child gets the items in the order they were put)."""
+        self._last = time.monotonic()
 
     def put(self, item: Any) -> bool:
-        """Queue ``item``; False (and nothing queued) when the writer is :attr:`size` behind."""
+        """Hand ``item`` to the child, or queue it; False (and nothing queued) when the
+        writer is :attr:`size` behind. Never waits."""
         if self._owner != os.getpid():
             self._start_over()
         with self.done:
             if not self.admit():
                 return False
+            self._last = time.monotonic()
             if self._feeder is None:
                 self._feeder = threading.Thread(
                     target=self._feed, name="agenttrail-capture", daemon=True
                 )
                 self._feeder.start()
-        self.queue.put(item)
+            child = self._child
+            if self._handed or child is None or child.dead:
+                self._handed += 1
+                self.queue.put(item)
+                return True
+            try:
+                frame = pickle.dumps([item], protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # an exchange that cannot cross to the child: lost, never stuck
+                _LOG.exception("agenttrail capture: an exchange could not be handed over")
+                self.lose(1)
+                return True
+            child.sent += 1
+            if not child.take(frame):
+                self.queue.put(_DRAIN)  # the feeder writes the rest when the pipe takes it
         return True
 
     @property
@@ -249,45 +277,58 @@ class ProcessWriter(_Counts):
         return flushed
 
     def _feed(self) -> None:
-        child: _Child | None = None
         while True:
             try:
                 group = _waiting(self.queue, timeout=_IDLE_S)
             except queue.Empty:
                 with self.done:
-                    if self.pending:
+                    if self.pending or time.monotonic() - self._last < _IDLE_S:
                         continue
                     self._feeder = None  # the next put starts a feeder, and a child, again
                 group = [_STOP]
-            stop = group[-1] is _STOP
-            items = group[:-1] if stop else group
+            items = [item for item in group if item is not _STOP and item is not _DRAIN]
             if items:
-                frame, kept = _pickled(items)
-                if len(kept) < len(items):
-                    self.lose(len(items) - len(kept))
-                if kept:
-                    child = self._send(child, frame, len(kept))
-            if stop:
+                self._hand(items)
+            self._drain()
+            if group[-1] is _STOP:
+                with self.done:
+                    child, self._child = self._child, None
                 if child is not None:
                     child.end()
                 return
 
-    def _send(self, child: _Child | None, frame: bytes, count: int) -> _Child | None:
-        """Send a frame of ``count`` items to ``child``, or to a new child if it is gone;
-        returns the child it went to (``None``: none could start, the items are lost)."""
+    def _hand(self, items: list[Any]) -> None:
+        """Put queued ``items`` in one frame into a live child's outbox, starting a child if
+        none runs; what cannot be pickled, or finds no child, is lost (logged, counted)."""
+        frame, kept = _pickled(items)
         while True:  # a child that is alive when the items are counted as sent to it
             with self.done:
+                child = self._child
                 if child is not None and not child.dead:
-                    child.sent += count
+                    self._handed -= len(items)
+                    if kept:
+                        child.sent += len(kept)
+                        child.take(frame)
                     break
             try:
-                child = self._child = _Child(self)  # not under the lock: put never waits
+                self._child = _Child(self)  # not under the lock: put never waits
             except OSError as e:  # no interpreter to start: these are lost, not waited on
                 _LOG.error("agenttrail capture: cannot start the writer process: %s", e)
-                self.lose(count)
-                return None
-        child.send(frame)
-        return child
+                with self.done:
+                    self._handed -= len(items)
+                kept = []
+                break
+        if len(kept) < len(items):
+            self.lose(len(items) - len(kept))
+
+    def _drain(self) -> None:
+        """Wait until the child's pipe has taken all of its outbox."""
+        while True:
+            with self.done:
+                child = self._child
+                if child is None or child.take(b""):
+                    return
+            select.select([], [child.fd], [], 1.0)
 
 
 class _Child:
@@ -296,30 +337,51 @@ class _Child:
     def __init__(self, writer: ProcessWriter) -> None:
         self.writer = writer
         self.sent = 0
-        """Items sent and not yet answered (guarded by the writer's ``done``)."""
+        """Items sent and not yet answered (guarded by the writer's ``done``, as all here)."""
         self.dead = False
+        self.outbox = bytearray()
+        """Frames the pipe has not taken yet."""
         self.process = subprocess.Popen(
             [sys.executable, "-c", _CHILD],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
         )
-        self.send(pickle.dumps([writer.config], protocol=pickle.HIGHEST_PROTOCOL))
+        assert self.process.stdin is not None
+        self.fd = self.process.stdin.fileno()
+        with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux: room for a burst
+            import fcntl
+
+            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        config = pickle.dumps([writer.config], protocol=pickle.HIGHEST_PROTOCOL)
+        with contextlib.suppress(OSError):  # an empty pipe takes it; a dead child: the reader
+            _write_all(self.fd, _FRAME.pack(len(config)) + config)
+        os.set_blocking(self.fd, False)
         threading.Thread(target=self._read, name="agenttrail-capture-acks", daemon=True).start()
 
-    def send(self, frame: bytes) -> None:
-        """Write one frame; a child that is gone is seen by the reader (its answers end)."""
-        assert self.process.stdin is not None
-        with contextlib.suppress(ValueError, OSError):  # closed, or a broken pipe
-            self.process.stdin.write(_FRAME.pack(len(frame)) + frame)
-            self.process.stdin.flush()
+    def take(self, frame: bytes) -> bool:
+        """Add ``frame`` (a pickle of items) to the outbox and write the outbox as far as the
+        pipe takes it now (the caller holds the writer's ``done``); True when all of it is
+        written, or the child is gone (its reader counts what it had not answered)."""
+        if frame:
+            self.outbox += _FRAME.pack(len(frame)) + frame
+        while self.outbox and not self.dead:
+            try:
+                del self.outbox[: os.write(self.fd, self.outbox)]
+            except BlockingIOError:
+                return False
+            except OSError:  # a broken pipe: the child is gone, its reader sees it
+                self.outbox.clear()
+        return True
 
     def end(self) -> None:
         """Close the pipe (the child writes what it has and exits) and wait for it, a while:
         a child still writing (a log locked by another process) finishes on its own."""
         assert self.process.stdin is not None
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
+        with self.writer.done:
+            self.dead = True  # nothing more goes to it
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(self.writer.exit_wait_s)
 
@@ -335,10 +397,10 @@ class _Child:
         self.process.stdout.close()
         self.process.wait()
         assert self.process.stdin is not None
-        with contextlib.suppress(OSError):  # a send on it now fails, and is seen as lost
-            self.process.stdin.close()
         with self.writer.done:
             self.dead, lost, self.sent = True, self.sent, 0
+            with contextlib.suppress(OSError):  # nothing is written to it from now on
+                self.process.stdin.close()
         if lost:
             code = self.process.returncode
             _LOG.error(
