@@ -63,6 +63,11 @@ this many (a commit's cost is shared by the group; its wait is not made unbounde
 _CHILD = "from agenttrail.ingest.capture._writer import serve_child; serve_child()"
 """What the writer process runs (``python -c``; ``-m`` would import the module twice)."""
 
+_NICE = 10
+"""How much lower the writer process's scheduling priority is than the agent's (``nice``): on
+a machine with no core to spare, its wake-up does not take the CPU from the agent, which it
+would otherwise hold for the whole of a write (the exchanges waiting meanwhile are grouped)."""
+
 _IDLE_S = 30.0
 """Seconds a writer process may stay idle with nothing to write before it is ended (the next
 exchange starts another): a client the agent no longer uses keeps no process."""
@@ -419,6 +424,8 @@ def serve_child() -> None:
     is no longer there to read is not an error: the items already sent are still written."""
     from agenttrail.ingest.capture import Capture  # the child's only import of the core
 
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(_NICE)
     frames = _Frames(sys.stdin.fileno())
     config = frames.take(wait=True)
     if not config:
