@@ -19,6 +19,12 @@ from pathlib import Path
 import httpx
 
 
+def load_average() -> str:
+    """The load average over 1, 5 and 15 minutes (``/proc/loadavg``), to report beside a
+    figure: the machine is shared."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def free_port() -> int:
     """A TCP port on loopback that nothing listens on now."""
     with socket.socket() as sock:

@@ -19,7 +19,11 @@ same run, against the same server.
   to the first chunk the caller gets, with and without;
 - the capture core alone: CPU per exchange of ``Capture.write`` in this thread (what the
   writer process spends per call), measured directly rather than as a difference of two
-  larger figures.
+  larger figures;
+- the hand-over alone: CPU per exchange of ``Capture.record`` in this thread (pickling, the
+  pipe write) and of this process's other threads (the reader of the writer's answers), also
+  measured directly: on a loaded machine the difference of the per-call figures above is
+  noisier than the overhead itself.
 
 Each measurement runs :data:`REPEATS` times and keeps its best (a shared VM's noise only ever
 slows a run down). Results: docs/benchmarks.md.
@@ -162,18 +166,20 @@ def _loop(client: Any, turns: int, flush: Callable[[], object]) -> Timing:
     return _since(start)
 
 
-def _writes(folder: Path, writes: int) -> float:
-    """CPU seconds per exchange of the capture core alone (``Capture.write`` in this thread,
-    new conversations as in :func:`_calls`): what the writer thread spends on each call."""
-    from agenttrail.ingest.capture import Capture, HttpExchange
+def _exchanges(n: int) -> list[Any]:
+    """``n`` finished exchanges as the client of :func:`_calls` makes them (new conversations),
+    with the headers the real client sends."""
+    from agenttrail.ingest.capture import HttpExchange
 
     body = json.dumps(_COMPLETION).encode()
     headers = [("content-type", "application/json"), ("date", "Thu, 03 Dec 2026 16:00:00 GMT")]
-    exchanges = [
+    sent = [("content-type", "application/json"), ("authorization", "Bearer k")]
+    sent += [(f"x-stainless-{name}", "value") for name in ("lang", "os", "arch", "runtime")]
+    return [
         HttpExchange(
             method="POST",
             url="http://127.0.0.1:9/v1/chat/completions",
-            request_headers=[("content-type", "application/json"), ("authorization", "Bearer k")],
+            request_headers=sent,
             request_body=json.dumps(
                 {
                     "model": "gpt-4o-mini",
@@ -189,8 +195,16 @@ def _writes(folder: Path, writes: int) -> float:
             started=time.time(),
             duration_s=0.002,
         )
-        for i in range(writes * REPEATS)
+        for i in range(n)
     ]
+
+
+def _writes(folder: Path, writes: int) -> float:
+    """CPU seconds per exchange of the capture core alone (``Capture.write`` in this thread,
+    new conversations as in :func:`_calls`): what the writer process spends on each call."""
+    from agenttrail.ingest.capture import Capture
+
+    exchanges = _exchanges(writes * REPEATS)
     best = float("inf")
     with Capture(folder / "writes.db") as capture:
         for r in range(REPEATS):
@@ -199,6 +213,39 @@ def _writes(folder: Path, writes: int) -> float:
                 capture.write(exchange)
             best = min(best, (time.process_time() - start) / writes)
     return best
+
+
+def _handovers(folder: Path, n: int) -> tuple[float, float]:
+    """CPU seconds per exchange that handing it to the writer process costs the agent's
+    process, measured directly: in the caller's thread (``Capture.record``: pickling and the
+    pipe write), and in its other threads (the answers' reader, a feeder if one was needed)
+    from ``/proc/self/task/*/schedstat``, up to the flush. Best of :data:`REPEATS`."""
+    import threading
+
+    from agenttrail.ingest.capture import Capture
+
+    def others() -> float:
+        main = threading.get_native_id()
+        return sum(
+            int((t / "schedstat").read_text().split()[0]) / 1e9
+            for t in Path("/proc/self/task").iterdir()
+            if int(t.name) != main and (t / "schedstat").exists()
+        )
+
+    exchanges = _exchanges(n * (REPEATS + 1))
+    own = rest = float("inf")
+    with Capture(folder / "handover.db", writer="process") as capture:
+        for exchange in exchanges[:n]:  # the writer process starts, and warms up
+            capture.record(exchange)
+        capture.flush()
+        for r in range(1, REPEATS + 1):
+            before, start = others(), time.thread_time()
+            for exchange in exchanges[r * n : (r + 1) * n]:
+                capture.record(exchange)
+            own = min(own, (time.thread_time() - start) / n)
+            capture.flush()
+            rest = min(rest, (others() - before) / n)
+    return own, rest
 
 
 def _first_chunks(client: Any, streams: int, flush: Callable[[], object]) -> list[float]:
@@ -233,12 +280,13 @@ def main() -> None:
         return
 
     import openai
-    from _serve import free_port  # bench/_serve.py, beside this script
+    from _serve import free_port, load_average  # bench/_serve.py, beside this script
 
     import agenttrail
     from agenttrail.ingest.instrument import capture_of
 
     port = free_port()
+    print(f"load average at the start: {load_average()}")
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
     try:
         _wait(port)
@@ -278,6 +326,12 @@ def main() -> None:
                 f"the capture core alone (Capture.write, a new conversation each): "
                 f"{_writes(Path(folder), args.calls) * 1e6:.0f} µs of CPU per exchange"
             )
+            own, rest = _handovers(Path(folder), args.calls)
+            print(
+                f"the hand-over alone (Capture.record to the writer process), CPU per "
+                f"exchange: the caller's thread {own * 1e6:.0f} µs, the agent's other threads "
+                f"{rest * 1e6:.0f} µs"
+            )
             first, then = min(without), min(with_)
             print(
                 f"first streamed chunk, median of {args.streams} (best of {REPEATS}): without "
@@ -296,6 +350,7 @@ def main() -> None:
                 f"the writer process: {writer_s / max(written, 1) * 1e6:.0f} µs of CPU per "
                 f"exchange (all its life, start-up included, over {written} exchanges)"
             )
+            print(f"load average at the end: {load_average()}")
     finally:
         server.terminate()
         server.wait(10)

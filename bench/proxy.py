@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from _serve import cpu_s, free_port  # bench/_serve.py, beside this script
+from _serve import cpu_s, free_port, load_average  # bench/_serve.py, beside this script
 
 _CHAT = "/v1/chat/completions"
 
@@ -124,6 +124,16 @@ def _paired(
     return straight, through
 
 
+def _stack() -> str:
+    """What uvicorn runs the proxy on: its optional ``httptools`` parser and ``uvloop`` loop
+    when they are installed (it picks them up), else h11 and asyncio."""
+    import importlib.util
+
+    parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return f"{parser}, {loop}"
+
+
 def _writer_cpu_s(pid: int) -> float:
     """CPU seconds used by the children of process ``pid`` that are alive now (the proxy's
     capture writer process, started by one of its threads), from
@@ -185,7 +195,10 @@ def main() -> None:
                 httpx.Client(base_url=f"http://127.0.0.1:{up_port}", timeout=30) as direct,
                 httpx.Client(base_url=f"http://127.0.0.1:{proxy_port}", timeout=30) as proxied,
             ):
-                print(f"{args.requests} requests, {args.streams} streams, think {args.think_ms} ms")
+                print(
+                    f"{args.requests} requests, {args.streams} streams, think {args.think_ms} ms; "
+                    f"uvicorn's parser and loop: {_stack()}; load average {load_average()}"
+                )
                 runs = [
                     ("non-streaming call, recorded", _whole, _CHAT, body, args.requests),
                     ("non-streaming call, passed through only", _whole, "/v1/models", body,
@@ -208,6 +221,7 @@ def main() -> None:
             for proc in (proxy, upstream):
                 proc.terminate()
                 proc.wait(timeout=30)
+        print(f"load average at the end: {load_average()}")
         sessions = subprocess.run(
             [sys.executable, "-m", "agenttrail.cli", "sessions", "--db", str(db), "--json"],
             capture_output=True,

@@ -8,10 +8,12 @@ cites the SOURCES.md rows).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import logging
 import os
+import pickle
 import signal
 import sqlite3
 import subprocess
@@ -27,7 +29,7 @@ import pytest
 from agenttrail.errors import InputError
 from agenttrail.ingest.capture import Capture, HttpExchange, session
 from agenttrail.log.store import LogStore, open_store
-from agenttrail.model import Event
+from agenttrail.model import Event, NewSession
 from tests.formats._recordings import (
     PROGRAMMATIC,
     RESPONSES_OUTPUT,
@@ -373,7 +375,7 @@ def test_an_exchange_that_cannot_reach_the_writer_process_is_lost_alone(
     # A header value pickle cannot carry (a lock): that exchange is lost, logged and counted;
     # the next is written.
     first, second = recorded(TOOL_ERROR)
-    odd = exchange_of(first, request_headers=[("x-odd", threading.Lock())])
+    odd = exchange_of(first, request_headers=[("user-agent", threading.Lock())])
     with Capture(tmp_path / "capture.db", writer="process") as capture:
         with caplog.at_level(logging.WARNING, logger="agenttrail.capture"):
             assert capture.record(odd)
@@ -381,3 +383,81 @@ def test_an_exchange_that_cannot_reach_the_writer_process_is_lost_alone(
             assert capture.flush(30)
         assert (capture.failures, capture.written) == (1, 1)
     assert "could not be handed over" in caplog.text
+
+
+def _exchanges_in(path: Path) -> int:
+    """Exchanges the log at ``path`` holds, as a new reader sees it: each exchange's last
+    event carries the only key with a tip (``…@nonce#tip``)."""
+    with open_store(path) as log:
+        keys = [key for s in log.sessions() for key, _ in log.event_keys(s.id)]
+    return sum(1 for key in keys if "@" in key and "#" in key)
+
+
+def test_exchanges_waiting_together_are_written_together_each_counted_once_durable(
+    tmp_path: Path,
+) -> None:
+    # The log is locked while four exchanges of three conversations (one of two exchanges)
+    # queue up: none is counted written while nothing can be. Once the lock goes, they are
+    # written (those waiting together in one transaction), and at every moment what is
+    # counted written is in the log for any reader; each conversation is the session import
+    # makes of it.
+    items = [*recorded(TOOL_ERROR), recorded(TOOL_LOOP)[0], recorded(PROGRAMMATIC)[0]]
+    path = tmp_path / "capture.db"
+    open_store(path).close()
+    capture = Capture(path, writer="process")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        for item in items:
+            assert capture.record(exchange_of(item))
+        assert not capture.flush(0.5)
+        assert capture.written == 0
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    deadline = time.monotonic() + 30
+    while capture.written < len(items) and time.monotonic() < deadline:
+        counted = capture.written
+        assert _exchanges_in(path) >= counted
+    assert capture.flush(30)
+    capture.close()
+    assert (capture.written, capture.failures) == (len(items), 0)
+    with open_store(path) as log, open_store(tmp_path / "import.db") as other:
+        stored = [payloads(list(log.read(s.id))) for s in log.sessions()]
+        assert len(stored) == 3
+        assert payloads(import_events(other, TOOL_ERROR)) in stored
+
+
+def test_an_exchange_that_fails_in_a_group_loses_only_itself(tmp_path: Path) -> None:
+    # A group of two: the second exchange of a conversation whose first is already written,
+    # and an exchange for a session that cannot be created (its title holds a NUL). Their
+    # shared transaction fails; each is then written alone: the first continues its session
+    # (read back from the log) as if nothing had happened, the other is reported, not raised.
+    first, second = recorded(TOOL_LOOP)
+    bad = NewSession("s-bad", title="a\x00b")
+    with Capture(tmp_path / "capture.db", writer="thread") as capture:
+        capture.write(exchange_of(first))
+        whys = capture.write_group(
+            [(exchange_of(second), None), (exchange_of(recorded(PROGRAMMATIC)[0]), bad)]
+        )
+    assert whys[0] is None
+    assert whys[1] is not None and "InputError" in whys[1] and "NUL" in whys[1]
+    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "i.db") as other:
+        assert payloads(only_session(log)) == payloads(import_events(other, TOOL_LOOP))
+
+
+def test_an_exchange_crosses_to_the_writer_process_without_its_credentials(
+    tmp_path: Path,
+) -> None:
+    # What the agent's process pickles for its writer process holds no key (the headers go
+    # as the few a record keeps), and is written as the exchange itself is.
+    exchange = exchange_of(recorded(TOOL_ERROR)[0])
+    joint = "&" if "?" in exchange.url else "?"
+    exchange = dataclasses.replace(exchange, url=f"{exchange.url}{joint}key={KEY}")
+    sent = pickle.dumps(exchange)
+    assert KEY.encode() not in sent
+    with Capture(tmp_path / "a.db", writer="thread") as a, Capture(tmp_path / "b.db") as b:
+        assert a.write_group([(exchange, None)]) == [None]
+        assert b.write_group([(pickle.loads(sent), None)]) == [None]
+    with open_store(tmp_path / "a.db") as one, open_store(tmp_path / "b.db") as other:
+        assert payloads(only_session(one)) == payloads(only_session(other))

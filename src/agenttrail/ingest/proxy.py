@@ -163,6 +163,16 @@ def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in headers]
 
 
+def _bounded(response: httpx.Response) -> bool:
+    """True for a response whose body is of a length given in advance and not an event
+    stream: it is sent on as it comes, without watching for the client leaving (a task per
+    request); a stream, or a body of unknown length, is watched, since it may go on for
+    minutes."""
+    headers = response.headers
+    stream = headers.get("content-type", "").startswith("text/event-stream")
+    return "content-length" in headers and not stream
+
+
 def _cause(e: Exception) -> str:
     return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
 
@@ -256,36 +266,45 @@ class Proxy:
             return await self._fail(exchange, send, 502, "Bad Gateway", detail)
         chunks: list[bytes] = []
         error: str | None = None
-        state = {"done": False, "gone": False}
+        done = gone = False
+
+        async def relay() -> None:
+            nonlocal error, done
+            start = {"type": "http.response.start", "status": response.status_code}
+            start["headers"] = _forwarded(response.headers.raw, frozenset())
+            await send(start)
+            try:
+                async for chunk in response.aiter_raw():
+                    chunks.append(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except httpx.HTTPError as e:
+                error = f"upstream {self.upstream} failed mid-response: {_cause(e)}"
+            else:
+                done = True
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
         try:
-            async with anyio.create_task_group() as tasks:
+            if _bounded(response):
+                await relay()
+            else:
+                async with anyio.create_task_group() as tasks:
 
-                async def watch() -> None:
-                    # uvicorn's send() is silent once the client has gone, and a stream
-                    # may be idle for minutes: only receive() hears of the disconnect.
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    if not state["done"]:
-                        state["gone"] = True
-                        tasks.cancel_scope.cancel()
+                    async def watch() -> None:
+                        nonlocal gone
+                        # uvicorn's send() is silent once the client has gone, and a stream
+                        # may be idle for minutes: only receive() hears of the disconnect.
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
+                        if not done:
+                            gone = True
+                            tasks.cancel_scope.cancel()
 
-                tasks.start_soon(watch)
-                start = {"type": "http.response.start", "status": response.status_code}
-                start["headers"] = _forwarded(response.headers.raw, frozenset())
-                await send(start)
-                try:
-                    async for chunk in response.aiter_raw():
-                        chunks.append(chunk)
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                except httpx.HTTPError as e:
-                    error = f"upstream {self.upstream} failed mid-response: {_cause(e)}"
-                else:
-                    state["done"] = True
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                tasks.cancel_scope.cancel()
+                    tasks.start_soon(watch)
+                    await relay()
+                    tasks.cancel_scope.cancel()
         finally:
             await response.aclose()
-        if state["gone"]:
+        if gone:
             received = sum(map(len, chunks))
             error = f"the client disconnected after {received:,} bytes of the response"
         return dataclasses.replace(

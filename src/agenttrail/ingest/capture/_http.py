@@ -16,16 +16,83 @@ Rules of the record: docs/capture.md, What is never stored.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import zlib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["KEPT_HEADERS", "SECRET_PARAMS", "Headers", "decoded", "kept_headers", "redacted_url"]
+__all__ = [
+    "KEPT_HEADERS",
+    "SECRET_PARAMS",
+    "Headers",
+    "HttpExchange",
+    "decoded",
+    "kept_headers",
+    "named",
+    "record_of",
+    "redacted_url",
+]
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 """Headers as a mapping or as ``(name, value)`` pairs (repeated names allowed)."""
+
+
+@dataclass(frozen=True)
+class HttpExchange:
+    """One HTTP exchange with a provider's API, as it happened."""
+
+    method: str
+    """``POST``."""
+    url: str
+    """The full request URL (user, password and credential query parameters are dropped
+    before anything is stored)."""
+    request_headers: Headers
+    """As sent; only the few the readers use are kept (never a credential)."""
+    request_body: bytes
+    """The request body as sent (JSON)."""
+    status: int | None = None
+    """The response's HTTP status; ``None`` when no response came (see :attr:`error`)."""
+    response_headers: Headers = ()
+    """As received (``Content-Encoding`` says how to decode the body)."""
+    response_body: bytes = b""
+    """The body as received, all of it or, for a stream cut short, what arrived."""
+    started: float = 0.0
+    """When the request was sent: Unix seconds."""
+    duration_s: float = 0.0
+    """Seconds from sending to the end of the response body (or to the failure)."""
+    error: str | None = None
+    """Why the exchange did not end normally (``ReadTimeout: timed out``, ``ConnectError: …``,
+    a stream's ``RemoteProtocolError: …``); ``None`` when it did, or when the caller closed a
+    stream early."""
+    complete: bool = True
+    """False when the response body was cut short: a stream interrupted, or abandoned by the
+    caller before its end."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (to cross to capture's writer process) with only the headers capture reads
+        (:data:`KEPT_HEADERS`, ``Content-Encoding``) as plain pairs and the URL without
+        credentials (:func:`redacted_url`): no credential leaves the agent's process, and
+        the pickle is small and quick to make."""
+        return (
+            HttpExchange,
+            (
+                self.method,
+                redacted_url(self.url),
+                _read_headers(self.request_headers),
+                self.request_body,
+                self.status,
+                _read_headers(self.response_headers),
+                self.response_body,
+                self.started,
+                self.duration_s,
+                self.error,
+                self.complete,
+            ),
+        )
+
 
 KEPT_HEADERS = frozenset(
     {
@@ -45,6 +112,15 @@ allow-list, so that no credential header (``Authorization``, ``x-api-key``, ``ap
 SECRET_PARAMS = re.compile(r"key|token|secret|signature|sig$|auth|password|credential", re.I)
 """A query parameter whose name matches is dropped from the stored URL (``?key=``,
 ``?api-key=``, ``?access_token=``, ``?X-Amz-Signature=``)."""
+
+_ENCODING = "content-encoding"
+"""Not kept in a record, but read to decode the body it comes with."""
+
+
+def _read_headers(headers: Headers) -> list[tuple[str, str]]:
+    """The pairs of ``headers`` that a record or a body's decoding reads."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return [(n, v) for n, v in pairs if (low := n.lower()) in KEPT_HEADERS or low == _ENCODING]
 
 
 def kept_headers(headers: Headers) -> dict[str, str]:
@@ -83,7 +159,7 @@ def decoded(body: bytes, headers: Headers) -> bytes:
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     codings: list[str] = []
     for name, value in pairs:
-        if name.lower() == "content-encoding":
+        if name.lower() == _ENCODING:
             codings += [c.strip().lower() for c in value.split(",") if c.strip()]
     for coding in reversed(codings):
         body = _undo(coding, body)
@@ -110,3 +186,31 @@ def _undo(coding: str, body: bytes) -> bytes:
             return bytes(module.decompress(body))
         return bytes(module.ZstdDecompressor().decompressobj().decompress(body))
     raise ValueError(f"unknown Content-Encoding {coding!r}")
+
+
+def named(exchange: HttpExchange) -> str:
+    """An exchange as named in log messages (its URL without credentials)."""
+    return f"{exchange.method} {redacted_url(exchange.url)}"
+
+
+def record_of(exchange: HttpExchange) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The exchange as the importers read recorded traffic (``{request, response}``), with
+    nothing secret kept (this module), and its request body parsed (``{}`` when it is not a
+    JSON object) for recognition."""
+    request_text = exchange.request_body.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(request_text)
+    except ValueError:
+        parsed = None
+    response: dict[str, Any] = {"status_code": exchange.status, "headers": {}, "body": None}
+    if exchange.status is not None:
+        body = decoded(exchange.response_body, exchange.response_headers)
+        response["headers"] = kept_headers(exchange.response_headers)
+        response["body"] = body.decode("utf-8", "replace")
+    request = {
+        "method": exchange.method,
+        "url": redacted_url(exchange.url),
+        "headers": kept_headers(exchange.request_headers),
+        "body": parsed if isinstance(parsed, dict) else request_text,  # parsed once
+    }
+    return {"request": request, "response": response}, parsed if isinstance(parsed, dict) else {}

@@ -1,14 +1,15 @@
 """The writers: captured exchanges are written to the log off the agent's path.
 
 The agent hands over a finished exchange (a queue put) and goes on. A writer reads, recognises
-and appends the exchanges in the order they finished, either
+and appends the exchanges in the order they finished, those waiting together as one group (one
+transaction, one durable commit; each counted written only once that commit is done), either
 
 - in a **writer process** (:class:`ProcessWriter`, the default for a log named by its path or
   URL): a Python child of the agent's process that opens the log itself and is fed the
-  exchanges through a pipe. The reading and the durable append, about a millisecond of Python
-  each, then never hold the agent's GIL: on a loopback upstream a thread cost the agent half
-  its wall time per call, the process costs it a few per cent (docs/benchmarks.md, Live
-  capture). The child outlives a parent that dies: it writes what it was sent, then exits;
+  exchanges through a pipe (those queued together in one frame, answered in one write). The
+  reading and the durable append, about a millisecond of Python each, then never hold the
+  agent's GIL (docs/benchmarks.md, Live capture). The child outlives a parent that dies: it
+  writes what it was sent, then exits;
 - or in a **writer thread** (:class:`Writer`), for a log given as an open store (a store
   cannot cross to another process) or when ``AGENTTRAIL_CAPTURE_WRITER=thread``.
 
@@ -25,6 +26,7 @@ import contextlib
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
@@ -32,7 +34,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 from agenttrail.log.redact import redacting_logger
 
@@ -44,12 +46,28 @@ WRITER_ENV = "AGENTTRAIL_CAPTURE_WRITER"
 """``process`` (the default) or ``thread``: where a capture that opens its own log writes."""
 
 _STOP = object()
+_DRAIN = object()
+"""Queued for a process writer's feeder: the pipe did not take all of a frame at once."""
+
+_PIPE_BYTES = 1 << 20
+"""The pipe to a writer process is made this large where the system allows (Linux: 64 KiB by
+default), so that a burst of exchanges is taken at once."""
 
 _FRAME = struct.Struct(">I")
-"""A frame on the pipe to the writer process: its length, then a pickle of one item."""
+"""A frame on the pipe to the writer process: its length, then a pickle of a list of items (the
+first frame: the child's capture arguments)."""
+
+GROUP = 64
+"""Most items written in one transaction: those waiting when a writer takes the next, up to
+this many (a commit's cost is shared by the group; its wait is not made unbounded)."""
 
 _CHILD = "from agenttrail.ingest.capture._writer import serve_child; serve_child()"
 """What the writer process runs (``python -c``; ``-m`` would import the module twice)."""
+
+_NICE = 10
+"""How much lower the writer process's scheduling priority is than the agent's (``nice``): on
+a machine with no core to spare, its wake-up does not take the CPU from the agent, which it
+would otherwise hold for the whole of a write (the exchanges waiting meanwhile are grouped)."""
 
 _IDLE_S = 30.0
 """Seconds a writer process may stay idle with nothing to write before it is ended (the next
@@ -57,8 +75,9 @@ exchange starts another): a client the agent no longer uses keeps no process."""
 
 _WRITERS: weakref.WeakSet[_Counts] = weakref.WeakSet()
 
-Handle = Callable[[Any], str | None]
-"""Writes one item; returns why it was not recorded (a one-line reason), or ``None``."""
+Handle = Callable[[list[Any]], list[str | None]]
+"""Writes a group of items; returns, for each, why it was not recorded (a one-line reason), or
+``None`` once it is written."""
 
 
 class _Counts:
@@ -88,21 +107,23 @@ class _Counts:
         self.pending += 1
         return True
 
-    def settle(self, why: str | None, *, lost: int = 0) -> None:
-        """One item written (``why`` None) or failed; or ``lost`` items gone with a writer.
-        A failure is logged before it is counted: a flush that returns has seen it logged."""
-        if why is not None and not lost:
+    def settle(self, whys: list[str | None]) -> None:
+        """Items written (their ``why`` None) or failed (why not). A failure is logged before
+        it is counted: a flush that returns has seen it logged."""
+        failed = [why for why in whys if why is not None]
+        for why in failed:
             _LOG.warning("agenttrail capture: %s", why)
         with self.done:
-            if lost:
-                self.crashed += lost
-                self.pending -= lost
-            elif why is None:
-                self.written += 1
-                self.pending -= 1
-            else:
-                self.failed += 1
-                self.pending -= 1
+            self.written += len(whys) - len(failed)
+            self.failed += len(failed)
+            self.pending -= len(whys)
+            self.done.notify_all()
+
+    def lose(self, lost: int) -> None:
+        """``lost`` items gone with a writer (logged by the caller)."""
+        with self.done:
+            self.crashed += lost
+            self.pending -= lost
             self.done.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -119,10 +140,11 @@ class _Counts:
 
 
 class Writer(_Counts):
-    """A queue and the daemon thread that drains it through ``handle``.
+    """A queue and the daemon thread that drains it through ``handle``, a group at a time.
 
     Args:
-        handle: writes one item (:data:`Handle`); what it raises is logged and counted.
+        handle: writes a group of items (:data:`Handle`); what it raises is logged and
+            counted, and loses that group.
         size: most items waiting besides the one being written (a put beyond drops the item
             and returns False).
         exit_wait_s: how long the interpreter's exit waits for waiting items (seconds).
@@ -159,16 +181,19 @@ class Writer(_Counts):
 
     def _run(self) -> None:
         while True:
-            item = self.queue.get()
-            if item is _STOP:
+            group = _waiting(self.queue)
+            stop = group[-1] is _STOP
+            items = group[:-1] if stop else group
+            if items:
+                try:
+                    whys = self.handle(items)
+                except Exception:  # handle must not raise; if it does, the thread goes on
+                    _LOG.exception("agenttrail capture: writing exchanges failed")
+                    self.lose(len(items))
+                else:
+                    self.settle(whys)
+            if stop:
                 return
-            try:
-                why = self.handle(item)
-            except Exception:  # handle must not raise; if it does, the thread goes on
-                _LOG.exception("agenttrail capture: writing an exchange failed")
-                self.settle(None, lost=1)
-            else:
-                self.settle(why)
 
 
 class ProcessWriter(_Counts):
@@ -176,8 +201,11 @@ class ProcessWriter(_Counts):
 
     The child runs :func:`serve_child`: it reads ``config`` (the keyword arguments of the
     :class:`~agenttrail.ingest.capture.Capture` it builds, which must open its log by path or
-    URL), then one item per frame, and answers each with a line: ``+`` written, or ``-`` and
-    why not. A feeder thread here writes the frames (the pipe's writes release the GIL); a
+    URL), then frames of items, and answers each item with a line: ``+`` written, or ``-``
+    and why not. While a child runs and nothing waits before it, :meth:`put` itself writes
+    the item's frame to the pipe, which never blocks (the pipe is non-blocking: what it does
+    not take at once is left to the feeder thread). The feeder thread starts the child, and
+    writes what waits for it (several items to a frame) or what the pipe did not take; a
     reader thread settles the answers. A child that dies loses what it was sent and had not
     answered (counted as crashed, logged); the next item starts a new one. A child idle for
     :data:`_IDLE_S` is ended, and :meth:`close` ends it at once. A fork of the agent starts
@@ -202,20 +230,39 @@ class ProcessWriter(_Counts):
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._feeder: threading.Thread | None = None
         self._child: _Child | None = None
+        self._handed = 0
+        """Items queued for the feeder and not yet in a child's outbox: while there are, a
+        put queues too (the child gets the items in the order they were put)."""
+        self._last = time.monotonic()
 
     def put(self, item: Any) -> bool:
-        """Queue ``item``; False (and nothing queued) when the writer is :attr:`size` behind."""
+        """Hand ``item`` to the child, or queue it; False (and nothing queued) when the
+        writer is :attr:`size` behind. Never waits."""
         if self._owner != os.getpid():
             self._start_over()
         with self.done:
             if not self.admit():
                 return False
+            self._last = time.monotonic()
             if self._feeder is None:
                 self._feeder = threading.Thread(
                     target=self._feed, name="agenttrail-capture", daemon=True
                 )
                 self._feeder.start()
-        self.queue.put(item)
+            child = self._child
+            if self._handed or child is None or child.dead:
+                self._handed += 1
+                self.queue.put(item)
+                return True
+            try:
+                frame = pickle.dumps([item], protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # an exchange that cannot cross to the child: lost, never stuck
+                _LOG.exception("agenttrail capture: an exchange could not be handed over")
+                self.lose(1)
+                return True
+            child.sent += 1
+            if not child.take(frame):
+                self.queue.put(_DRAIN)  # the feeder writes the rest when the pipe takes it
         return True
 
     @property
@@ -236,40 +283,58 @@ class ProcessWriter(_Counts):
         return flushed
 
     def _feed(self) -> None:
-        child: _Child | None = None
         while True:
             try:
-                item = self.queue.get(timeout=_IDLE_S)
+                group = _waiting(self.queue, timeout=_IDLE_S)
             except queue.Empty:
                 with self.done:
-                    if self.pending:
+                    if self.pending or time.monotonic() - self._last < _IDLE_S:
                         continue
                     self._feeder = None  # the next put starts a feeder, and a child, again
-                item = _STOP
-            if item is _STOP:
+                group = [_STOP]
+            items = [item for item in group if item is not _STOP and item is not _DRAIN]
+            if items:
+                self._hand(items)
+            self._drain()
+            if group[-1] is _STOP:
+                with self.done:
+                    child, self._child = self._child, None
                 if child is not None:
                     child.end()
                 return
-            try:
-                frame = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # an exchange that cannot cross to the child: lost, never stuck
-                _LOG.exception("agenttrail capture: an exchange could not be handed over")
-                self.settle(None, lost=1)
-                continue
-            while True:  # a child that is alive when the item is counted as sent to it
-                with self.done:
-                    if child is not None and not child.dead:
-                        child.sent += 1
-                        break
-                try:
-                    child = self._child = _Child(self)  # not under the lock: put never waits
-                except OSError as e:  # no interpreter to start: this item is lost, not waited on
-                    _LOG.error("agenttrail capture: cannot start the writer process: %s", e)
-                    self.settle(None, lost=1)
-                    child = None
+
+    def _hand(self, items: list[Any]) -> None:
+        """Put queued ``items`` in one frame into a live child's outbox, starting a child if
+        none runs; what cannot be pickled, or finds no child, is lost (logged, counted)."""
+        frame, kept = _pickled(items)
+        while True:  # a child that is alive when the items are counted as sent to it
+            with self.done:
+                child = self._child
+                if child is not None and not child.dead:
+                    self._handed -= len(items)
+                    if kept:
+                        child.sent += len(kept)
+                        child.take(frame)
                     break
-            if child is not None:
-                child.send(frame)
+            try:
+                self._child = _Child(self)  # not under the lock: put never waits
+            except OSError as e:  # no interpreter to start: these are lost, not waited on
+                _LOG.error("agenttrail capture: cannot start the writer process: %s", e)
+                with self.done:
+                    self._handed -= len(items)
+                kept = []
+                break
+        if len(kept) < len(items):
+            self.lose(len(items) - len(kept))
+
+    def _drain(self) -> None:
+        """Wait until the child's pipe has taken all of its outbox."""
+        while True:
+            with self.done:
+                child = self._child
+                if child is None or child.take(b""):
+                    return
+            select.select([], [child.fd], [], 1.0)
 
 
 class _Child:
@@ -278,47 +343,70 @@ class _Child:
     def __init__(self, writer: ProcessWriter) -> None:
         self.writer = writer
         self.sent = 0
-        """Items sent and not yet answered (guarded by the writer's ``done``)."""
+        """Items sent and not yet answered (guarded by the writer's ``done``, as all here)."""
         self.dead = False
+        self.outbox = bytearray()
+        """Frames the pipe has not taken yet."""
         self.process = subprocess.Popen(
             [sys.executable, "-c", _CHILD],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
         )
-        self.send(pickle.dumps(writer.config, protocol=pickle.HIGHEST_PROTOCOL))
+        assert self.process.stdin is not None
+        self.fd = self.process.stdin.fileno()
+        with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux: room for a burst
+            import fcntl
+
+            fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        config = pickle.dumps([writer.config], protocol=pickle.HIGHEST_PROTOCOL)
+        with contextlib.suppress(OSError):  # an empty pipe takes it; a dead child: the reader
+            _write_all(self.fd, _FRAME.pack(len(config)) + config)
+        os.set_blocking(self.fd, False)
         threading.Thread(target=self._read, name="agenttrail-capture-acks", daemon=True).start()
 
-    def send(self, frame: bytes) -> None:
-        """Write one frame; a child that is gone is seen by the reader (its answers end)."""
-        assert self.process.stdin is not None
-        with contextlib.suppress(ValueError, OSError):  # closed, or a broken pipe
-            self.process.stdin.write(_FRAME.pack(len(frame)) + frame)
-            self.process.stdin.flush()
+    def take(self, frame: bytes) -> bool:
+        """Add ``frame`` (a pickle of items) to the outbox and write the outbox as far as the
+        pipe takes it now (the caller holds the writer's ``done``); True when all of it is
+        written, or the child is gone (its reader counts what it had not answered)."""
+        if frame:
+            self.outbox += _FRAME.pack(len(frame)) + frame
+        while self.outbox and not self.dead:
+            try:
+                del self.outbox[: os.write(self.fd, self.outbox)]
+            except BlockingIOError:
+                return False
+            except OSError:  # a broken pipe: the child is gone, its reader sees it
+                self.outbox.clear()
+        return True
 
     def end(self) -> None:
         """Close the pipe (the child writes what it has and exits) and wait for it, a while:
         a child still writing (a log locked by another process) finishes on its own."""
         assert self.process.stdin is not None
-        with contextlib.suppress(OSError):
-            self.process.stdin.close()
+        with self.writer.done:
+            self.dead = True  # nothing more goes to it
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(self.writer.exit_wait_s)
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            answer = line.decode("utf-8", "replace").rstrip("\n")
+        fd, rest = self.process.stdout.fileno(), b""
+        while chunk := os.read(fd, 1 << 16):  # a group's answers come in one write
+            *lines, rest = (rest + chunk).split(b"\n")
+            whys = [None if a == b"+" else a[1:].decode("utf-8", "replace") for a in lines]
             with self.writer.done:
-                self.sent -= 1
-            self.writer.settle(None if answer == "+" else answer[1:])
+                self.sent -= len(whys)
+            self.writer.settle(whys)
         self.process.stdout.close()
         self.process.wait()
         assert self.process.stdin is not None
-        with contextlib.suppress(OSError):  # a send on it now fails, and is seen as lost
-            self.process.stdin.close()
         with self.writer.done:
             self.dead, lost, self.sent = True, self.sent, 0
+            with contextlib.suppress(OSError):  # nothing is written to it from now on
+                self.process.stdin.close()
         if lost:
             code = self.process.returncode
             _LOG.error(
@@ -327,44 +415,108 @@ class _Child:
                 lost,
                 "" if lost == 1 else "s",
             )
-            self.writer.settle(None, lost=lost)
+            self.writer.lose(lost)
 
 
-def serve_child(
-    stdin: IO[bytes] | None = None,
-    stdout: IO[bytes] | None = None,
-) -> None:
-    """The writer process's main: read the capture's arguments, then write each item and
-    answer it (:class:`ProcessWriter`), until the pipe closes. An answer the parent is no
-    longer there to read is not an error: the items already sent are still written."""
+def serve_child() -> None:
+    """The writer process's main: read the capture's arguments, then write the items
+    (:class:`ProcessWriter`), those waiting together as one group, and answer each (``+``, or
+    ``-`` and why not) once its group is written, until the pipe closes. An answer the parent
+    is no longer there to read is not an error: the items already sent are still written."""
     from agenttrail.ingest.capture import Capture  # the child's only import of the core
 
-    source = stdin or sys.stdin.buffer
-    sink = stdout or sys.stdout.buffer
-    config = _frame(source)
-    if config is None:
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(_NICE)
+    frames = _Frames(sys.stdin.fileno())
+    config = frames.take(wait=True)
+    if not config:
         return
-    capture = Capture(**config, writer="thread")  # its writer never starts: no put here
+    capture = Capture(**config[0], writer="thread")  # its writer never starts: no put here
     try:
-        while (item := _frame(source)) is not None:
-            why = capture.write_queued(item)
-            try:
-                sink.write(b"+\n" if why is None else b"-" + why.encode() + b"\n")
-                sink.flush()
-            except OSError:  # the parent is gone; go on writing what it sent
-                pass
+        while group := frames.group():
+            whys = capture.write_group(group)
+            answers = b"".join(
+                b"+\n" if why is None else b"-" + why.replace("\n", " ").encode() + b"\n"
+                for why in whys
+            )
+            with contextlib.suppress(OSError):  # the parent is gone; go on with what it sent
+                _write_all(sys.stdout.fileno(), answers)
     finally:
         capture.close()
 
 
-def _frame(source: IO[bytes]) -> Any:
-    """The next item on the pipe, or ``None`` at its end (a frame cut short included)."""
-    head = source.read(_FRAME.size)
-    if len(head) < _FRAME.size:
-        return None
-    (size,) = _FRAME.unpack(head)
-    body = source.read(size)
-    return pickle.loads(body) if len(body) == size else None
+class _Frames:
+    """The frames coming down a pipe, read as they are there."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.ended = False
+
+    def group(self) -> list[Any]:
+        """The items of the next frame (waiting for it), and of every further frame already
+        there, up to :data:`GROUP` items; empty at the pipe's end (a frame cut short
+        included)."""
+        items: list[Any] = []
+        while len(items) < GROUP:
+            taken = self.take(wait=not items)
+            if taken is None:
+                break
+            items += taken
+        return items
+
+    def take(self, *, wait: bool) -> list[Any] | None:
+        """The items of the next frame; ``None`` when none is there (``wait``: at the pipe's
+        end)."""
+        while True:
+            if len(self.buffer) >= _FRAME.size:
+                (size,) = _FRAME.unpack_from(self.buffer)
+                if len(self.buffer) >= _FRAME.size + size:
+                    frame = bytes(self.buffer[_FRAME.size : _FRAME.size + size])
+                    del self.buffer[: _FRAME.size + size]
+                    items: list[Any] = pickle.loads(frame)
+                    return items
+            if self.ended or not (wait or select.select([self.fd], [], [], 0)[0]):
+                return None
+            chunk = os.read(self.fd, 1 << 16)
+            self.ended = not chunk
+            self.buffer += chunk
+
+
+def _waiting(items: queue.SimpleQueue[Any], timeout: float | None = None) -> list[Any]:
+    """The next item (waiting up to ``timeout`` seconds: :class:`queue.Empty`), and those
+    queued behind it, up to :data:`GROUP` or a stop."""
+    group = [items.get(timeout=timeout)]
+    while len(group) < GROUP and group[-1] is not _STOP:
+        try:
+            group.append(items.get_nowait())
+        except queue.Empty:
+            break
+    return group
+
+
+def _pickled(items: list[Any]) -> tuple[bytes, list[Any]]:
+    """A frame of ``items`` and the items in it: one that cannot be pickled is left out and
+    lost alone (logged, counted), never stuck."""
+    try:
+        return pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL), items
+    except Exception:
+        kept = []
+        for item in items:
+            try:
+                pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:
+                _LOG.exception("agenttrail capture: an exchange could not be handed over")
+            else:
+                kept.append(item)
+        return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), kept
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (a pipe may take it in parts)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 @atexit.register
