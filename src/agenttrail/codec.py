@@ -322,11 +322,14 @@ def indented_json(value: object, indent: int) -> str:
     if escaped:
         compact = compact.replace("\\\\", "\x00").replace('\\"', "\x01")
     pieces = compact.split('"')
+    del compact  # the text is held three times at most (a long replay's is tens of MB)
     runs = pieces[0::2]
     steps = {run: _depth_step(run) for run in set(runs)}
     depths = accumulate(map(steps.__getitem__, runs), initial=0)  # where each run starts
     pieces[0::2] = map(_Runs(indent).__getitem__, zip(runs, depths, strict=False))  # one more depth
+    del runs
     text = '"'.join(pieces)
+    del pieces
     return text.replace("\x01", '\\"').replace("\x00", "\\\\") if escaped else text
 
 
