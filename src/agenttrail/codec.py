@@ -22,6 +22,7 @@ import json
 import math
 import re
 from datetime import UTC, datetime
+from itertools import accumulate
 from typing import Any
 
 import cbor2
@@ -299,37 +300,78 @@ def _check_ijson(value: Any, path: str) -> None:
     raise NotIJSON(f"{path}: a {type(value).__name__} is not JSON")
 
 
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|\[\]|\{\}|[\[\]{},:]')
-"""A token of compact JSON text that indenting changes or must skip: a string (skipped
-whole), an empty array or object (kept as it is), a bracket, a comma or a colon."""
+_STRUCTURE = re.compile(r"\[\]|\{\}|[\[\]{},:]")
+"""What indenting changes in compact JSON text outside strings: a bracket, a comma or a
+colon; an empty array or object is kept as it is."""
 
 
 def indented_json(value: object, indent: int) -> str:
     """``json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)``, the same
-    text, in linear time at C speed: the standard library encodes with its C encoder only
-    without ``indent`` (its pure-Python one took half of a long replay's time), so the compact
-    text is encoded in C and then indented, bracket by bracket.
+    text, at C speed: the standard library encodes with its C encoder only without ``indent``
+    (its pure-Python one walks every node), so the compact text is encoded in C and then
+    indented outside its strings.
+
+    In compact JSON text a quote or a backslash inside a string is always escaped (``\\"``,
+    ``\\\\``) and a control character never appears raw, so with those two escapes set aside
+    as ``\\x01`` and ``\\x00`` every ``"`` bounds a string: splitting on it alternates the
+    text between strings and the runs between them (``:``, ``,``, ``}]},{``, ``:12,``). A
+    run's indentation depends only on the run and the depth it starts at, so each distinct
+    (run, depth) is indented once, in Python, and the rest (splitting, the running depth,
+    the look-ups, joining) runs in C: the cost no longer depends on the nodes in Python.
 
     Raises:
         ValueError: ``value`` holds NaN or an infinity; TypeError: it is not JSON-ready.
     """
     compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    level = 0
+    escaped = "\\" in compact
+    if escaped:
+        compact = compact.replace("\\\\", "\x00").replace('\\"', "\x01")
+    pieces = compact.split('"')
+    del compact  # the text is held three times at most (a long replay's is tens of MB)
+    runs = pieces[0::2]
+    steps = {run: _depth_step(run) for run in set(runs)}
+    depths = accumulate(map(steps.__getitem__, runs), initial=0)  # where each run starts
+    pieces[0::2] = map(_Runs(indent).__getitem__, zip(runs, depths, strict=False))  # one more depth
+    del runs
+    text = '"'.join(pieces)
+    del pieces
+    return text.replace("\x01", '\\"').replace("\x00", "\\\\") if escaped else text
+
+
+class _Runs(dict[tuple[str, int], str]):
+    """Each (run, depth) indented on first use (:func:`_indent_run`), then looked up."""
+
+    def __init__(self, indent: int) -> None:
+        super().__init__()
+        self.indent = indent
+
+    def __missing__(self, key: tuple[str, int]) -> str:
+        self[key] = spaced = _indent_run(*key, self.indent)
+        return spaced
+
+
+def _depth_step(run: str) -> int:
+    """How a run of compact JSON outside strings changes the depth of nesting."""
+    return run.count("[") + run.count("{") - run.count("]") - run.count("}")
+
+
+def _indent_run(run: str, depth: int, indent: int) -> str:
+    """A run of compact JSON outside strings, starting at ``depth``, as ``json.dumps``
+    writes it with ``indent``."""
 
     def spaced(token: re.Match[str]) -> str:
-        nonlocal level
+        nonlocal depth
         text = token.group()
-        mark = text[0]
-        if mark == '"' or len(text) == 2:
+        if len(text) == 2:
             return text
-        if mark == ",":
-            return ",\n" + " " * (indent * level)
-        if mark == ":":
+        if text == ",":
+            return ",\n" + " " * (indent * depth)
+        if text == ":":
             return ": "
-        if mark in "[{":
-            level += 1
-            return mark + "\n" + " " * (indent * level)
-        level -= 1
-        return "\n" + " " * (indent * level) + mark
+        if text in "[{":
+            depth += 1
+            return text + "\n" + " " * (indent * depth)
+        depth -= 1
+        return "\n" + " " * (indent * depth) + text
 
-    return _TOKEN.sub(spaced, compact)
+    return _STRUCTURE.sub(spaced, run)

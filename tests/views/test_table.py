@@ -135,3 +135,35 @@ def test_chunks_print_what_rich_prints(
     streamed = _console(width, colour=colour)
     print_table(streamed, template(), cells, chunk_rows=chunk)
     assert _printed(streamed) == _printed(expected)
+
+
+def test_show_of_a_large_session_with_usage_heads_it_as_the_whole_session_does(
+    tmp_path: Path,
+) -> None:
+    """``print_session`` sums usage and cost as it first reads the session (nothing held);
+    ``render_session``, which holds the session and reads it by the logical-session rule,
+    is the reference, on 3,000 events of several models and providers over two years."""
+    db = tmp_path / "log.db"
+    models = [("gpt-4o", "openai"), ("claude-sonnet-4-5", "anthropic"), ("house-model", None)]
+    batch: list[NewEvent] = []
+    for turn in range(600):
+        model, provider = models[turn % 3]
+        usage = events.usage(1000 + 997 * turn, 20 + turn, cache_read=turn * 400)
+        meta = events.meta(model=model, provider=provider, usage=usage)
+        for payload in (
+            events.message("user", f"question {turn}"),
+            events.message("assistant", f"answer {turn}", meta=meta),
+            events.tool_call(f"c{turn}", "look", {"n": turn}),
+            events.tool_result(f"c{turn}", "look", output="seen " * turn),
+            events.message("assistant", "done", meta=meta),
+        ):
+            batch.append(NewEvent(payload, f"202{4 + turn // 300}-05-01T10:00:00.000000Z"))
+    with open_store(str(db), create=True) as store:
+        store.append_batch("u", batch, create=NewSession("u", "usage", "x"))
+        session = store.get_session("u")
+        streamed = _console(120, colour=False)
+        print_session(streamed, session, store)
+        whole = _console(120, colour=False)
+        render_session(whole, session, store.read("u"))
+    assert "1200 model calls" in _printed(whole) and "+ unknown" in _printed(whole)
+    assert _printed(streamed) == _printed(whole)

@@ -266,3 +266,50 @@ def test_the_installed_price_table_has_its_date() -> None:
     installed = version("genai-prices")
     assert installed in PUBLISHED  # pyproject.toml pins it; PUBLISHED dates it
     assert f"genai-prices {installed} (published {PUBLISHED[installed]})" == PRICE_SOURCE
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("gpt-4o", "openai"),
+        ("gpt-4o-mini", "openai"),
+        ("o3", "openai"),
+        ("claude-sonnet-4-20250514", "anthropic"),
+        ("claude-opus-4-1", "anthropic"),
+        ("claude-sonnet-4-5", "anthropic"),  # tiered: a prompt over 200k tokens costs more
+        ("gemini-2.5-pro", None),  # tiered
+        ("deepseek-chat", None),  # a price that changed over time
+    ],
+)
+def test_a_price_is_the_price_tables_own_for_any_counts(model: str, provider: str | None) -> None:
+    """``price_of`` asks the table once per price entry and multiplies (a table without tiers
+    is linear in the counts); ``genai-prices``' own ``calc_price`` of each call is the oracle,
+    over counts on both sides of the tier thresholds and dates years apart."""
+    import random
+
+    from genai_prices import Usage, calc_price
+
+    from agenttrail.providers.prices import price_of
+
+    rnd = random.Random(model)
+    for _ in range(150):
+        counts = {
+            "input": rnd.randrange(0, 300_000),
+            "output": rnd.randrange(0, 5_000),
+            "cache_read": rnd.choice([0, rnd.randrange(0, 300_000)]),
+            "cache_write": rnd.choice([0, rnd.randrange(0, 30_000)]),
+            "cache_write_1h": rnd.choice([0, rnd.randrange(0, 30_000)]),
+        }
+        at = datetime(
+            rnd.randrange(2023, 2027), rnd.randrange(1, 13), 1, rnd.randrange(24), tzinfo=UTC
+        )
+        write = counts["cache_write"]
+        usage = Usage(
+            input_tokens=counts["input"] + counts["cache_read"] + write,
+            output_tokens=counts["output"],
+            cache_read_tokens=counts["cache_read"],
+            cache_write_tokens=write,
+            cache_write_1h_tokens=min(counts["cache_write_1h"], write),
+        )
+        expected = calc_price(usage, model, provider_id=provider, genai_request_timestamp=at)
+        assert price_of(model, provider, at=at, **counts) == expected.total_price, (counts, at)

@@ -7,6 +7,7 @@ Data goes to :data:`out` (stdout) and messages to :data:`err` (stderr), so
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 from collections.abc import Iterable
@@ -19,9 +20,9 @@ from agenttrail.errors import InputError, SessionNotFound
 
 if TYPE_CHECKING:
     from agenttrail.log.store import LogStore
-    from agenttrail.model import Session
+    from agenttrail.model import Event, Session
 
-__all__ = ["err", "find_session", "open_log", "out", "write_atomically"]
+__all__ = ["err", "find_session", "held_whole", "open_log", "out", "write_atomically"]
 
 # soft_wrap: a data or error line is never broken at the terminal width.
 out = Console(highlight=False, soft_wrap=True)
@@ -80,3 +81,20 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def held_whole(events: Iterable[Event]) -> list[Event]:
+    """A session's events read whole for a command that renders them at once (``fountain``,
+    ``replay``), each payload decoded, then set aside from the cyclic garbage collector
+    (:func:`gc.freeze`).
+
+    Such a command holds every event until it exits, and each of Python's full collections
+    walks every object held: at 100,000 events that was a quarter of ``fountain``'s time.
+    What the command makes afterwards is still collected; the frozen events live until the
+    process exits, as they would anyway.
+    """
+    held = list(events)
+    for event in held:
+        _ = event.payload
+    gc.freeze()
+    return held

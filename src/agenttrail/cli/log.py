@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
+from agenttrail.cli._common import (
+    err,
+    find_session,
+    held_whole,
+    open_log,
+    out,
+    write_atomically,
+)
 from agenttrail.cli._options import (
     DbOption,
     JsonOption,
@@ -310,7 +317,7 @@ def fountain(
 
     with open_log(db) as store:
         found = find_session(store, session)
-        text = fountain_from_events(found, list(store.read(found.id)), dialect=dialect)
+        text = fountain_from_events(found, held_whole(store.read(found.id)), dialect=dialect)
     if output is None:
         sys.stdout.write(text)
     else:
@@ -343,7 +350,7 @@ def replay(
 
     with open_log(db) as store:
         found = find_session(store, session)
-        result = replay_events(store.read(found.id), format, upto_seq=upto)
+        result = replay_events(held_whole(store.read(found.id)), format, upto_seq=upto)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
     sys.stdout.write(result.json(indent=2) + "\n")

@@ -119,15 +119,17 @@ class Event:
         value = decode_payload(self.data)
         return value if isinstance(value, dict) else {"type": None, "value": value}
 
-    @property
+    @cached_property
     def type(self) -> str | None:
-        """The payload's ``type``, or ``None`` for an untyped mapping."""
+        """The payload's ``type``, or ``None`` for an untyped mapping (read once: every view
+        asks it of every event several times)."""
         kind = self.payload.get("type")
         return kind if isinstance(kind, str) else None
 
-    @property
+    @cached_property
     def actor(self) -> str:
-        """The stored actor, or the one derived from the payload's shape (:func:`event_actor`)."""
+        """The stored actor, or the one derived from the payload's shape (:func:`event_actor`),
+        read once."""
         return event_actor(self.payload)
 
 

@@ -77,6 +77,10 @@ class MessageParts:
             self._messages.setdefault(call_of, _Message()).calls.append(event.seq)
             self._of_seq[event.seq] = call_of
 
+    def any_whole(self) -> bool:
+        """Whether any message's parts are read as one (else every event reads as itself)."""
+        return bool(self._first)
+
     def read_as(self, seq: int) -> int | None:
         """For the first part of a message read whole: the seq of the part read in its place
         (the whole message); ``None`` for every other event."""
@@ -134,6 +138,8 @@ def whole_messages(events: Iterable[Event]) -> list[Event]:
     parts = MessageParts()
     for event in chosen:
         parts.add(event)
+    if not parts.any_whole() and all(a.seq < b.seq for a, b in pairwise(chosen)):
+        return chosen  # no message in parts: the events as they are, in their order
     by_seq = {event.seq: event for event in chosen}
     out: list[Event] = []
     for event in sorted(chosen, key=lambda e: (parts.place(e.seq), e.seq)):

@@ -13,6 +13,7 @@ Vocabulary only: this module imports nothing of agenttrail (docs/architecture.md
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from importlib.metadata import version
@@ -65,21 +66,71 @@ def price_of(
     added back here, and it applies each kind's own rate.
     """
     from genai_prices import Usage, calc_price  # the table is large: load it on first use
+    from genai_prices.data_snapshot import get_snapshot
 
-    usage = Usage(
-        input_tokens=input + cache_read + cache_write,
-        output_tokens=output,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        cache_write_1h_tokens=min(cache_write_1h, cache_write),
-    )
+    provider_id = _PROVIDERS.get(provider or "")
+    long = min(cache_write_1h, cache_write)
+    counts = (input, output, cache_read, cache_write - long, long)
     try:
-        found = calc_price(
-            usage, model, provider_id=_PROVIDERS.get(provider or ""), genai_request_timestamp=at
-        )
+        _, found = get_snapshot().find_provider_model(model, None, provider_id, None)
     except LookupError:
         return None
-    return found.total_price
+    prices = found.get_prices(at)
+    rates = _RATES.get((model, provider_id, id(prices)))
+    if rates is None and not _tiered(prices):
+        basis = [_usage(*(int(k == kind) for k in range(5))) for kind in range(-1, 5)]
+        amounts = [
+            calc_price(
+                Usage(**usage), model, provider_id=provider_id, genai_request_timestamp=at
+            ).total_price
+            for usage in basis
+        ]
+        rates = _Rates(prices, amounts[0], tuple(a - amounts[0] for a in amounts[1:]))
+        _RATES[(model, provider_id, id(prices))] = rates
+    if rates is not None:
+        return rates.fixed + sum(
+            (count * rate for count, rate in zip(counts, rates.per_token, strict=True)),
+            Decimal(0),
+        )
+    usage = Usage(**_usage(*counts))
+    return calc_price(usage, model, provider_id=provider_id, genai_request_timestamp=at).total_price
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """The price of one call under one price entry that has no tiers: a fixed part (a price
+    per request) and a price per token of each kind (input, output, cache read, cache write
+    for five minutes, for an hour), read from ``genai-prices`` itself."""
+
+    prices: object
+    """The price entry (held so that its ``id`` in the key is not reused)."""
+    fixed: Decimal
+    per_token: tuple[Decimal, ...]
+
+
+_RATES: dict[tuple[str, str | None, int], _Rates] = {}
+"""Rates per (model, provider id, price entry): a price table without tiers is linear in the
+token counts (each kind's count times its rate, plus a price per request), so the table is
+asked once per entry instead of once per call (about 0.14 ms a call); a tiered entry, whose
+rate depends on the prompt's size, is asked each time."""
+
+
+def _tiered(prices: object) -> bool:
+    from genai_prices.types import TieredPrices
+
+    return any(isinstance(value, TieredPrices) for value in vars(prices).values())
+
+
+def _usage(input: int, output: int, read: int, write_5m: int, write_1h: int) -> dict[str, int]:
+    """``genai-prices``' usage fields for disjoint counts: the prompt is the input with the
+    cache reads and writes as parts of it."""
+    return {
+        "input_tokens": input + read + write_5m + write_1h,
+        "output_tokens": output,
+        "cache_read_tokens": read,
+        "cache_write_tokens": write_5m + write_1h,
+        "cache_write_1h_tokens": write_1h,
+    }
 
 
 def long_cache_writes(usage_raw: object) -> int:

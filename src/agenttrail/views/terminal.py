@@ -41,7 +41,7 @@ from agenttrail.views.pairing import (
 )
 from agenttrail.views.safe import safe
 from agenttrail.views.table import print_table
-from agenttrail.views.usage import Totals, usage_totals_of
+from agenttrail.views.usage import Totals, calls_in, totals_of, usage_totals_of
 
 __all__ = ["READ_AHEAD", "print_session", "render_session", "transcript_table"]
 
@@ -207,35 +207,42 @@ def print_session(
     """:func:`render_session` of a session in ``log``, read as it is printed: what is held is
     which call pairs with which result (a few integers per tool call), never the events.
 
-    The session is read four times: for what pairs with what and whether any message is
-    stored in parts or split into runs (then it is printed by :func:`render_session`, which
-    holds the session); for its usage; to measure the columns; to print. A call's row shows its
-    result, read ahead (at most :data:`READ_AHEAD` events) or on its own.
+    The session is read three times: for what pairs with what, its usage and whether any
+    message is stored in parts or split into runs (then it is printed by
+    :func:`render_session`, which holds the session); to measure the columns; to print. A
+    call's row shows its result, read ahead (at most :data:`READ_AHEAD` events) or on its
+    own.
     """
     refs: list[ToolRef] = []
     days: set[str] = set()
     parts = MessageParts()
     messages: list[int] = []
     ordered = False
-    for event in log.read(session.id):
-        days.add(event.created_at[:10])
-        ref = tool_ref(event)
-        if ref is not None:
-            refs.append(ref)
-        parts.add(event)
-        if event.type == "message":
-            ordered = text_runs(event.payload) is not None
-            if ordered:
-                break
-            messages.append(event.seq)
+
+    def first_read() -> Iterator[Event]:
+        nonlocal ordered
+        for event in log.read(session.id):
+            days.add(event.created_at[:10])
+            ref = tool_ref(event)
+            if ref is not None:
+                refs.append(ref)
+            parts.add(event)
+            if event.type == "message":
+                ordered = text_runs(event.payload) is not None
+                if ordered:
+                    return
+                messages.append(event.seq)
+            yield event
+
+    # the usage as read, each event one message: right unless a message is in parts
+    usage = totals_of(calls_in(session, first_read()))
     if ordered or any(parts.read_as(seq) is not None for seq in messages):
         events = log.read(session.id)
         render_session(console, session, events, full=full, broken_at=broken_at, since=since)
         return
-    # a message in parts was printed whole above: here each event is one, and usage streams
-    _print_header(console, session, usage_totals_of(session, log.read(session.id)))
+    _print_header(console, session, usage)
     seqs = pair_refs(refs)
-    del refs, parts, messages
+    refs.clear()  # paired: the seqs are what is kept
 
     def rows() -> Iterator[TableRow]:
         ahead: deque[Event] = deque()

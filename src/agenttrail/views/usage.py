@@ -16,7 +16,7 @@ parts is counted once. Its cost is, in order:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -32,9 +32,11 @@ __all__ = [
     "Call",
     "Cost",
     "Totals",
+    "calls_in",
     "calls_of",
     "recorded_cost",
     "totals_by",
+    "totals_of",
     "usage_totals_of",
 ]
 
@@ -119,9 +121,19 @@ def calls_of(session: Session, events: Iterable[Event]) -> list[Call]:
         session: the session row (its id and agent).
         events: its events in seq order.
     """
-    calls: list[Call] = []
+    return list(calls_in(session, whole_messages(events)))
+
+
+def calls_in(session: Session, events: Iterable[Event]) -> Iterator[Call]:
+    """The model calls of events already read whole (:func:`whole_messages`, or a session
+    none of whose messages is stored in parts), as they come: nothing is held.
+
+    Args:
+        session: the session row (its id and agent).
+        events: its events in reading order.
+    """
     turn = 0
-    for event in whole_messages(events):
+    for event in events:
         payload = event.payload
         if event.type == "message" and event.actor == "user":
             turn = event.seq
@@ -130,19 +142,16 @@ def calls_of(session: Session, events: Iterable[Event]) -> list[Call]:
         if tokens is None or not isinstance(meta, dict):
             continue
         model = meta.get("model")
-        calls.append(
-            Call(
-                session.id,
-                event.seq,
-                event.created_at,
-                turn,
-                session.agent,
-                model if isinstance(model, str) and model else None,
-                tokens,
-                _call_cost(meta, tokens, event.created_at),
-            )
+        yield Call(
+            session.id,
+            event.seq,
+            event.created_at,
+            turn,
+            session.agent,
+            model if isinstance(model, str) and model else None,
+            tokens,
+            _call_cost(meta, tokens, event.created_at),
         )
-    return calls
 
 
 @dataclass
@@ -227,9 +236,14 @@ def _amount(amount: Decimal) -> str:
 
 
 def usage_totals_of(session: Session, events: Iterable[Event]) -> Totals:
-    """Tokens and cost of one session."""
+    """Tokens and cost of one session (its events in seq order)."""
+    return totals_of(calls_of(session, events))
+
+
+def totals_of(calls: Iterable[Call]) -> Totals:
+    """Tokens and cost of ``calls`` summed (:func:`calls_in` streams them)."""
     totals = Totals()
-    for call in calls_of(session, events):
+    for call in calls:
         totals.add(call)
     return totals
 
