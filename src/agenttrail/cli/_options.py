@@ -16,8 +16,8 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Database: a file path, sqlite:///path or postgresql://user@host/dbname[?schema=S]. "
-        "Default: $AGENTTRAIL_DATABASE_URL, else ./agenttrail.db.",
+        help="Database: a file path, sqlite:///path or postgresql://user@host/dbname "
+        "(?schema=S for a schema). Default: $AGENTTRAIL_DATABASE_URL, else ./agenttrail.db.",
         show_default=False,
     ),
 ]
