@@ -174,3 +174,35 @@ def test_shell_completion_is_available() -> None:
         }
     )
     assert words.stdout.split() == ["sessions"]
+
+
+def test_session_ids_complete_from_the_log(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+
+    def completed(words: str, cword: int) -> list[str]:
+        env = {"_AGENTTRAIL_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        return run_cli(env={**env, "COMP_CWORD": str(cword)}).stdout.split()
+
+    assert completed(f"agenttrail show --db {db} sam", 4) == [SAMPLE_SESSION_ID]
+    assert completed(f"agenttrail diff --db {db} {SAMPLE_SESSION_ID} 556", 5) == [SPOTTER_ID]
+    assert sorted(completed(f"agenttrail verify --db {db} ", 4)) == [SPOTTER_ID, SAMPLE_SESSION_ID]
+    # a log that cannot be opened completes nothing, and says nothing
+    missing = f"agenttrail show --db {tmp_path / 'none.db'} s"
+    assert completed(missing, 4) == []
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_a_dash_is_standard_input_and_output(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    exported = run_cli("export", SAMPLE_SESSION_ID, "-o", "-", "--db", db)
+    assert exported.stdout == run_cli("export", SAMPLE_SESSION_ID, "--db", db).stdout
+    assert not (tmp_path / "-").exists()
+    play = run_cli("fountain", SAMPLE_SESSION_ID, "-o", "-", "--db", db).stdout
+    assert play.startswith("Title: Harvey Session")
+    fresh = tmp_path / "fresh.db"
+    started = run_cli_subprocess(
+        "quickstart", "-", "--db", str(fresh), input=SPOTTER.read_text(encoding="utf-8")
+    )
+    assert started.returncode == 0, started.stderr
+    assert "mix phx.server doesnt seem to start" in started.stdout
+    assert "verify: 1 of 1 sessions intact (13 events)" in started.stdout

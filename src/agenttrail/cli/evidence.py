@@ -10,9 +10,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
+from agenttrail.cli._common import (
+    STDIO,
+    err,
+    find_session,
+    open_log,
+    out,
+    output_file,
+    write_atomically,
+)
 from agenttrail.cli._listing import is_terminal, list_table, print_tsv
-from agenttrail.cli._options import DbOption, JsonOption, SessionArg
+from agenttrail.cli._options import DbOption, JsonOption, SessionArg, complete_session
 from agenttrail.errors import InputError
 
 if TYPE_CHECKING:
@@ -27,7 +35,11 @@ __all__ = ["checkpoint", "claims", "keygen", "reconcile_command", "trace", "trac
 def verify(
     session: Annotated[
         str | None,
-        typer.Argument(metavar="SESSION", help="Session id or prefix; all sessions when omitted."),
+        typer.Argument(
+            metavar="SESSION",
+            help="Session id or prefix; all sessions when omitted.",
+            autocompletion=complete_session,
+        ),
     ] = None,
     checkpoint: Annotated[
         Path | None,
@@ -64,7 +76,7 @@ def verify(
 
     if (checkpoint is None) != (pubkey is None):
         raise InputError("--checkpoint and --pubkey go together")
-    if checkpoint == STDIN and pubkey == STDIN:
+    if checkpoint == STDIO and pubkey == STDIO:
         raise InputError("--checkpoint and --pubkey cannot both read stdin: name one as a file")
     with open_log(db) as store:
         ids = [find_session(store, session).id] if session is not None else None
@@ -106,14 +118,10 @@ def verify(
         raise typer.Exit(1)
 
 
-STDIN = Path("-")
-"""What a FILE option names to read standard input."""
-
-
 def _file(path: Path) -> Path:
     """``path``, or the file of standard input when it is ``-`` (POSIX ``/dev/stdin``: the
     command's readers and their error messages work on it as on any file)."""
-    return Path("/dev/stdin") if path == STDIN else path
+    return Path("/dev/stdin") if path == STDIO else path
 
 
 def _read_key(path: Path) -> bytes:
@@ -374,7 +382,7 @@ def checkpoint(
         Path, typer.Option("--key", help="Ed25519 private key (PEM), from keygen; - reads stdin.")
     ],
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+        Path | None, typer.Option("-o", "--output", help="Write to this file (- is stdout).")
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -386,6 +394,7 @@ def checkpoint(
     """
     from agenttrail.log.checkpoints import checkpoint_json, make_checkpoint
 
+    output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
         signed = make_checkpoint(store, found.id, _read_key(key), key_name=str(key))

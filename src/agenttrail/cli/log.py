@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
+from agenttrail.cli._common import (
+    err,
+    find_session,
+    open_log,
+    out,
+    output_file,
+    write_atomically,
+)
 from agenttrail.cli._options import (
     DbOption,
     JsonOption,
@@ -370,7 +377,7 @@ def export(
         typer.Option("--format", help="Export format: jsonl, otlp (OTLP/JSON traces), md or html."),
     ] = "jsonl",
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+        Path | None, typer.Option("-o", "--output", help="Write to this file (- is stdout).")
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -392,6 +399,7 @@ def export(
 
     if format not in EXPORT_FORMATS:
         raise InputError(f"unknown export format {format!r} (use {', '.join(EXPORT_FORMATS)})")
+    output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
         if format == "otlp":
@@ -424,7 +432,7 @@ def export(
 def fountain(
     session: SessionArg,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+        Path | None, typer.Option("-o", "--output", help="Write to this file (- is stdout).")
     ] = None,
     dialect: Annotated[
         str,
@@ -442,6 +450,7 @@ def fountain(
     """
     from agenttrail.formats.fountain import fountain_from_events
 
+    output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
         text = fountain_from_events(found, list(store.read(found.id)), dialect=dialect)
@@ -488,7 +497,8 @@ def quickstart(
         list[Path] | None,
         typer.Argument(
             metavar="PATH",
-            help="Claude Code transcripts; default ~/.claude/projects/**/*.jsonl.",
+            help="Claude Code transcripts (- reads standard input); default "
+            "~/.claude/projects/**/*.jsonl.",
         ),
     ] = None,
     db: DbOption = None,

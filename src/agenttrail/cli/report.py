@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from agenttrail.cli._common import find_session, open_log, out
 from agenttrail.cli._listing import is_terminal, list_table, print_tsv
-from agenttrail.cli._options import DbOption, JsonOption
+from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.providers.prices import PRICE_SOURCE
@@ -96,8 +96,22 @@ def _is_date(text: str) -> bool:
 
 
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="Session id or a unique prefix of it.")],
-    b: Annotated[str, typer.Argument(metavar="B", help="Session id or a unique prefix of it.")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            metavar="A",
+            help="Session id or a unique prefix of it.",
+            autocompletion=complete_session,
+        ),
+    ],
+    b: Annotated[
+        str,
+        typer.Argument(
+            metavar="B",
+            help="Session id or a unique prefix of it.",
+            autocompletion=complete_session,
+        ),
+    ],
     db: DbOption = None,
     json: Annotated[bool, typer.Option("--json", help="The alignment as one JSON object.")] = False,
 ) -> None:
