@@ -362,6 +362,21 @@ def run_cli(
     )
 
 
+def read_terminal(leader: int) -> bytes:
+    """Everything written to the pseudo-terminal whose leader end is ``leader`` (from
+    ``pty.openpty()``) until the command on it closes it."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the command closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def run_cli_subprocess(
     *args: str, cwd: Path | None = None, input: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

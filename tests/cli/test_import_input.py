@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import REALDATA, run_cli
+from tests.conftest import REALDATA, read_terminal, run_cli
 from tests.formats._recordings import CLAUDE_CODE_SPOTTER, INSPECT_DEDUPLICATION
 
 SHORT = CLAUDE_CODE_SPOTTER / "short.jsonl"
@@ -89,15 +89,7 @@ def test_the_progress_bar_shows_on_a_terminal_and_never_on_a_pipe(tmp_path: Path
         [*args, "--db", str(tmp_path / "b.db")], stdout=subprocess.PIPE, stderr=follower
     ) as shown:
         os.close(follower)
-        terminal = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the command closed the terminal
-                break
-            if not chunk:
-                break
-            terminal += chunk
+        terminal = read_terminal(leader)
         ids = shown.communicate()[0].split()
     os.close(leader)
     assert shown.returncode == 0 and len(ids) == 37  # the ids still go to stdout, alone

@@ -79,8 +79,9 @@ def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Pat
     assert found("timeout", "--agent", "mistral") == {"s-mar": [4]}
     assert found("köln", "--session", "s-fe") == {"s-feb": [1, 3]}
     assert found("köln", "--since", "2026-03-01") == {"s-mar": [1, 3]}
+    # in a pipe: one tab-separated line per matching event (session, seq, type, snippet)
     text = run_cli("search", "wetter", "--db", db, "--session", "s-jan").stdout
-    assert "s-jan  1 event" in text and "Wie ist das Wetter in Köln?" in text
+    assert text == "s-jan\t1\tmessage\tWie ist das Wetter in Köln?\n"
     assert run_cli("search", "nowhere", "--db", db).stdout == ""
 
 

@@ -13,6 +13,7 @@ is one error and the file is written once the log is back.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
@@ -56,9 +57,10 @@ class Watch:
     """A real ``agenttrail watch DIR --db DB`` process; its stdout and stderr lines are
     collected as they come."""
 
-    def __init__(self, root: Path, db: Path) -> None:
+    def __init__(self, root: Path, db: Path, *options: str) -> None:
+        argv = [sys.executable, "-m", "agenttrail.cli", "watch", str(root), "--db", str(db)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agenttrail.cli", "watch", str(root), "--db", str(db)],
+            [*argv, *options],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -99,8 +101,8 @@ class Watch:
 
 
 @contextmanager
-def watching(root: Path, db: Path) -> Iterator[Watch]:
-    watch = Watch(root, db)
+def watching(root: Path, db: Path, *options: str) -> Iterator[Watch]:
+    watch = Watch(root, db, *options)
     try:
         yield watch
     finally:
@@ -267,3 +269,20 @@ def test_a_failing_log_is_one_error_and_the_file_is_written_once_it_is_back(
         assert follower.pending == set()
         with open_store(str(tmp_path / "whole.db")) as whole:
             assert _view(store, sid) == _view(whole, sid)
+
+
+def test_json_prints_each_session_and_batch_as_a_line(tmp_path: Path) -> None:
+    source = CLAUDE_CODE_SPOTTER / "short.jsonl"
+    root, db = tmp_path / "projects", tmp_path / "watched.db"
+    root.mkdir()
+    (root / source.name).write_bytes(source.read_bytes())
+    with watching(root, db, "--json") as watch:
+        line = watch.wait_for_line(lambda line: '"kind":"appended"' in line)
+        assert watch.terminate() == 0
+    sid = _session_id(source, tmp_path)
+    [seen] = [json.loads(line) for line in watch.stdout if '"kind":"session"' in line]
+    assert (seen["session_id"], seen["path"]) == (sid, str(root / source.name))
+    appended = json.loads(line)
+    assert (appended["session_id"], appended["written"]) == (sid, 13)
+    assert appended["text"].startswith(f"+13 events  {sid}")
+    assert all(line.startswith("{") for line in watch.stdout)

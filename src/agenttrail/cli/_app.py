@@ -17,7 +17,6 @@ __all__ = ["COMMANDS", "app"]
 app = typer.Typer(
     name="agenttrail",
     help="A flight recorder for AI agents: import, read and verify agent session logs.",
-    add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",

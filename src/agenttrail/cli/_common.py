@@ -22,11 +22,30 @@ if TYPE_CHECKING:
     from agenttrail.log.store import LogStore
     from agenttrail.model import Event, Session
 
-__all__ = ["err", "find_session", "held_whole", "open_log", "out", "write_atomically"]
+__all__ = [
+    "STDIO",
+    "err",
+    "find_session",
+    "held_whole",
+    "open_log",
+    "out",
+    "output_file",
+    "write_atomically",
+]
 
 # soft_wrap: a data or error line is never broken at the terminal width.
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+STDIO = Path("-")
+"""What a FILE argument or option names for standard input (a file read) or standard output
+(``-o -``), as Unix tools do."""
+
+
+def output_file(output: Path | None) -> Path | None:
+    """The file ``-o``/``--output`` names, ``None`` for standard output (not given, or ``-``)."""
+    return None if output is None or output == STDIO else output
 
 
 def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -> LogStore:

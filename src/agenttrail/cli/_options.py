@@ -1,6 +1,6 @@
-"""The options many commands take: ``--db``, ``SESSION``, ``--json``, ``--max-bytes`` and
-``--no-redact``,
-defined once so that every command spells and explains them alike."""
+"""The options many commands take: ``--db``, ``SESSION`` (completed from the log's session
+ids), ``--json``, ``--max-bytes`` and ``--no-redact``, defined once so that every command
+spells and explains them alike."""
 
 from __future__ import annotations
 
@@ -10,19 +10,46 @@ import typer
 
 from agenttrail.limits import DEFAULT_MAX_IMPORT_BYTES
 
-__all__ = ["DbOption", "JsonOption", "MaxBytesOption", "NoRedactOption", "SessionArg"]
+__all__ = [
+    "DbOption",
+    "JsonOption",
+    "MaxBytesOption",
+    "NoRedactOption",
+    "SessionArg",
+    "complete_session",
+]
 
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Database: a file path, sqlite:///path or postgresql://user@host/dbname[?schema=S]. "
-        "Default: $AGENTTRAIL_DATABASE_URL, else ./agenttrail.db.",
+        help="Database: a file path, sqlite:///path or postgresql://user@host/dbname "
+        "(?schema=S for a schema). Default: $AGENTTRAIL_DATABASE_URL, else ./agenttrail.db.",
         show_default=False,
     ),
 ]
+
+
+def complete_session(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of a SESSION: the ids in the log (``--db`` if given before it) that
+    start with what is typed; none when the log cannot be opened (completion never fails)."""
+    from agenttrail.cli._common import open_log
+    from agenttrail.errors import AgentTrailError
+
+    try:
+        with open_log(ctx.params.get("db")) as store:
+            return [s.id for s in store.sessions() if s.id.startswith(incomplete)]
+    except AgentTrailError:
+        return []
+
+
 SessionArg = Annotated[
-    str, typer.Argument(metavar="SESSION", help="Session id or a unique prefix of it.")
+    str,
+    typer.Argument(
+        metavar="SESSION",
+        help="Session id or a unique prefix of it.",
+        autocompletion=complete_session,
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object per line.")]
 MaxBytesOption = Annotated[

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import getpass
 import os
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agenttrail.cli._common import err, find_session, open_log, out
+from agenttrail.cli._listing import print_json_lines
 from agenttrail.cli._options import DbOption, NoRedactOption
 from agenttrail.errors import InputError
 from agenttrail.server.auth import RIGHTS  # a tuple, for --rights help; PyJWT loads on use
@@ -34,6 +36,14 @@ def retain(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")
     ] = False,
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='One JSON object per session: {"session_id", "head_seq", "head_hash", '
+            '"deleted_at", "reason"}; with --dry-run {"session_id", "head_seq"}.',
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Remove whole sessions whose last event is older than DAYS, leaving a tombstone for each.
@@ -41,18 +51,26 @@ def retain(
     Trace rows go with their session; a tombstone keeps the session id, its event count,
     last chain hash, the time and the reason.
 
-    Example: `agenttrail retain --older-than 365 --reason "records schedule R-7"`
+    Example: `agenttrail retain --older-than 365 --dry-run`, then
+    `agenttrail retain --older-than 365 --reason "records schedule R-7"`
     """
     from agenttrail.log.retention import due_for_removal
     from agenttrail.log.retention import retain as retain_sessions
 
     with open_log(db) as store:
         if dry_run:
-            for s in due_for_removal(store, older_than):
+            due = due_for_removal(store, older_than)
+            if json:
+                print_json_lines({"session_id": s.id, "head_seq": s.head_seq} for s in due)
+            for s in [] if json else due:
                 out.print(f"would remove {s.id}  {s.head_seq} events", markup=False)
             return
         stones = retain_sessions(store, older_than, reason=reason)
-    for stone in stones:
+    if json:
+        print_json_lines(
+            {**dataclasses.asdict(stone), "head_hash": stone.head_hash.hex()} for stone in stones
+        )
+    for stone in [] if json else stones:
         out.print(
             f"removed {stone.session_id}  {stone.head_seq} events  "
             f"head {stone.head_hash.hex()[:16]}  {stone.deleted_at}",
@@ -71,6 +89,10 @@ def erase(
         str | None,
         typer.Option("--by", help="Who erases, kept in the erasure event. Default: your login."),
     ] = None,
+    json: Annotated[
+        bool,
+        typer.Option("--json", help='One JSON object: {"session_id", "seqs", "erasure_seq"}.'),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Erase the payload of events (a leaked key, a right to erasure), keeping the chain whole.
@@ -80,12 +102,15 @@ def erase(
     who, when, why and which seqs. Only sessions chained as v2 can be erased
     (docs/log-format.md, Erasure).
 
-    Example: `agenttrail erase 3f2a 7 9 --reason "leaked API key, ticket SEC-12"`
+    Example: `agenttrail erase sample-harvey-session 7 --reason "leaked API key, ticket SEC-12"`
     """
     who = by if by is not None else getpass.getuser()
     with open_log(db) as store:
         found = find_session(store, session)
         done = store.erase(found.id, seqs, by=who, reason=reason)
+    if json:
+        print_json_lines([dataclasses.asdict(done)])
+        return
     listed = ", ".join(str(seq) for seq in done.seqs)
     out.print(
         f"erased {done.session_id}  seq {listed}  recorded at seq {done.erasure_seq}",
@@ -134,7 +159,7 @@ def serve(
             envvar="AGENTTRAIL_MAX_BODY_BYTES",
             min=1,
             help="Largest request body the server reads, in bytes; a larger one is 413. "
-            "Default: 32 MiB (agenttrail.server.guard.DEFAULT_MAX_BODY_BYTES).",
+            "Default: 32 MiB.",
             show_default=False,
         ),
     ] = None,
@@ -313,6 +338,14 @@ def migrate_command(
     target: Annotated[
         str, typer.Option("--to", metavar="URL", help="Database to copy into (set up if new).")
     ],
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='One JSON object per session: {"session_id", "head_seq", "events", "traces", '
+            '"ok", "problem"}.',
+        ),
+    ] = False,
 ) -> None:
     """Copy every session and tombstone to another database, then verify the copies there.
 
@@ -320,13 +353,16 @@ def migrate_command(
     too. Each source session is verified first. Exits 1 when one does not verify. Running
     it again copies only what is new.
 
-    Example: `agenttrail migrate --from sqlite:///agenttrail.db --to postgresql://app@db/agenttrail`
+    Example: `agenttrail migrate --from agenttrail.db --to sqlite:///copy.db` (or
+    `--to postgresql://app@db/agenttrail`)
     """
     from agenttrail.ingest.migrate import migrate as migrate_log
 
     with open_log(source) as src, open_log(target, create=True) as dst:
         report = migrate_log(src, dst)
-    for m in report.sessions:
+    if json:
+        print_json_lines({**dataclasses.asdict(m), "ok": m.ok} for m in report.sessions)
+    for m in [] if json else report.sessions:
         mark = "ok    " if m.ok else "FAIL  "
         copied = f"{m.events} of {_count(m.head_seq, 'event')} copied"
         line = f"{mark}{m.session_id}  {copied}, {_count(m.traces, 'trace row')}"

@@ -3,14 +3,24 @@ checkpoints (keygen, checkpoint)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agenttrail.cli._common import err, find_session, open_log, out, write_atomically
-from agenttrail.cli._options import DbOption, JsonOption, SessionArg
+from agenttrail.cli._common import (
+    STDIO,
+    err,
+    find_session,
+    open_log,
+    out,
+    output_file,
+    write_atomically,
+)
+from agenttrail.cli._listing import is_terminal, list_table, print_tsv
+from agenttrail.cli._options import DbOption, JsonOption, SessionArg, complete_session
 from agenttrail.errors import InputError
 
 if TYPE_CHECKING:
@@ -25,16 +35,26 @@ __all__ = ["checkpoint", "claims", "keygen", "reconcile_command", "trace", "trac
 def verify(
     session: Annotated[
         str | None,
-        typer.Argument(metavar="SESSION", help="Session id or prefix; all sessions when omitted."),
+        typer.Argument(
+            metavar="SESSION",
+            help="Session id or prefix; all sessions when omitted.",
+            autocompletion=complete_session,
+        ),
     ] = None,
     checkpoint: Annotated[
         Path | None,
-        typer.Option("--checkpoint", help="Also prove the log extends this signed checkpoint."),
+        typer.Option(
+            "--checkpoint",
+            help="Also prove the log extends this signed checkpoint; - reads stdin.",
+        ),
     ] = None,
     pubkey: Annotated[
         Path | None,
-        typer.Option("--pubkey", help="Public key (PEM) the checkpoint is signed with."),
+        typer.Option(
+            "--pubkey", help="Public key (PEM) the checkpoint is signed with; - reads stdin."
+        ),
     ] = None,
+    json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
     """Recompute the hash chain and check every trace row against the log.
@@ -45,6 +65,10 @@ def verify(
     With --checkpoint and --pubkey, also prove that the log still extends a signed checkpoint,
     so that even a history rewritten consistently by hand is caught.
 
+    --json: one object per session, `{"session_id", "ok", "events", "head", "bad_seq",
+    "reason", "trace_problems", "erased"}` (the API's verdict), then with --checkpoint one
+    `{"checkpoint": {"session_id", "seq", "ok", "reason"}}`; the exit code is the same.
+
     Example: `agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub`
     """
     from agenttrail.evidence.audit import audit
@@ -53,6 +77,8 @@ def verify(
 
     if (checkpoint is None) != (pubkey is None):
         raise InputError("--checkpoint and --pubkey go together")
+    if checkpoint == STDIO and pubkey == STDIO:
+        raise InputError("--checkpoint and --pubkey cannot both read stdin: name one as a file")
     with open_log(db) as store:
         ids = [find_session(store, session).id] if session is not None else None
         verdicts = audit(store, ids)
@@ -60,8 +86,17 @@ def verify(
         log_problems = log_chain_problems(store) if session is None else []
         proof = None
         if checkpoint is not None and pubkey is not None:
-            statement = load_checkpoint(checkpoint)
+            statement = load_checkpoint(_file(checkpoint))
             proof = verify_checkpoint(store, statement, _read_key(pubkey), key_name=str(pubkey))
+    if json:
+        from agenttrail.cli._listing import print_json_lines
+
+        print_json_lines({"session_id": v.session_id, **v.record()} for v in verdicts)
+        if proof is not None:
+            print_json_lines([{"checkpoint": dataclasses.asdict(proof)}])
+        if not all(v.ok for v in verdicts) or (proof is not None and not proof.ok):
+            raise typer.Exit(1)
+        return
     broken = 0
     for v in verdicts:
         if not v.chain_ok:
@@ -90,7 +125,14 @@ def verify(
         raise typer.Exit(1)
 
 
+def _file(path: Path) -> Path:
+    """``path``, or the file of standard input when it is ``-`` (POSIX ``/dev/stdin``: the
+    command's readers and their error messages work on it as on any file)."""
+    return Path("/dev/stdin") if path == STDIO else path
+
+
 def _read_key(path: Path) -> bytes:
+    path = _file(path)
     try:
         return path.read_bytes()
     except OSError as e:
@@ -113,12 +155,12 @@ def reconcile_command(
     """Reconcile the numbers the replies state with the trace and, with --rerun, a fresh run.
 
     Each claim is consistent, misstated, mis-extracted, unbacked, drift or version-moved;
-    exit 1 when any claim is not consistent.
+    exit 1 when any claim is not consistent. In a pipe, one tab-separated line per claim:
+    turn, claim, stated, trace, fresh, class, why.
 
-    Example: `agenttrail reconcile loan-advice --rerun`
+    Example: `agenttrail reconcile sample-harvey-session --json | jq -r .status`
     """
     from rich.markup import escape
-    from rich.table import Table
 
     from agenttrail.codec import json_line
     from agenttrail.evidence.reconcile import CLASSES
@@ -130,8 +172,12 @@ def reconcile_command(
     if json:
         for v in verdicts:
             out.print(json_line(v.to_json()), markup=False)
+    elif not is_terminal():
+        print_tsv(
+            (v.turn_seq, v.context, v.stated, v.trace, v.fresh, v.status, v.why) for v in verdicts
+        )
     else:
-        table = Table(expand=True)
+        table = list_table()
         table.add_column("turn", no_wrap=True)
         table.add_column("claim", overflow="fold", ratio=3, min_width=12)
         table.add_column("stated", no_wrap=True)
@@ -167,12 +213,11 @@ def claims(
     """List the numbers the replies state that no trace output of their turn backs.
 
     Rounding is allowed for; numbers the user gave are not claims. Exits 1 when there is
-    any.
+    any. In a pipe, one tab-separated line per claim: turn, seq, stated, claim, why.
 
-    Example: `agenttrail claims loan-advice --json | jq -r .stated`
+    Example: `agenttrail claims sample-harvey-session --json | jq -r .stated`
     """
     from rich.markup import escape
-    from rich.table import Table
 
     from agenttrail.codec import json_line
     from agenttrail.evidence.claims import unbacked_claims
@@ -184,8 +229,10 @@ def claims(
     if json:
         for c in unbacked:
             out.print(json_line(_claim_record(c)), markup=False)
+    elif not is_terminal():
+        print_tsv((c.turn_seq, c.seq, c.claim.text, c.context, c.why) for c in unbacked)
     else:
-        table = Table(expand=True)
+        table = list_table()
         table.add_column("turn", no_wrap=True)
         table.add_column("seq", no_wrap=True)
         table.add_column("stated", no_wrap=True)
@@ -224,12 +271,12 @@ def traces(
 ) -> None:
     """List a session's trace rows: the evidence kept for tool calls that returned an envelope.
 
-    Each row shows the turn it belongs to and its record-hash status.
+    Each row shows the turn it belongs to and its record-hash status. In a pipe, one
+    tab-separated line per row: trace, turn, call, result, tool, status, record hash (whole).
 
-    Example: `agenttrail traces mortgage-session`
+    Example: `agenttrail traces sample-harvey-session`
     """
     from rich.markup import escape
-    from rich.table import Table
 
     from agenttrail.codec import json_line
     from agenttrail.evidence.traces import trace_record
@@ -241,10 +288,16 @@ def traces(
         for row in rows:
             out.print(json_line(trace_record(row, envelope=False)), markup=False)
         return
-    if not rows:
-        out.print("no trace rows: no tool result of this session is an envelope (docs/evidence.md)")
+    if not rows:  # said on stderr: stdout stays what was found (nothing), for a pipe
+        err.print("no trace rows: no tool result of this session is an envelope (docs/evidence.md)")
         return
-    table = Table(expand=True)
+    if not is_terminal():
+        print_tsv(
+            (r.id, r.turn_seq, r.call_seq, r.result_seq, r.tool, r.status, r.record_hash)
+            for r in rows
+        )
+        return
+    table = list_table()
     for name in ("trace", "turn", "call", "result", "tool", "status", "record hash"):
         table.add_column(name, no_wrap=name != "tool")
     for row in rows:
@@ -262,13 +315,20 @@ def traces(
 
 def trace(
     trace_id: Annotated[int, typer.Argument(metavar="ID", help="Trace row id (from traces).")],
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="The row as one JSON object (as traces --json, with the envelope)."
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Show one trace row: the call, the envelope verbatim, its record hash and status.
 
-    Also shows the turn the row joins.
+    Also shows the turn the row joins. --json prints the same fields as one JSON object.
 
-    Example: `agenttrail trace 1`
+    Example: `agenttrail traces sample-harvey-session --json | jq .id | xargs -r -n1
+    agenttrail trace` (every trace row of a session; the sample session has none)
     """
     from agenttrail.codec import json_line
     from agenttrail.evidence.traces import trace_record
@@ -276,6 +336,9 @@ def trace(
 
     with open_log(db) as store:
         row = store.trace(trace_id)
+    if json:
+        out.print(json_line(trace_record(row, envelope=True)), markup=False)
+        return
     for key, value in trace_record(row, envelope=True).items():
         text = value if isinstance(value, str) else json_line(value)
         out.print(f"{key}: {safe(text)}", markup=False)
@@ -322,9 +385,11 @@ def keygen(
 
 def checkpoint(
     session: SessionArg,
-    key: Annotated[Path, typer.Option("--key", help="Ed25519 private key (PEM), from keygen.")],
+    key: Annotated[
+        Path, typer.Option("--key", help="Ed25519 private key (PEM), from keygen; - reads stdin.")
+    ],
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+        Path | None, typer.Option("-o", "--output", help="Write to this file (- is stdout).")
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -332,10 +397,11 @@ def checkpoint(
 
     Keep the checkpoint somewhere the database's owner cannot rewrite.
 
-    Example: `agenttrail checkpoint mortgage-session --key agenttrail.key -o head.json`
+    Example: `agenttrail checkpoint sample-harvey-session --key agenttrail.key -o head.json`
     """
     from agenttrail.log.checkpoints import checkpoint_json, make_checkpoint
 
+    output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
         signed = make_checkpoint(store, found.id, _read_key(key), key_name=str(key))

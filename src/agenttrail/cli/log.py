@@ -16,6 +16,7 @@ from agenttrail.cli._common import (
     held_whole,
     open_log,
     out,
+    output_file,
     write_atomically,
 )
 from agenttrail.cli._options import (
@@ -29,6 +30,9 @@ from agenttrail.errors import FormatError, InputError
 
 if TYPE_CHECKING:
     from agenttrail.ingest.importer import ImportReport
+    from agenttrail.log.store import LogStore
+    from agenttrail.model import Session
+    from agenttrail.views.usage import Totals
 
 # The formats, the importer, replay and Rich's tables are imported by the commands that use
 # them, not here: `agenttrail --version` and every other command start without them.
@@ -64,6 +68,14 @@ def import_command(
     ] = None,
     max_bytes: MaxBytesOption = None,
     no_redact: NoRedactOption = False,
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='One JSON object per session: {"session_id", "path", "written", "skipped", '
+            '"warnings"}.',
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Import transcripts; print each session id on its own line.
@@ -74,7 +86,7 @@ def import_command(
     .eval, .yaml, .yml, .txt, .spmd, .fountain, each also .gz); a long import shows a
     progress bar on a terminal.
 
-    Example: `agenttrail import ~/.claude/projects/`
+    Example: `agenttrail export sample-harvey-session | agenttrail import -`
     """
     from agenttrail.cli._progress import import_progress
     from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
@@ -93,6 +105,20 @@ def import_command(
         progress.writing(len(parsed))
         with open_log(db, create=True, no_redact=no_redact) as store:
             reports = write_sessions(store, parsed, on_written=progress.written)
+    if json:
+        from agenttrail.cli._listing import print_json_lines
+
+        print_json_lines(
+            {
+                "session_id": r.session_id,
+                "path": str(r.path),
+                "written": r.written,
+                "skipped": r.skipped,
+                "warnings": r.warnings,
+            }
+            for r in reports
+        )
+        return
     for report in reports:
         _print_report(report)
 
@@ -141,53 +167,132 @@ def sessions(
     --since and --until compare the start (else when the session was written); --model and
     --errors read the search index (docs/search.md).
 
-    Example: `agenttrail sessions --agent claude-code --since 2026-01-01 --errors --limit 20`
-    """
-    from rich.table import Table
-    from rich.text import Text
+    On a terminal, a table; on a terminal too narrow for whole ids and a readable title, ids
+    are cut to a prefix that names one session (every command takes it). In a pipe or a
+    file, one line per session, tab-separated and whole: id, started (as recorded), agent,
+    events, title (its first line), then tokens and cost with --usage. --json: one object
+    per line (docs/usage.md, Output).
 
-    from agenttrail.codec import json_line
-    from agenttrail.views.safe import safe
+    Example: `agenttrail sessions --agent harvey --since 2026-01-01 --limit 20`
+    """
+    from agenttrail.cli._listing import is_terminal, print_json_lines, print_tsv
     from agenttrail.views.session_list import SessionFilter, list_sessions
-    from agenttrail.views.table import print_table
 
     where = SessionFilter(agent, user, since, until, model, errors, limit)
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
-        ordered = sorted(store.sessions(), key=lambda s: (s.started is None, s.started or ""))
+        every = store.sessions()
+        ordered = sorted(every, key=lambda s: (s.started is None, s.started or ""))
         rows = list_sessions(store, ordered, where).sessions
         if usage:
             from agenttrail.views.usage import usage_totals_of
 
             totals = {s.id: usage_totals_of(s, store.read(s.id)) for s in rows}
     if json:
-        for s in rows:
-            record = s.record()
-            if usage:
-                record["usage"] = totals[s.id].record()
-            sys.stdout.write(json_line(record) + "\n")
+        print_json_lines(
+            {**s.record(), **({"usage": totals[s.id].record()} if usage else {})} for s in rows
+        )
         return
-    table = Table(expand=True)
-    table.add_column("id", no_wrap=True)  # whole, so it can be copied
+    if not is_terminal():
+        print_tsv(
+            (
+                s.id,
+                s.started,
+                s.agent,
+                s.head_seq,
+                _first_line(s.title),
+                *((totals[s.id].token_total(), totals[s.id].cost_text()) if usage else ()),
+            )
+            for s in rows
+        )
+        return
+    _print_session_table(rows, [s.id for s in every], totals if usage else None)
+
+
+TITLE_COLUMNS = 24
+"""Columns the title keeps on a terminal: when whole ids and start times leave it fewer, ids
+are cut to a unique prefix, then start times to the date (a title folded into a column of a
+few letters is unreadable, as `sessions` printed at 80 columns before)."""
+
+ID_PREFIX = 8
+"""Shortest id prefix shown (git's abbreviated hashes start at 7)."""
+
+
+def _print_session_table(
+    rows: list[Session], ids: list[str], totals: dict[str, Totals] | None
+) -> None:
+    from rich.text import Text
+
+    from agenttrail.cli._listing import list_table
+    from agenttrail.views.safe import safe
+    from agenttrail.views.table import print_table
+
+    agents = [min(len(s.agent or ""), AGENT_COLUMNS) for s in rows]
+    widths = [
+        max((len(s.id) for s in rows), default=2),
+        16,  # YYYY-MM-DD HH:MM
+        max([5, *agents]),
+        max([6, *(len(str(s.head_seq)) for s in rows)]),
+    ]
+    extra: list[tuple[str, str]] = []
+    if totals is not None:
+        for s in rows:
+            tokens = totals[s.id].token_total()
+            extra.append(("-" if tokens is None else f"{tokens:,}", totals[s.id].cost_text()))
+        widths += [max([6, *(len(t) for t, _ in extra)]), max([4, *(len(c) for _, c in extra)])]
+    gaps = 2 * len(widths)  # two spaces before each column but the first, and the title's
+    prefix = None
+    if out.width - sum(widths) - gaps < TITLE_COLUMNS:
+        prefix = _unique_prefix([s.id for s in rows], ids)
+        widths[0] = min(widths[0], prefix)
+    date_only = out.width - sum(widths) - gaps < TITLE_COLUMNS
+    table = list_table()
+    table.add_column("id", no_wrap=True)  # whole or a unique prefix: either can be copied
     table.add_column("started", no_wrap=True)
-    table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=14)
+    table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=AGENT_COLUMNS)
     table.add_column("events", justify="right", no_wrap=True)
-    table.add_column("title", overflow="fold", ratio=3)
-    if usage:
+    table.add_column("title", overflow="fold", ratio=1, min_width=8)
+    if totals is not None:
         table.add_column("tokens", justify="right", no_wrap=True)
         table.add_column("cost", justify="right", no_wrap=True)
 
     def cells() -> Iterator[tuple[Text, ...]]:
-        for s in rows:
-            title = (s.title or "").splitlines()[0] if s.title else ""
-            started = (s.started or "")[:16].replace("T", " ")
-            values = [s.id, started, s.agent or "", str(s.head_seq), title]
-            if usage:
-                tokens = totals[s.id].token_total()
-                values += ["-" if tokens is None else f"{tokens:,}", totals[s.id].cost_text()]
+        for i, s in enumerate(rows):
+            started = (s.started or "")[: 10 if date_only else 16].replace("T", " ")
+            shown = s.id[:prefix] if prefix is not None else s.id
+            values = [shown, started, s.agent or "", str(s.head_seq), _first_line(s.title)]
+            if totals is not None:
+                values += extra[i]
             yield tuple(Text(safe(v)) for v in values)
 
     print_table(out, table, cells)
+
+
+AGENT_COLUMNS = 14
+"""Widest agent name shown whole on a terminal; a longer one ends in an ellipsis."""
+
+
+def _first_line(title: str | None) -> str:
+    return title.splitlines()[0] if title else ""
+
+
+def _unique_prefix(shown: list[str], ids: list[str]) -> int:
+    """The shortest length, at least :data:`ID_PREFIX`, at which each of ``shown`` has a
+    prefix that no other of ``ids`` starts with (what :func:`find_session` resolves)."""
+    ordered = sorted(set(ids))
+    need = ID_PREFIX
+    wanted = set(shown)
+    for i, sid in enumerate(ordered):
+        if sid not in wanted:
+            continue
+        neighbours = (ordered[i - 1] if i else "", ordered[i + 1] if i + 1 < len(ordered) else "")
+        for other in neighbours:
+            common = next(
+                (n for n, (x, y) in enumerate(zip(sid, other, strict=False)) if x != y), None
+            )
+            common = min(len(sid), len(other)) if common is None else common
+            need = max(need, min(common + 1, len(sid)))
+    return need
 
 
 def show(
@@ -203,13 +308,22 @@ def show(
         int | None,
         typer.Option("--tail", metavar="N", min=1, help="Show the rows of the last N seqs."),
     ] = None,
+    json: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object per row: the web viewer's transcript rows."),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Print a session as a transcript: one row per event, a tool call and its result on one.
 
     The last line says whether the session's hash chain verifies: a transcript read from a
     log changed by hand says where. --since and --tail print a window of a long session
-    (a tool call whose result falls outside it is still shown with it).
+    (a tool call whose result falls outside it is still shown with it). Durations read
+    `980 µs`, `1.2 s`, `3 min 4 s`; sizes `12.1 KiB`.
+
+    --json prints the rows the web viewer gets (`GET /v1/sessions/{id}/transcript`, one
+    object per seq: seq, place, created_at, actor, type, hash, meta, anomaly, view and the
+    view's fields; docs/server.md), texts clipped unless --full; no chain line.
 
     Example: `agenttrail show sample-harvey-session --tail 20`
     """
@@ -220,8 +334,11 @@ def show(
         raise InputError("--since and --tail do not go together: give one")
     with open_log(db) as store:
         found = find_session(store, session)
-        (verdict,) = verify_chain(store, [found.id])
         first = since or (max(1, found.head_seq - tail + 1) if tail is not None else 1)
+        if json:
+            _print_rows(store, found, first, full)
+            return
+        (verdict,) = verify_chain(store, [found.id])
         print_session(out, found, store, full=full, broken_at=verdict.bad_seq, since=first)
     if verdict.ok:
         line = f"chain intact: {verdict.events} events, head {verdict.head_hash.hex()[:16]}"
@@ -229,6 +346,24 @@ def show(
     else:
         line = f"⚠ chain broken at seq {verdict.bad_seq}: {verdict.reason} (agenttrail verify)"
         out.print(line, style="bold red", markup=False)
+
+
+SHOW_PAGE_ROWS = 500
+"""Rows ``show --json`` reads and prints at a time: memory stays flat on a long session."""
+
+
+def _print_rows(store: LogStore, session: Session, first: int, full: bool) -> None:
+    """The transcript rows from seq ``first`` on, as JSON Lines."""
+    from agenttrail.cli._listing import print_json_lines
+    from agenttrail.views.transcript import TranscriptIndex
+
+    index = TranscriptIndex(session.id, session.created_at)
+    index.extend(store.read(session.id))
+    after: int | None = first - 1
+    while after is not None:
+        page = index.page(store, after_seq=after, limit=SHOW_PAGE_ROWS, full=full)
+        print_json_lines(page.rows)
+        after = page.next_after_seq
 
 
 EXPORT_FORMATS = ("jsonl", "otlp", "md", "html")
@@ -243,7 +378,7 @@ def export(
         typer.Option("--format", help="Export format: jsonl, otlp (OTLP/JSON traces), md or html."),
     ] = "jsonl",
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+        Path | None, typer.Option("-o", "--output", help="Write to this file (- is stdout).")
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -265,6 +400,7 @@ def export(
 
     if format not in EXPORT_FORMATS:
         raise InputError(f"unknown export format {format!r} (use {', '.join(EXPORT_FORMATS)})")
+    output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
         if format == "otlp":
@@ -297,7 +433,7 @@ def export(
 def fountain(
     session: SessionArg,
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write to this file, not stdout.")
+        Path | None, typer.Option("-o", "--output", help="Write to this file (- is stdout).")
     ] = None,
     dialect: Annotated[
         str,
@@ -315,6 +451,7 @@ def fountain(
     """
     from agenttrail.formats.fountain import fountain_from_events
 
+    output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
         text = fountain_from_events(found, held_whole(store.read(found.id)), dialect=dialect)
@@ -361,7 +498,8 @@ def quickstart(
         list[Path] | None,
         typer.Argument(
             metavar="PATH",
-            help="Claude Code transcripts; default ~/.claude/projects/**/*.jsonl.",
+            help="Claude Code transcripts (- reads standard input); default "
+            "~/.claude/projects/**/*.jsonl.",
         ),
     ] = None,
     db: DbOption = None,

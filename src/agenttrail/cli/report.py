@@ -11,7 +11,8 @@ import typer
 from rich.markup import escape
 
 from agenttrail.cli._common import find_session, open_log, out
-from agenttrail.cli._options import DbOption, JsonOption
+from agenttrail.cli._listing import is_terminal, list_table, print_tsv
+from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.providers.prices import PRICE_SOURCE
@@ -42,6 +43,8 @@ def usage(
 
     Cost is what the source recorded (a Langfuse export's cost), else the price of the tokens
     in the offline price table at the call's date; `unknown` for a model it does not price.
+    In a pipe, one tab-separated line per group: the group, calls, input, output, cache read
+    and cache write tokens (empty when not reported), cost.
 
     Example: `agenttrail usage sample-harvey-session --by turn`
     """
@@ -62,14 +65,19 @@ def usage(
         for key, totals in groups.items():
             out.print(json_line({by: key, **totals.record()}), markup=False)
         return
-    from rich.table import Table  # only the table pays for it
-
-    table = Table(expand=True, caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
+    kinds = ("input", "output", "cache_read", "cache_write")
+    if not is_terminal():
+        print_tsv(
+            (key, t.calls, *(t.tokens[k] for k in kinds), t.cost_text())
+            for key, t in groups.items()
+        )
+        return
+    table = list_table(caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
     table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
     for name in ("calls", "input", "output", "cache read", "cache write", "cost"):
         table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
     for key, totals in groups.items():
-        counts = (totals.tokens[k] for k in ("input", "output", "cache_read", "cache_write"))
+        counts = (totals.tokens[k] for k in kinds)
         table.add_row(
             escape(safe(key)),
             str(totals.calls),
@@ -88,8 +96,22 @@ def _is_date(text: str) -> bool:
 
 
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="Session id or a unique prefix of it.")],
-    b: Annotated[str, typer.Argument(metavar="B", help="Session id or a unique prefix of it.")],
+    a: Annotated[
+        str,
+        typer.Argument(
+            metavar="A",
+            help="Session id or a unique prefix of it.",
+            autocompletion=complete_session,
+        ),
+    ],
+    b: Annotated[
+        str,
+        typer.Argument(
+            metavar="B",
+            help="Session id or a unique prefix of it.",
+            autocompletion=complete_session,
+        ),
+    ],
     db: DbOption = None,
     json: Annotated[bool, typer.Option("--json", help="The alignment as one JSON object.")] = False,
 ) -> None:

@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from agenttrail.cli._common import err, find_session, open_log, out
+from agenttrail.cli._listing import is_terminal, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption
 from agenttrail.codec import json_line
 from agenttrail.model.search import SearchFilter
@@ -51,9 +52,10 @@ def search_command(
     Case and accents are ignored (STRASSE finds Straße, cafe finds café), in any script.
     Events appended since the last search are indexed first. Prints each matching session
     with its first matching events and a snippet of each; --json prints one object per
-    session.
+    session. In a pipe, one tab-separated line per matching event: session, seq, type,
+    snippet.
 
-    Example: `agenttrail search "permission denied" --errors --since 2026-01-01`
+    Example: `agenttrail search "undefined variable" --session sample-harvey-session`
     """
     checked_time("--since", since)
     with open_log(db) as store:
@@ -72,6 +74,9 @@ def search_command(
         return
     if not found:  # said on stderr: stdout stays what matched (nothing), for a pipe
         err.print(f"no match for {query!r}", markup=False)
+    if not is_terminal():
+        print_tsv((m.session_id, h.seq, h.type, h.snippet) for m in found for h in m.hits)
+        return
     for match in found:
         also = f"  (matches {', '.join(match.fields)})" if match.fields else ""
         count = f"{match.total} event{'' if match.total == 1 else 's'}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,14 @@ def watch(
     ] = False,
     max_bytes: MaxBytesOption = None,
     no_redact: NoRedactOption = False,
+    json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='One JSON object per line as it happens: {"kind": "session" or "appended", '
+            '"session_id", "path", "written", "text"}; warnings and errors stay on stderr.',
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Follow Claude Code transcripts as they grow and append what is new to the log.
@@ -41,10 +50,12 @@ def watch(
     session when first seen and `+N events  SESSION  TITLE` for each batch appended; a file
     that is not a transcript (or is over --max-bytes) is skipped with one warning, and a
     failing log gives one error line and is retried. Runs until Ctrl-C or SIGTERM, then
-    exits 0. `agenttrail serve` on the same --db shows the sessions live.
+    exits 0. `agenttrail serve` on the same --db shows the sessions live. --json prints each
+    session and batch as one JSON object per line instead.
 
     Example: `agenttrail watch ~/.claude/projects --db sessions.db`
     """
+    from agenttrail.codec import json_line
     from agenttrail.ingest.watch import WatchNote, watched_folder
     from agenttrail.ingest.watch import watch as watch_transcripts
     from agenttrail.views.safe import safe
@@ -54,6 +65,16 @@ def watch(
     def show(note: WatchNote) -> None:
         if note.kind in ("warning", "error"):
             err.print(f"{note.kind}: {safe(note.text)}", markup=False)
+        elif json:
+            record = {
+                "kind": note.kind,
+                "session_id": note.session_id,
+                "path": str(note.path),
+                "written": note.written,
+                "text": note.text,
+            }
+            sys.stdout.write(json_line(record) + "\n")
+            sys.stdout.flush()  # a stream: each line is read as it happens
         elif not quiet:
             out.print(safe(note.text), markup=False)
 

@@ -41,6 +41,7 @@ from agenttrail.views.pairing import (
 )
 from agenttrail.views.safe import safe
 from agenttrail.views.table import print_table
+from agenttrail.views.units import duration_text
 from agenttrail.views.usage import Totals, calls_in, totals_of, usage_totals_of
 
 __all__ = ["READ_AHEAD", "print_session", "render_session", "transcript_table"]
@@ -459,8 +460,9 @@ def _meta_line(meta: Any) -> str:
         ]
         if counts:
             parts.append("tokens " + ", ".join(counts))
-    if meta.get("duration_ms") is not None:
-        parts.append(f"{meta['duration_ms']} ms")
+    duration = meta.get("duration_ms")
+    if isinstance(duration, int | float) and not isinstance(duration, bool):
+        parts.append(duration_text(duration))
     return "\nⓘ " + " · ".join(parts) if parts else ""
 
 

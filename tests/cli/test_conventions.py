@@ -1,0 +1,208 @@
+"""The command line's conventions: ``--json`` on the commands that print data, tab-separated
+lines in a pipe and readable tables on an 80-column terminal (a real pseudo-terminal),
+``-`` for standard input, shell completion."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
+from agenttrail.log.store import open_store
+from tests.conftest import REALDATA, read_terminal, run_cli, run_cli_subprocess
+
+SPOTTER = REALDATA / "claude-code-spotter" / "short.jsonl"
+"""SOURCES.md: marot/spotter, a Claude Code transcript (a UUID session id, a long title)."""
+SPOTTER_ID = "55604662-cf2a-4331-851a-ec234028f8ca"
+
+
+def _log(tmp_path: Path) -> str:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)
+    assert run_cli("import", str(SPOTTER), "--db", str(db)).returncode == 0
+    return str(db)
+
+
+def _on_terminal(columns: int, *args: str) -> str:
+    """What ``agenttrail ARGS`` prints on a pseudo-terminal ``columns`` wide."""
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "agenttrail.cli", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env={**env, "TERM": "xterm"},
+    ) as proc:
+        os.close(follower)
+        written = read_terminal(leader)
+        assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    text = written.decode().replace("\r\n", "\n")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor controls
+
+
+def test_sessions_at_80_columns_keep_ids_and_titles_readable(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    for args in (("sessions",), ("sessions", "--usage")):
+        shown = _on_terminal(80, *args, "--db", db)
+        lines = shown.splitlines()
+        assert all(len(line.rstrip()) <= 80 for line in lines), shown
+        # the UUID is cut to a prefix every command takes, and the title stays in words
+        [row] = [line for line in lines if line.startswith("55604662 ")]
+        assert "mix phx.server" in row
+        assert "Harvey Session" in shown
+        assert run_cli("show", "55604662", "--db", db).returncode == 0
+    wide = _on_terminal(160, "sessions", "--db", db)
+    assert SPOTTER_ID in wide and "mix phx.server doesnt seem to start" in wide
+
+
+def test_lists_in_a_pipe_are_tab_separated_lines(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    piped = run_cli_subprocess("sessions", "--usage", "--db", db)
+    assert piped.returncode == 0, piped.stderr
+    rows = [line.split("\t") for line in piped.stdout.splitlines()]
+    assert [(r[0], r[3], r[4]) for r in rows] == [
+        (SPOTTER_ID, "13", "mix phx.server doesnt seem to start"),
+        (SAMPLE_SESSION_ID, "18", "Harvey Session"),
+    ]
+    assert rows[0][1] == "2026-02-10T21:11:52.438000Z" and rows[0][5] == "25366"
+    usage = run_cli("usage", "--by", "model", "--db", db).stdout.splitlines()
+    assert "claude-opus-4-6\t1\t3\t13\t11515\t13835\t$0.144448" in usage
+    found = run_cli("search", "undefined variable", "--db", db).stdout
+    assert found.startswith(f"{SAMPLE_SESSION_ID}\t12\tmessage\t")
+    claims = run_cli("claims", SAMPLE_SESSION_ID, "--db", db).stdout.splitlines()
+    assert [line.split("\t")[:3] for line in claims] == [
+        ["2", "3", "4"],
+        ["7", "12", "42"],
+        ["14", "17", "38"],
+    ]
+
+
+def test_a_tab_or_newline_in_a_field_stays_in_its_field(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        from agenttrail.model import NewSession
+
+        store.create_session(NewSession(id="odd", title="a\ttab\x1b[2J"))
+    [row] = run_cli("sessions", "--db", str(db)).stdout.splitlines()
+    assert row.split("\t") == ["odd", "", "", "0", "a\\ttab\\x1b[2J"]
+
+
+def test_show_verify_trace_import_and_migrate_print_json(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    rows = [
+        json.loads(line)
+        for line in run_cli("show", SAMPLE_SESSION_ID, "--json", "--db", db).stdout.splitlines()
+    ]
+    assert [r["seq"] for r in rows] == list(range(1, 19))
+    assert rows[-1]["view"] == "note" and rows[-1]["text"] == "session closed"
+    tail = run_cli("show", SAMPLE_SESSION_ID, "--json", "--tail", "2", "--db", db).stdout
+    assert [json.loads(line)["seq"] for line in tail.splitlines()] == [17, 18]
+    verdicts = [
+        json.loads(line) for line in run_cli("verify", "--json", "--db", db).stdout.splitlines()
+    ]
+    assert {(v["session_id"], v["ok"], v["events"]) for v in verdicts} == {
+        (SAMPLE_SESSION_ID, True, 18),
+        (SPOTTER_ID, True, 13),
+    }
+    missing = run_cli("trace", "1", "--json", "--db", db)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ")
+    again = run_cli("import", str(SPOTTER), "--json", "--db", db)
+    assert json.loads(again.stdout) == {
+        "session_id": SPOTTER_ID,
+        "path": str(SPOTTER),
+        "written": 0,
+        "skipped": 13,
+        "warnings": [],
+    }
+    copied = run_cli("migrate", "--from", db, "--to", str(tmp_path / "copy.db"), "--json")
+    assert [json.loads(line)["ok"] for line in copied.stdout.splitlines()] == [True, True]
+    erased = run_cli("erase", SAMPLE_SESSION_ID, "2", "--reason", "test", "--json", "--db", db)
+    assert json.loads(erased.stdout) == {
+        "session_id": SAMPLE_SESSION_ID,
+        "seqs": [2],
+        "erasure_seq": 19,
+    }
+
+
+def test_a_checkpoint_and_a_key_are_read_from_stdin(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    key = tmp_path / "k.pem"
+    assert run_cli("keygen", "--out", str(key)).returncode == 0
+    signed = run_cli_subprocess(
+        "checkpoint", SAMPLE_SESSION_ID, "--key", "-", "--db", db, input=key.read_text()
+    )
+    assert signed.returncode == 0, signed.stderr
+    proved = run_cli_subprocess(
+        "verify",
+        "--checkpoint",
+        "-",
+        "--pubkey",
+        f"{key}.pub",
+        "--json",
+        "--db",
+        db,
+        input=signed.stdout,
+    )
+    assert proved.returncode == 0, proved.stderr
+    assert json.loads(proved.stdout.splitlines()[-1])["checkpoint"]["ok"] is True
+    both = run_cli("verify", "--checkpoint", "-", "--pubkey", "-", "--db", db)
+    assert both.returncode == 2 and "cannot both read stdin" in both.stderr
+
+
+def test_shell_completion_is_available() -> None:
+    script = run_cli("--show-completion", "bash")
+    assert script.returncode == 0
+    assert "_AGENTTRAIL_COMPLETE=complete_bash" in script.stdout
+    assert "complete -o default -F _agenttrail_completion agenttrail" in script.stdout
+    words = run_cli(
+        env={
+            "_AGENTTRAIL_COMPLETE": "complete_bash",
+            "COMP_WORDS": "agenttrail sess",
+            "COMP_CWORD": "1",
+        }
+    )
+    assert words.stdout.split() == ["sessions"]
+
+
+def test_session_ids_complete_from_the_log(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+
+    def completed(words: str, cword: int) -> list[str]:
+        env = {"_AGENTTRAIL_COMPLETE": "complete_bash", "COMP_WORDS": words}
+        return run_cli(env={**env, "COMP_CWORD": str(cword)}).stdout.split()
+
+    assert completed(f"agenttrail show --db {db} sam", 4) == [SAMPLE_SESSION_ID]
+    assert completed(f"agenttrail diff --db {db} {SAMPLE_SESSION_ID} 556", 5) == [SPOTTER_ID]
+    assert sorted(completed(f"agenttrail verify --db {db} ", 4)) == [SPOTTER_ID, SAMPLE_SESSION_ID]
+    # a log that cannot be opened completes nothing, and says nothing
+    missing = f"agenttrail show --db {tmp_path / 'none.db'} s"
+    assert completed(missing, 4) == []
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_a_dash_is_standard_input_and_output(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    exported = run_cli("export", SAMPLE_SESSION_ID, "-o", "-", "--db", db)
+    assert exported.stdout == run_cli("export", SAMPLE_SESSION_ID, "--db", db).stdout
+    assert not (tmp_path / "-").exists()
+    play = run_cli("fountain", SAMPLE_SESSION_ID, "-o", "-", "--db", db).stdout
+    assert play.startswith("Title: Harvey Session")
+    fresh = tmp_path / "fresh.db"
+    started = run_cli_subprocess(
+        "quickstart", "-", "--db", str(fresh), input=SPOTTER.read_text(encoding="utf-8")
+    )
+    assert started.returncode == 0, started.stderr
+    assert "mix phx.server doesnt seem to start" in started.stdout
+    assert "verify: 1 of 1 sessions intact (13 events)" in started.stdout
