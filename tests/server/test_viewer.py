@@ -276,7 +276,8 @@ def test_actors_runs_context_and_anomalies_read_as_the_specs_say(viewer: Viewer)
 
 
 def _wait_live(page: Page) -> None:
-    expect(page.locator("#live-state")).to_have_text("● live")
+    """Wait until the page follows the log (its live feed is connected)."""
+    expect(page.locator("#live-state")).to_have_attribute("data-state", "live")
 
 
 def test_live_appends_and_streaming_partials_arrive_without_a_reload(viewer: Viewer) -> None:

@@ -21,6 +21,7 @@ const state = {
   transcript: null,
   feed: null,
   liveState: "",
+  partialAt: 0, // when the last streamed partial arrived (Date.now())
   tab: "transcript",
   partial: null,
   anomalyIndex: -1,
@@ -91,43 +92,85 @@ function visibleSessions() {
   return state.sessions.filter((s) => sessionMatches(s, text));
 }
 
-function summaryBadges(summary) {
-  if (!summary) return [h("span", { class: "badge muted" }, "checking…")];
+const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+
+/** A session's usage as `{tokens, cost, title}`: every token kind summed, the cost as the
+ * server words it ("$0.23", "unknown"), the split in the title; null with no model call. */
+function usageTotals(usage) {
+  if (!usage || !usage.calls) return null;
+  const kinds = Object.entries(usage.tokens).filter(([, n]) => n !== null);
+  const tokens = kinds.reduce((sum, [, n]) => sum + n, 0);
+  const sources = usage.cost_sources.length ? ` (${usage.cost_sources.join(", ")})` : "";
+  const title = `${usage.calls} model calls: ${kinds.map(([k, n]) => `${count(n)} ${k.replace("_", " ")}`).join(", ")}; cost ${usage.cost_text}${sources}`;
+  return { tokens, cost: usage.cost_text, short: shortCost(usage), title };
+}
+
+/** A fully priced cost in one currency to the cent ("$0.23", "<$0.01"); else the server's
+ * words ("unknown", or a known part and "unknown"), never 0 for an unpriced call. */
+function shortCost(usage) {
+  const amounts = Object.entries(usage.cost || {});
+  if (usage.cost_unknown_calls || amounts.length !== 1) return usage.cost_text;
+  const [currency, amount] = amounts[0];
+  const money = new Intl.NumberFormat(undefined, { style: "currency", currency, maximumFractionDigits: 2 });
+  return amount > 0 && amount < 0.01 ? `<${money.format(0.01)}` : money.format(amount);
+}
+
+/** The list's one line of totals and marks: events, tokens, cost, anomalies, chain, live. */
+function summaryBadges(session, summary) {
+  const totals = [h("span", { class: "s-total", title: events(session.events) }, `${compact.format(session.events)} ev`)];
+  if (!summary) return [...totals, h("span", { class: "badge muted" }, "checking…")];
+  const usage = usageTotals(summary.usage);
+  if (usage) {
+    totals.push(h("span", { class: "s-total s-tokens", title: usage.title }, `${compact.format(usage.tokens)} tok`));
+    totals.push(h("span", { class: "s-total s-cost", title: usage.title }, usage.short));
+  }
   const chain = summary.chain;
   return [
+    ...totals,
     summary.anomalies
-      ? h("span", { class: "badge badge--warn", title: Object.entries(summary.anomaly_kinds).map(([k, n]) => `${k}: ${n}`).join(", ") }, `⚠ ${count(summary.anomalies)} anomal${summary.anomalies === 1 ? "y" : "ies"}`)
+      ? h("span", { class: "badge badge--warn", title: Object.entries(summary.anomaly_kinds).map(([k, n]) => `${k}: ${n}`).join(", ") }, `⚠ ${count(summary.anomalies)}`)
       : null,
     chain.ok
-      ? h("span", { class: "badge badge--ok", title: `head ${chain.head}` }, "✓ chain verified")
+      ? h("span", { class: "badge badge--ok", title: `chain verified; head ${chain.head}` }, "✓")
       : h("span", { class: "badge badge--bad", title: chain.reason || chain.trace_problems.join("; ") }, chain.bad_seq ? `✗ chain broken at seq ${chain.bad_seq}` : "✗ evidence problem"),
+    summary.live ? liveBadge("s-live") : null,
   ];
+}
+
+/** "● live": a turn holds the session's turn lock, or its last event is recent
+ * (agenttrail.views.liveness; docs/viewer.md, Live). */
+function liveBadge(cls, id) {
+  return h("span", { class: `badge badge--ok ${cls}`, id, title: "Something is writing this session: a turn in flight, or an event in the last five minutes" }, "● live");
+}
+
+function sessionItem(s) {
+  return h(
+    "li",
+    null,
+    h(
+      "button",
+      {
+        class: "session-item",
+        type: "button",
+        dataset: { id: s.id },
+        title: s.title || s.id,
+        "aria-current": state.current && state.current.id === s.id ? "true" : false,
+        onclick: () => go(s.id),
+      },
+      h("span", { class: "s-title" }, s.title || "(untitled session)"),
+      h(
+        "span",
+        { class: "s-line" },
+        h("span", { class: "s-facts" }, [s.agent, s.user, when(s.started)].filter(Boolean).join(" · ")),
+        h("span", { class: "s-counts" }, summaryBadges(s, state.summaries.get(s.id))),
+      ),
+    ),
+  );
 }
 
 function renderSessions() {
   const list = visibleSessions();
-  fill(
-    $("sessions"),
-    list.map((s) =>
-      h(
-        "li",
-        null,
-        h(
-          "button",
-          {
-            class: "session-item",
-            type: "button",
-            dataset: { id: s.id },
-            "aria-current": state.current && state.current.id === s.id ? "true" : false,
-            onclick: () => go(s.id),
-          },
-          h("span", { class: "s-title" }, s.title || "(untitled session)"),
-          h("span", { class: "s-facts" }, [s.agent, s.user, when(s.started)].filter(Boolean).join(" · ")),
-          h("span", { class: "s-counts" }, h("span", { class: "badge" }, events(s.events)), summaryBadges(state.summaries.get(s.id))),
-        ),
-      ),
-    ),
-  );
+  fill($("sessions"), list.map(sessionItem));
   if (!list.length && state.sessions.length) $("sessions").append(h("li", { class: "muted small" }, "No session matches."));
 }
 
@@ -149,7 +192,7 @@ function updateSessionItem(id) {
   const button = $("sessions").querySelector(`.session-item[data-id="${CSS.escape(id)}"]`);
   const session = state.sessions.find((s) => s.id === id);
   if (button && session) {
-    fill(button.querySelector(".s-counts"), h("span", { class: "badge" }, events(session.events)), summaryBadges(state.summaries.get(id)));
+    fill(button.querySelector(".s-counts"), summaryBadges(session, state.summaries.get(id)));
   }
   if (state.current && state.current.id === id) renderBadges();
 }
@@ -280,6 +323,7 @@ async function openSession(id, seq) {
     session,
     sessionIds: new Set(state.sessions.map((s) => s.id)),
     showMeta,
+    hideRuntime,
     openSession: (other) => go(other),
     onFollow: (following) => {
       $("latest").hidden = following;
@@ -316,11 +360,12 @@ function renderBadges() {
   const s = state.current;
   if (!s) return;
   const summary = state.summaries.get(s.id);
-  const live = {
-    live: ["● live", "badge--ok", "Following the log: new events appear as they are written"],
+  // The live feed's state: whether this page follows the log (not whether anyone writes it).
+  const feed = {
+    live: ["following", "", "Following the log: new events appear as they are written"],
     connecting: ["○ connecting…", "", "Opening the live feed"],
     reconnecting: ["○ reconnecting…", "badge--warn", `The live feed dropped; resuming from seq ${state.feed ? state.feed.lastSeq : "?"} ${state.liveDetail || ""}`],
-    refused: ["✗ not live", "badge--bad", `The live feed was refused: ${state.liveDetail}`],
+    refused: ["✗ not following", "badge--bad", `The live feed was refused: ${state.liveDetail}`],
     closed: ["○ closed", "", ""],
   }[state.liveState] || ["", "", ""];
   const badges = [h("span", { class: "badge", id: "event-count" }, events(s.events))];
@@ -334,12 +379,8 @@ function renderBadges() {
         ),
       );
     }
-    const usage = summary.usage;
-    if (usage && usage.calls) {
-      const tokens = Object.entries(usage.tokens).filter(([, n]) => n !== null);
-      const title = `${usage.calls} model calls: ${tokens.map(([k, n]) => `${count(n)} ${k.replace("_", " ")}`).join(", ")}; cost ${usage.cost_text}${usage.cost_sources.length ? ` (${usage.cost_sources.join(", ")})` : ""}`;
-      badges.push(h("span", { class: "badge", id: "usage-badge", title }, `${count(tokens.reduce((sum, [, n]) => sum + n, 0))} tokens · ${usage.cost_text}`));
-    }
+    const usage = usageTotals(summary.usage);
+    if (usage) badges.push(h("span", { class: "badge", id: "usage-badge", title: usage.title }, `${count(usage.tokens)} tokens · ${usage.cost}`));
     const chain = summary.chain;
     badges.push(
       h(
@@ -355,8 +396,45 @@ function renderBadges() {
       ),
     );
   }
-  if (live[0]) badges.push(h("span", { class: `badge ${live[1]}`, id: "live-state", title: live[2] }, live[0]));
+  if (isLive(s.id)) badges.push(liveBadge("", "live-badge"));
+  if (feed[0]) badges.push(h("span", { class: `badge badge--feed ${feed[1]}`, id: "live-state", dataset: { state: state.liveState }, title: feed[2] }, feed[0]));
   fill($("session-badges"), badges);
+  renderRuntimeSwitch(summary);
+}
+
+/** The open session is live by the server's rule, or a partial streamed here a moment ago. */
+function isLive(id) {
+  const summary = state.summaries.get(id);
+  const streaming = state.partialAt && Date.now() - state.partialAt < RECENT_MS;
+  return Boolean((summary && summary.live) || (state.current && state.current.id === id && streaming));
+}
+
+const RECENT_MS = 300000; // agenttrail.views.liveness.RECENT_S
+
+// -- runtime rows ------------------------------------------------------------------------------
+
+const HIDE_RUNTIME_KEY = "agenttrail.hideRuntime";
+
+function hideRuntime() {
+  return localStorage.getItem(HIDE_RUNTIME_KEY) === "true";
+}
+
+/** The switch that hides runtime rows (progress, file snapshots, queue operations), with
+ * their count; shown only on a session that has some. */
+function renderRuntimeSwitch(summary) {
+  const n = summary ? summary.runtime_rows || 0 : 0;
+  const box = $("runtime-switch");
+  box.hidden = n === 0;
+  $("hide-runtime").checked = hideRuntime();
+  $("runtime-count").textContent = hideRuntime()
+    ? `${count(n)} runtime row${n === 1 ? "" : "s"} hidden`
+    : `Hide ${count(n)} runtime row${n === 1 ? "" : "s"}`;
+}
+
+function onHideRuntime() {
+  localStorage.setItem(HIDE_RUNTIME_KEY, String($("hide-runtime").checked));
+  renderRuntimeSwitch(state.current && state.summaries.get(state.current.id));
+  if (state.transcript) state.transcript.redrawAll();
 }
 
 function nextAnomaly() {
@@ -403,6 +481,9 @@ function onAppend(message) {
 
 function onPartial(message) {
   if (!state.partial) state.partial = { text: "", done: false, activity: "", usage: null };
+  const wasLive = isLive(state.current.id);
+  state.partialAt = Date.now();
+  if (!wasLive) renderBadges();
   const p = state.partial;
   if (message.textDelta) p.text += message.textDelta;
   if (message.activity) p.activity = message.activity;
@@ -593,6 +674,7 @@ function start() {
   $("back").addEventListener("click", () => go(""));
   $("skip").addEventListener("click", () => $("transcript").focus());
   $("tools-button").addEventListener("click", palette);
+  $("hide-runtime").addEventListener("change", onHideRuntime);
   $("help-button").addEventListener("click", () => $("help").showModal());
   $("latest").addEventListener("click", () => state.transcript && state.transcript.latest());
   for (const tab of ["transcript", "evidence", "fountain"]) {

@@ -569,7 +569,7 @@ export class Transcript {
     const visible = [];
     for (let seq = start + 1; seq <= start + CHUNK; seq += 1) {
       const row = this.rowFor(seq);
-      if (row && row.view !== "hidden") visible.push(row);
+      if (this.shows(row)) visible.push(row);
     }
     const nodes = visible.sort(readingOrder).map((row) => renderRow(row, this.rowCtx));
     const drawn = nodes.length;
@@ -594,7 +594,7 @@ export class Transcript {
     const row = this.rowFor(seq);
     const old = chunk.el.querySelector(`:scope > .row[data-seq="${seq}"]`);
     const hadFocus = old && old.contains(document.activeElement);
-    if (!row || row.view === "hidden") {
+    if (!this.shows(row)) {
       if (old) old.remove();
       return;
     }
@@ -608,6 +608,16 @@ export class Transcript {
       chunk.el.insertBefore(el, after || null);
     }
     if (hadFocus) el.focus({ preventScroll: true });
+  }
+
+  /** Whether a row is drawn: not one shown on another row, nor a runtime row the reader hid. */
+  shows(row) {
+    return Boolean(row) && row.view !== "hidden" && !(row.runtime && this.ctx.hideRuntime());
+  }
+
+  /** Draw every drawn chunk again (the reader hid or showed runtime rows). */
+  redrawAll() {
+    for (const chunk of this.chunks) if (chunk.rendered) this.render(chunk);
   }
 
   redraw(seq) {
@@ -641,7 +651,7 @@ export class Transcript {
         draw();
       };
       const draw = () =>
-        fill(el, body.rows.filter((r) => r.view !== "hidden").map((r) => renderRow(r, inner)));
+        fill(el, body.rows.filter((r) => this.shows(r)).map((r) => renderRow(r, inner)));
       draw();
     } catch (error) {
       fill(el, h("p", { class: "error-text" }, `Could not load the run: ${error.message}`));
