@@ -1,10 +1,11 @@
-"""The viewer's sessions list and session header at 1920×1080 in real Chromium: a compact list
-with totals per session, the ``● live`` badge only where something writes, and the switch
-that hides runtime rows (docs/viewer.md)."""
+"""The viewer's sessions list, session header and compare view at 1920×1080 in real Chromium: a
+compact list with totals per session, the ``● live`` badge only where something writes, the
+switch that hides runtime rows, and two runs compared step by step (docs/viewer.md)."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
@@ -12,6 +13,7 @@ from agenttrail.ingest.importer import import_paths
 from agenttrail.model import NewEvent, events
 from tests.conftest import REALDATA
 from tests.server.conftest import Viewer, _new_session, _row, _shot, _wait_until
+from tests.views.test_diff import COPY_ID, GLOB_CALL, _copy, _other_glob_pattern
 
 # marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (SOURCES.md): a Claude Code session
 # written in February 2026, with 10 progress, 3 file-history-snapshot and 2 queue-operation
@@ -137,3 +139,50 @@ def test_the_switch_hides_runtime_rows_and_counts_them(viewer: Viewer) -> None:
     expect(_row(page, 1)).to_be_visible()
     expect(page.locator("#chain-badge")).to_be_visible()
     expect(switch).to_be_hidden()
+
+
+# -- comparing two sessions ------------------------------------------------------------------
+
+
+def test_the_compare_view_shows_where_two_runs_part_and_what_changed(
+    viewer: Viewer, tmp_path: Path
+) -> None:
+    # B is tool_heavy.jsonl with its Glob call's pattern changed (tests/views/test_diff.py)
+    (a,) = import_paths(viewer.store, [TOOL_HEAVY])
+    (b,) = import_paths(viewer.store, [_copy(tmp_path, _other_glob_pattern)])
+    glob = next(e.seq for e in viewer.store.read(a.session_id) if e.payload.get("id") == GLOB_CALL)
+    page = viewer.open(a.session_id, viewport=FULL_HD)
+    page.locator("#compare-button").click()
+    page.locator("#compare-with").select_option(b.session_id)
+    page.locator("#compare-form button[type=submit]").click()
+    expect(page.locator("#compare")).to_be_visible()
+    verdict = page.locator("#compare-verdict")
+    expect(verdict).to_contain_text("alike, then they part: A's tool call Glob")
+    expect(verdict).to_contain_text(f"(seq {glob}, turn ")
+    first = page.locator("#first-divergence")
+    expect(first.locator("h3")).to_contain_text("First divergence · changed: 1 step")
+    expect(first.locator(f'.compare-row .compare-step[data-seq="{glob}"]')).to_have_count(2)
+    expect(page.locator("#first-changes dt")).to_have_text(["input"])
+    expect(page.locator("#first-changes .compare-value--b pre")).to_contain_text('"**/*.ts"')
+    expect(page.locator("#first-changes .compare-value--a pre")).not_to_contain_text("*.ts")
+    # the steps before it are one block alike, folded; every step is in one block or another
+    alike = page.locator(".compare-block--same").first
+    expect(alike.locator("summary")).to_contain_text("✓ alike: ")
+    steps = page.locator(".compare-row .compare-step").count()
+    with viewer.http() as http:
+        body = http.get(f"/v1/sessions/{a.session_id}/diff/{COPY_ID}").json()
+    assert steps == body["steps"]["a"] + body["steps"]["b"]
+    assert (
+        body["prefix"] == page.locator(".compare-block--same").first.locator(".compare-row").count()
+    )
+    _shot(page, "compare")
+
+    first.locator(f'.compare-step[data-seq="{glob}"]').first.click()  # A's step opens A there
+    expect(page.locator("#session-title")).to_have_text("start phoenix in background")
+    expect(page.locator("#rows .row--flash")).to_have_attribute("data-seq", str(glob))
+
+    page.goto(f"{viewer.url}/#compare={a.session_id}&with={a.session_id}")
+    expect(page.locator("#compare-verdict")).to_have_text(
+        f"Identical: all {body['steps']['a']} steps alike."
+    )
+    expect(page.locator("#first-divergence")).to_have_count(0)

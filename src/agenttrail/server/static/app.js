@@ -1,6 +1,7 @@
 // The viewer: sessions list, one session's transcript with its live feed, keyboard keys.
 
 import { ApiError, LiveFeed, api, sessionPath, setToken, takeTokenFromAddress, token } from "./api.js";
+import { renderCompare } from "./compare.js";
 import { count, fill, h, typing, when } from "./dom.js";
 import { renderEvidence, renderFountain } from "./evidence.js";
 import { openPalette } from "./palette.js";
@@ -275,6 +276,10 @@ function go(id, seq) {
 
 function route() {
   const params = new URLSearchParams(location.hash.slice(1));
+  if (params.get("compare") && params.get("with")) {
+    openCompare(params.get("compare"), params.get("with"));
+    return;
+  }
   const id = params.get("session");
   const seq = Number(params.get("seq")) || null;
   if (!id) {
@@ -297,6 +302,7 @@ function closeSession() {
   clearPartial();
   hideMeta();
   $("session").hidden = true;
+  $("compare").hidden = true;
   $("empty").hidden = false;
   document.body.classList.remove("session-open");
   renderSessions();
@@ -343,6 +349,35 @@ async function openSession(id, seq) {
   refreshSummary();
   if (seq) await transcript.reveal(seq);
   else $("transcript").focus({ preventScroll: true });
+}
+
+// -- comparing two sessions ---------------------------------------------------------------
+
+function openCompare(a, b) {
+  closeSession();
+  $("empty").hidden = true;
+  $("compare").hidden = false;
+  document.body.classList.add("session-open");
+  const titles = new Map(state.sessions.map((s) => [s.id, s.title || s.id]));
+  renderCompare($("compare"), { a, b, titles, open: (id, seq) => go(id, seq) });
+}
+
+function compareDialog() {
+  const current = state.current;
+  if (!current) return;
+  const others = state.sessions.filter((s) => s.id !== current.id);
+  fill(
+    $("compare-with"),
+    others.map((s) => h("option", { value: s.id }, `${s.title || "(untitled session)"} · ${s.id}`)),
+  );
+  $("compare-dialog").showModal();
+}
+
+function onCompare(event) {
+  event.preventDefault();
+  const b = $("compare-with").value;
+  $("compare-dialog").close();
+  if (state.current && b) location.hash = `#${new URLSearchParams({ compare: state.current.id, with: b })}`;
 }
 
 function renderHeader() {
@@ -605,6 +640,7 @@ function onKey(event) {
     2: () => state.current && selectTab("evidence"),
     3: () => state.current && selectTab("fountain"),
     t: () => state.current && palette(),
+    c: () => state.current && compareDialog(),
     j: () => inTranscript && state.transcript.step(1),
     k: () => inTranscript && state.transcript.step(-1),
     g: () => inTranscript && state.transcript.first(),
@@ -675,6 +711,8 @@ function start() {
   $("skip").addEventListener("click", () => $("transcript").focus());
   $("tools-button").addEventListener("click", palette);
   $("hide-runtime").addEventListener("change", onHideRuntime);
+  $("compare-button").addEventListener("click", compareDialog);
+  $("compare-form").addEventListener("submit", onCompare);
   $("help-button").addEventListener("click", () => $("help").showModal());
   $("latest").addEventListener("click", () => state.transcript && state.transcript.latest());
   for (const tab of ["transcript", "evidence", "fountain"]) {
