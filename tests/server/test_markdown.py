@@ -325,6 +325,23 @@ def test_deep_nesting_and_unmatched_delimiters_end(page: Page) -> None:
     assert stars == [["p", "*a [b _c " * 39999 + "*a [b _c"]]
 
 
+def test_nesting_past_the_limit_reads_as_text(page: Page) -> None:
+    # 200 links nested in each other's text: the innermost past 24 levels stay characters
+    text = "[" * 200 + "Q" + "](https://example.com/)" * 200
+    deepest, shown = page.evaluate(
+        """async (text) => {
+          const { markdown } = await import("/static/markdown.js");
+          const el = markdown(text);
+          let depth = 0;
+          for (let a = el.querySelector("a"); a; a = a.querySelector("a")) depth += 1;
+          return [depth, el.textContent];
+        }""",
+        text,
+    )
+    assert 1 <= deepest <= 24
+    assert shown.count("Q") == 1 and shown.count("[") + deepest == 200
+
+
 def test_a_reply_renders_as_markdown_in_the_transcript(viewer: Viewer) -> None:
     reply = "\n".join(
         [

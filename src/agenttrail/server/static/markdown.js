@@ -18,6 +18,7 @@
 import { h } from "./dom.js";
 
 const MAX_DEPTH = 12; // quotes and lists nested deeper than this read as text: no deep recursion
+const MAX_INLINE_DEPTH = 24; // emphasis and links nested deeper than this read as text
 
 const FENCE = /^( {0,3})(`{3,}|~{3,})(.*)$/;
 const ATX = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
@@ -37,7 +38,13 @@ const SAFE_SCHEMES = new Set(["http:", "https:", "mailto:"]);
  */
 export function markdown(text, cls = "text") {
   const lines = String(text).replace(/\r\n?/g, "\n").split("\n");
-  return h("div", { class: `${cls} md` }, blocks(lines, 0));
+  try {
+    return h("div", { class: `${cls} md` }, blocks(lines, 0));
+  } catch (error) {
+    // A text this parser cannot read is still shown, as the text it is.
+    console.warn("Markdown not rendered:", error);
+    return h("div", { class: cls }, String(text));
+  }
 }
 
 /** A safe link target, or null: only absolute http:, https: and mailto: addresses. */
@@ -277,6 +284,7 @@ class Inline {
     this.text = text;
     /** @type {Map<string, number>} closer → a place after which the text holds none */
     this.absent = new Map();
+    this.depth = 0; // elements open around the text being read
   }
 
   /** Find `needle` at or after `from` (before `end`); -1, remembered, when it is not there. */
@@ -289,6 +297,15 @@ class Inline {
   }
 
   parse(start, end) {
+    this.depth += 1;
+    try {
+      return this.read(start, end);
+    } finally {
+      this.depth -= 1;
+    }
+  }
+
+  read(start, end) {
     const text = this.text;
     const out = [];
     let plain = "";
@@ -328,6 +345,7 @@ class Inline {
   span(i, end) {
     const text = this.text;
     const c = text[i];
+    if (this.depth > MAX_INLINE_DEPTH && c !== "`") return null;
     if (c === "`") return this.code(i, end);
     if (c === "[" || (c === "!" && text[i + 1] === "[")) return this.link(i, end);
     if (c === "<") return this.autolink(i, end);
