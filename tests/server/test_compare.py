@@ -50,3 +50,26 @@ def test_diff_route(http: httpx.Client, store: LogStore, tmp_path: Path) -> None
     assert apart["first"]["changes"][0]["field"] == "text"
     missing = http.get(f"/v1/sessions/{short.session_id}/diff/no-such-session")
     assert missing.status_code == 404
+
+
+def test_diff_route_aligns_every_step(http: httpx.Client, store: LogStore) -> None:
+    (short,) = import_paths(store, [SHORT])
+    (heavy,) = import_paths(store, [TOOL_HEAVY])
+    body = http.get(f"/v1/sessions/{short.session_id}/diff/{heavy.session_id}?align=true").json()
+    blocks = body["alignment"]
+    # every step of each session is in exactly one block, in seq order
+    for side in ("a", "b"):
+        seqs = [step["seq"] for block in blocks for step in block[side]]
+        assert len(seqs) == body["steps"][side] and seqs == sorted(seqs)
+    assert [b["tag"] for b in blocks if b["tag"] != "same"] == [
+        d["tag"] for d in body["divergences"]
+    ]
+    assert sum(len(b["a"]) for b in blocks if b["tag"] == "same") == body["same"]
+    first = next(b for b in blocks if b["tag"] != "same")
+    assert [c["field"] for c in first["changes"]] == [c["field"] for c in body["first"]["changes"]]
+    # the two open with their own user prompts (line 4 of short.jsonl, as the viewer shows it)
+    assert first["a"][0]["step"] == "user message" and isinstance(first["a"][0]["text"], str)
+    assert (
+        "alignment"
+        not in http.get(f"/v1/sessions/{short.session_id}/diff/{heavy.session_id}").json()
+    )

@@ -13,47 +13,34 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import re
 import sqlite3
 import struct
-import tempfile
-import time
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.server import create_app, mint_token
 from agenttrail.server import live as live_module
-from agenttrail.server.tools import Tool, ToolRegistry, workspace_tools
 from agenttrail.server.viewer import STATIC_DIR
-from tests.conftest import CHROMIUM, REALDATA, serving
+from tests.conftest import REALDATA, serving
 from tests.loan_session import record_loan_session
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SECRET = b"viewer-test-secret-not-for-production-0123456789"
-SHOTS = Path(
-    os.environ.get("AGENTTRAIL_SCREENSHOTS")
-    or Path(tempfile.gettempdir()) / "agenttrail-screenshots"
+from tests.server.conftest import (
+    SECRET,
+    Viewer,
+    _drawn_seqs,
+    _has_class,
+    _new_session,
+    _row,
+    _shot,
+    _wait_until,
 )
 
 # marot/spotter test/fixtures/transcripts/tool_heavy.jsonl, a real Claude Code session with
@@ -62,149 +49,6 @@ TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 # anthropics/anthropic-sdk-python tests/lib/tools/__inline_snapshot__/…/092be1de-….json: a
 # recorded Messages exchange whose last two tool calls have no result (SOURCES.md).
 ANTHROPIC_RUN = REALDATA / "anthropic-sdk-python" / "092be1de-d3f8-4c22-a4ea-a7ad54689836.json"
-
-
-def _shot(page: Page, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path))
-    return path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # Without a browser the tests that take this fixture are skipped at collection, or the
-    # run refuses to start when CI requires one (tests/_environment.py).
-    assert CHROMIUM is not None
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def _echo_tool() -> Tool:
-    """A tool whose schema has every kind of field the palette builds a form for."""
-    schema = {
-        "type": "object",
-        "properties": {
-            "count": {"type": "integer", "minimum": 0, "description": "How many."},
-            "loud": {"type": "boolean"},
-            "mode": {"enum": ["a", "b"]},
-            "ratio": {"type": "number"},
-            "options": {
-                "type": "object",
-                "properties": {"tag": {"type": "string"}},
-                "required": ["tag"],
-            },
-        },
-        "required": ["count", "mode"],
-        "additionalProperties": False,
-    }
-    return Tool("echo", "Return the input unchanged.", schema, lambda value: value)
-
-
-@dataclass
-class Viewer:
-    """A running server and a browser context for it."""
-
-    url: str
-    store: LogStore
-    workspace: Path
-    browser: Browser
-    errors: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-    expected: list[str] = field(default_factory=list)
-    """Console errors a test provokes on purpose (the browser logs every HTTP error)."""
-
-    def token(self, rights: str = "read,append,invoke,audit") -> str:
-        return mint_token(SECRET, rights=rights.split(","))
-
-    def http(self) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {self.token()}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
-
-    def page(self, **context: Any) -> Page:
-        options: dict[str, Any] = {"locale": "en-US", "viewport": {"width": 1366, "height": 860}}
-        options.update(context)
-        page = self.browser.new_context(**options).new_page()
-        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        page.on(
-            "console",
-            lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None,
-        )
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-        return page
-
-    def open(self, session: str | None = None, *, seq: int | None = None, **context: Any) -> Page:
-        page = self.page(**context)
-        fragment: dict[str, Any] = {"token": self.token()}
-        if session is not None:
-            fragment["session"] = session
-        if seq is not None:
-            fragment["seq"] = seq
-        page.goto(f"{self.url}/#{urlencode(fragment)}")
-        if session is not None:
-            expect(page.locator("#rows .row").first).to_be_visible()
-        return page
-
-
-@pytest.fixture
-def viewer(tmp_path: Path, browser: Browser) -> Iterator[Viewer]:
-    store = open_store(tmp_path / "log.db")
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    (workspace / "notes.txt").write_text("hello from the workspace\n")
-    registry = ToolRegistry([*workspace_tools(workspace), _echo_tool()])
-    app = create_app(store, secret=SECRET, tools=registry)
-    try:
-        with serving(app) as port:
-            running = Viewer(f"http://127.0.0.1:{port}", store, workspace, browser)
-            try:
-                yield running
-                unexpected = [
-                    e for e in running.errors if not any(x in e for x in running.expected)
-                ]
-                assert unexpected == [], unexpected  # no script error, no failed request
-                # Nothing from the log ran as script.
-                assert running.dialogs == [], running.dialogs
-            finally:
-                for context in browser.contexts:
-                    context.close()
-    finally:
-        store.close()
-
-
-def _new_session(store: LogStore, sid: str, payloads: list[dict[str, Any]], **fields: Any) -> str:
-    store.create_session(NewSession(sid, fields.get("title", sid), "harvey", "ana"))
-    if payloads:
-        store.append_batch(sid, [NewEvent(p) for p in payloads])
-    return sid
-
-
-def _has_class(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(^|\s){re.escape(name)}(\s|$)")
-
-
-def _row(page: Page, seq: int) -> Any:
-    return page.locator(f'#rows .row[data-seq="{seq}"]')
-
-
-def _wait_until(page: Page, condition: str, timeout_s: float = 20) -> None:
-    """Poll a JavaScript condition with ``evaluate``: ``wait_for_function`` compiles its
-    predicate with ``eval`` inside the page, which the page's CSP (rightly) refuses."""
-    deadline = time.monotonic() + timeout_s
-    while not page.evaluate(condition):
-        assert time.monotonic() < deadline, f"still false after {timeout_s} s: {condition}"
-        page.wait_for_timeout(20)
-
-
-def _drawn_seqs(page: Page) -> list[int]:
-    found: list[int] = page.eval_on_selector_all(
-        "#rows .row", "rows => rows.map(r => Number(r.dataset.seq))"
-    )
-    return found
 
 
 # -- serving ---------------------------------------------------------------------------------
@@ -432,7 +276,8 @@ def test_actors_runs_context_and_anomalies_read_as_the_specs_say(viewer: Viewer)
 
 
 def _wait_live(page: Page) -> None:
-    expect(page.locator("#live-state")).to_have_text("● live")
+    """Wait until the page follows the log (its live feed is connected)."""
+    expect(page.locator("#live-state")).to_have_attribute("data-state", "live")
 
 
 def test_live_appends_and_streaming_partials_arrive_without_a_reload(viewer: Viewer) -> None:

@@ -205,6 +205,13 @@ def test_real_claude_code_rows_pair_by_id(store: LogStore) -> None:
     summary = IndexCache().overview(store, report.session_id)
     assert summary["anomalies"] == 0 and summary["tool_calls"] == 6
     assert summary["chain"]["ok"] is True and summary["chain"]["events"] == 40
+    # 10 progress, 3 file-history-snapshot and 2 queue-operation lines in the file; its two
+    # local-command system lines are notes a reader keeps
+    runtime = Counter(r["kind"] for r in rows.values() if r.get("runtime"))
+    assert runtime == {"progress": 10, "file-history-snapshot": 3, "queue-operation": 2}
+    assert summary["runtime_rows"] == 15
+    # written in February 2026, with no turn in flight: not live (agenttrail.views.liveness)
+    assert summary["last_event_at"].startswith("2026-02-") and summary["live"] is False
 
 
 _ids = st.sampled_from(["a", "b", "c", ""])

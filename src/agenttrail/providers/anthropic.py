@@ -19,6 +19,7 @@ import re
 
 __all__ = [
     "BLOCKS",
+    "CLAUDE_CODE_RUNTIME_RECORDS",
     "CLIENT_TOOL_CALL_BLOCKS",
     "DISTINCT_BLOCKS",
     "DISTINCT_REQUEST_FIELDS",
@@ -35,6 +36,13 @@ __all__ = [
     "is_server_tool_error",
     "is_tool_result",
 ]
+
+CLAUDE_CODE_RUNTIME_RECORDS = frozenset({"progress", "file-history-snapshot", "queue-operation"})
+"""Claude Code transcript record types that are the runtime's bookkeeping, not the
+conversation: a hook's or tool's progress, a snapshot of the files it edits, its prompt queue.
+Imported as ``annotation`` events of that ``kind`` (:mod:`agenttrail.formats.claude_code`); the
+viewer can hide them. Read off real transcripts (Claude Code 2.1.38/2.1.39): Anthropic
+publishes no schema for these files."""
 
 ROLES = frozenset({"user", "assistant"})
 """Message roles: the system prompt is the top-level ``system`` parameter, not a message

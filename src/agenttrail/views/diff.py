@@ -18,14 +18,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agenttrail.codec import json_line
+from agenttrail.codec import indented_json, json_line
 from agenttrail.model import Event, message_text, output_text, tool_status, usage_of
 from agenttrail.model.parts import whole_messages
+from agenttrail.views.safe import safe
 
-__all__ = ["Change", "Divergence", "SessionDiff", "Step", "diff_sessions", "steps_of"]
+__all__ = [
+    "CHANGE_TEXT_CHARS",
+    "STEP_TEXT_CHARS",
+    "Block",
+    "Change",
+    "Divergence",
+    "SessionDiff",
+    "Step",
+    "diff_sessions",
+    "steps_of",
+]
 
 SKIPPED = frozenset({"annotation", "session_end"})
 """Event types that are not steps: runtime notes and the end of a session."""
+
+CHANGE_TEXT_CHARS = 2000
+"""Characters of each side of a changed field in the compare view: a tool's whole output can
+be megabytes; the start shows what changed, ``agenttrail diff --json`` gives all of it."""
+
+STEP_TEXT_CHARS = 300
+"""Characters of a step's text in the alignment the compare view shows: a line or two, enough
+to recognise the step; the session itself holds the rest."""
 
 _NOT_COMPARED = frozenset({"meta", "source", "id", "toolCallId", "messageId", "requestId"})
 """Keys of an other payload left out of its signature: ids, sources and meta differ between
@@ -57,6 +76,28 @@ class Step:
             return f"{self.fields.get('role')} message"
         name = self.fields.get("name")
         return f"{self.kind.replace('_', ' ')} {name}" if name else self.kind.replace("_", " ")
+
+    def text(self) -> str:
+        """What the step says, as one text to show: a message's text, a call's input and a
+        result's output (as compact JSON when not text), an other event's payload."""
+        value = next(
+            (self.fields[k] for k in ("text", "input", "output", "payload") if k in self.fields),
+            None,
+        )
+        return value if isinstance(value, str) else json_line(value)
+
+    def record(self) -> dict[str, Any]:
+        """JSON form for the compare view: ``{seq, turn, step, text, text_chars}``, the text
+        made safe to show (:func:`agenttrail.views.safe.safe`) and clipped to
+        :data:`STEP_TEXT_CHARS` (``text_chars`` is its whole length)."""
+        text = safe(self.text())
+        return {
+            "seq": self.seq,
+            "turn": self.turn,
+            "step": safe(self.label()),
+            "text": text[:STEP_TEXT_CHARS],
+            "text_chars": len(text),
+        }
 
 
 def steps_of(events: Iterable[Event]) -> list[Step]:
@@ -103,17 +144,36 @@ class Change:
 
 
 @dataclass(frozen=True)
-class Divergence:
-    """A place where the sessions differ: a step of each changed, or a step only one has."""
+class Block:
+    """One block of the alignment: steps both sessions have alike, or a divergence."""
 
     tag: str
-    """``changed``, ``only_a`` or ``only_b``."""
+    """``same``, ``changed``, ``only_a`` or ``only_b``."""
     a: list[Step]
     """A's steps of this block (empty for ``only_b``)."""
     b: list[Step]
     """B's steps of this block (empty for ``only_a``)."""
     changes: list[Change] = field(default_factory=list)
     """For ``changed``: the fields of the first step of each that differ."""
+
+    def view(self) -> dict[str, Any]:
+        """JSON form for the compare view: ``{tag, a: [step], b: [step], changes: [{field,
+        a, b}]}``, each step as :meth:`Step.record`, each changed value as text to show (a
+        string as it is, anything else as indented JSON), made safe
+        (:func:`agenttrail.views.safe.safe`) and clipped to :data:`CHANGE_TEXT_CHARS`."""
+        return {
+            "tag": self.tag,
+            "a": [s.record() for s in self.a],
+            "b": [s.record() for s in self.b],
+            "changes": [
+                {"field": c.field, "a": _shown(c.a), "b": _shown(c.b)} for c in self.changes
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class Divergence(Block):
+    """A place where the sessions differ: a step of each changed, or a step only one has."""
 
     def record(self) -> dict[str, Any]:
         """JSON form: ``{tag, a: {seqs, turn, step}, b: ..., changes: [{field, a, b}]}``."""
@@ -136,6 +196,11 @@ class Divergence:
         }
 
 
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else indented_json(value, 2)
+    return safe(text)[:CHANGE_TEXT_CHARS]
+
+
 @dataclass(frozen=True)
 class SessionDiff:
     """Two sessions aligned."""
@@ -148,6 +213,8 @@ class SessionDiff:
     """Steps alike before the first divergence (all of them when there is none)."""
     divergences: list[Divergence]
     """Every place they differ, in order; the first is where they part."""
+    blocks: list[Block] = field(default_factory=list)
+    """The whole alignment, in order: alike blocks and divergences (the compare view)."""
 
     @property
     def first(self) -> Divergence | None:
@@ -178,6 +245,10 @@ def _changes(a: Step, b: Step) -> list[Change]:
     ]
 
 
+_BLOCK_TAGS = {"replace": "changed", "delete": "only_a", "insert": "only_b"}
+""":meth:`difflib.SequenceMatcher.get_opcodes` tags of a divergence as :class:`Block` tags."""
+
+
 def diff_sessions(a_events: Iterable[Event], b_events: Iterable[Event]) -> SessionDiff:
     """Align two sessions' events (each in seq order) and say where they differ.
 
@@ -190,18 +261,17 @@ def diff_sessions(a_events: Iterable[Event], b_events: Iterable[Event]) -> Sessi
         None, [s.signature() for s in a], [s.signature() for s in b], autojunk=False
     )
     divergences: list[Divergence] = []
+    blocks: list[Block] = []
     same = 0
     prefix: int | None = None
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             same += i2 - i1
+            blocks.append(Block("same", a[i1:i2], b[j1:j2]))
             continue
         if prefix is None:
             prefix = same
-        if tag == "replace":
-            divergences.append(Divergence("changed", a[i1:i2], b[j1:j2], _changes(a[i1], b[j1])))
-        elif tag == "delete":
-            divergences.append(Divergence("only_a", a[i1:i2], []))
-        else:
-            divergences.append(Divergence("only_b", [], b[j1:j2]))
-    return SessionDiff(a, b, same, same if prefix is None else prefix, divergences)
+        changes = _changes(a[i1], b[j1]) if tag == "replace" else []
+        divergences.append(Divergence(_BLOCK_TAGS[tag], a[i1:i2], b[j1:j2], changes))
+        blocks.append(divergences[-1])
+    return SessionDiff(a, b, same, same if prefix is None else prefix, divergences, blocks)

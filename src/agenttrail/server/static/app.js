@@ -1,10 +1,12 @@
 // The viewer: sessions list, one session's transcript with its live feed, keyboard keys.
 
 import { ApiError, LiveFeed, api, sessionPath, setToken, takeTokenFromAddress, token } from "./api.js";
+import { renderCompare } from "./compare.js";
 import { count, fill, h, typing, when } from "./dom.js";
 import { renderEvidence, renderFountain } from "./evidence.js";
 import { openPalette } from "./palette.js";
 import { Transcript, metaContent } from "./rows.js";
+import { events, liveBadge, sessionItem, summaryBadges, usageTotals } from "./sessions.js";
 
 /**
  * The element with this id (the page has every id it asks for).
@@ -21,14 +23,11 @@ const state = {
   transcript: null,
   feed: null,
   liveState: "",
+  partialAt: 0, // when the last streamed partial arrived (Date.now())
   tab: "transcript",
   partial: null,
   anomalyIndex: -1,
 };
-
-function events(n) {
-  return `${count(n)} event${n === 1 ? "" : "s"}`;
-}
 
 // -- sessions list ---------------------------------------------------------------------------
 
@@ -91,43 +90,10 @@ function visibleSessions() {
   return state.sessions.filter((s) => sessionMatches(s, text));
 }
 
-function summaryBadges(summary) {
-  if (!summary) return [h("span", { class: "badge muted" }, "checking…")];
-  const chain = summary.chain;
-  return [
-    summary.anomalies
-      ? h("span", { class: "badge badge--warn", title: Object.entries(summary.anomaly_kinds).map(([k, n]) => `${k}: ${n}`).join(", ") }, `⚠ ${count(summary.anomalies)} anomal${summary.anomalies === 1 ? "y" : "ies"}`)
-      : null,
-    chain.ok
-      ? h("span", { class: "badge badge--ok", title: `head ${chain.head}` }, "✓ chain verified")
-      : h("span", { class: "badge badge--bad", title: chain.reason || chain.trace_problems.join("; ") }, chain.bad_seq ? `✗ chain broken at seq ${chain.bad_seq}` : "✗ evidence problem"),
-  ];
-}
-
 function renderSessions() {
   const list = visibleSessions();
-  fill(
-    $("sessions"),
-    list.map((s) =>
-      h(
-        "li",
-        null,
-        h(
-          "button",
-          {
-            class: "session-item",
-            type: "button",
-            dataset: { id: s.id },
-            "aria-current": state.current && state.current.id === s.id ? "true" : false,
-            onclick: () => go(s.id),
-          },
-          h("span", { class: "s-title" }, s.title || "(untitled session)"),
-          h("span", { class: "s-facts" }, [s.agent, s.user, when(s.started)].filter(Boolean).join(" · ")),
-          h("span", { class: "s-counts" }, h("span", { class: "badge" }, events(s.events)), summaryBadges(state.summaries.get(s.id))),
-        ),
-      ),
-    ),
-  );
+  const current = state.current && state.current.id;
+  fill($("sessions"), list.map((s) => sessionItem(s, { current, summary: state.summaries.get(s.id), open: go })));
   if (!list.length && state.sessions.length) $("sessions").append(h("li", { class: "muted small" }, "No session matches."));
 }
 
@@ -149,7 +115,7 @@ function updateSessionItem(id) {
   const button = $("sessions").querySelector(`.session-item[data-id="${CSS.escape(id)}"]`);
   const session = state.sessions.find((s) => s.id === id);
   if (button && session) {
-    fill(button.querySelector(".s-counts"), h("span", { class: "badge" }, events(session.events)), summaryBadges(state.summaries.get(id)));
+    fill(button.querySelector(".s-counts"), summaryBadges(session, state.summaries.get(id)));
   }
   if (state.current && state.current.id === id) renderBadges();
 }
@@ -232,6 +198,10 @@ function go(id, seq) {
 
 function route() {
   const params = new URLSearchParams(location.hash.slice(1));
+  if (params.get("compare") && params.get("with")) {
+    openCompare(params.get("compare"), params.get("with"));
+    return;
+  }
   const id = params.get("session");
   const seq = Number(params.get("seq")) || null;
   if (!id) {
@@ -254,6 +224,7 @@ function closeSession() {
   clearPartial();
   hideMeta();
   $("session").hidden = true;
+  $("compare").hidden = true;
   $("empty").hidden = false;
   document.body.classList.remove("session-open");
   renderSessions();
@@ -280,6 +251,7 @@ async function openSession(id, seq) {
     session,
     sessionIds: new Set(state.sessions.map((s) => s.id)),
     showMeta,
+    hideRuntime,
     openSession: (other) => go(other),
     onFollow: (following) => {
       $("latest").hidden = following;
@@ -301,6 +273,35 @@ async function openSession(id, seq) {
   else $("transcript").focus({ preventScroll: true });
 }
 
+// -- comparing two sessions ---------------------------------------------------------------
+
+function openCompare(a, b) {
+  closeSession();
+  $("empty").hidden = true;
+  $("compare").hidden = false;
+  document.body.classList.add("session-open");
+  const titles = new Map(state.sessions.map((s) => [s.id, s.title || s.id]));
+  renderCompare($("compare"), { a, b, titles, open: (id, seq) => go(id, seq) });
+}
+
+function compareDialog() {
+  const current = state.current;
+  if (!current) return;
+  const others = state.sessions.filter((s) => s.id !== current.id);
+  fill(
+    $("compare-with"),
+    others.map((s) => h("option", { value: s.id }, `${s.title || "(untitled session)"} · ${s.id}`)),
+  );
+  $("compare-dialog").showModal();
+}
+
+function onCompare(event) {
+  event.preventDefault();
+  const b = $("compare-with").value;
+  $("compare-dialog").close();
+  if (state.current && b) location.hash = `#${new URLSearchParams({ compare: state.current.id, with: b })}`;
+}
+
 function renderHeader() {
   const s = state.current;
   $("session-title").textContent = s.title || "(untitled session)";
@@ -316,11 +317,12 @@ function renderBadges() {
   const s = state.current;
   if (!s) return;
   const summary = state.summaries.get(s.id);
-  const live = {
-    live: ["● live", "badge--ok", "Following the log: new events appear as they are written"],
+  // The live feed's state: whether this page follows the log (not whether anyone writes it).
+  const feed = {
+    live: ["following", "", "Following the log: new events appear as they are written"],
     connecting: ["○ connecting…", "", "Opening the live feed"],
     reconnecting: ["○ reconnecting…", "badge--warn", `The live feed dropped; resuming from seq ${state.feed ? state.feed.lastSeq : "?"} ${state.liveDetail || ""}`],
-    refused: ["✗ not live", "badge--bad", `The live feed was refused: ${state.liveDetail}`],
+    refused: ["✗ not following", "badge--bad", `The live feed was refused: ${state.liveDetail}`],
     closed: ["○ closed", "", ""],
   }[state.liveState] || ["", "", ""];
   const badges = [h("span", { class: "badge", id: "event-count" }, events(s.events))];
@@ -334,12 +336,8 @@ function renderBadges() {
         ),
       );
     }
-    const usage = summary.usage;
-    if (usage && usage.calls) {
-      const tokens = Object.entries(usage.tokens).filter(([, n]) => n !== null);
-      const title = `${usage.calls} model calls: ${tokens.map(([k, n]) => `${count(n)} ${k.replace("_", " ")}`).join(", ")}; cost ${usage.cost_text}${usage.cost_sources.length ? ` (${usage.cost_sources.join(", ")})` : ""}`;
-      badges.push(h("span", { class: "badge", id: "usage-badge", title }, `${count(tokens.reduce((sum, [, n]) => sum + n, 0))} tokens · ${usage.cost_text}`));
-    }
+    const usage = usageTotals(summary.usage);
+    if (usage) badges.push(h("span", { class: "badge", id: "usage-badge", title: usage.title }, `${count(usage.tokens)} tokens · ${usage.cost}`));
     const chain = summary.chain;
     badges.push(
       h(
@@ -355,8 +353,45 @@ function renderBadges() {
       ),
     );
   }
-  if (live[0]) badges.push(h("span", { class: `badge ${live[1]}`, id: "live-state", title: live[2] }, live[0]));
+  if (isLive(s.id)) badges.push(liveBadge("", "live-badge"));
+  if (feed[0]) badges.push(h("span", { class: `badge badge--feed ${feed[1]}`, id: "live-state", dataset: { state: state.liveState }, title: feed[2] }, feed[0]));
   fill($("session-badges"), badges);
+  renderRuntimeSwitch(summary);
+}
+
+/** The open session is live by the server's rule, or a partial streamed here a moment ago. */
+function isLive(id) {
+  const summary = state.summaries.get(id);
+  const streaming = state.partialAt && Date.now() - state.partialAt < RECENT_MS;
+  return Boolean((summary && summary.live) || (state.current && state.current.id === id && streaming));
+}
+
+const RECENT_MS = 300000; // agenttrail.views.liveness.RECENT_S
+
+// -- runtime rows ------------------------------------------------------------------------------
+
+const HIDE_RUNTIME_KEY = "agenttrail.hideRuntime";
+
+function hideRuntime() {
+  return localStorage.getItem(HIDE_RUNTIME_KEY) === "true";
+}
+
+/** The switch that hides runtime rows (progress, file snapshots, queue operations), with
+ * their count; shown only on a session that has some. */
+function renderRuntimeSwitch(summary) {
+  const n = summary ? summary.runtime_rows || 0 : 0;
+  const box = $("runtime-switch");
+  box.hidden = n === 0;
+  $("hide-runtime").checked = hideRuntime();
+  $("runtime-count").textContent = hideRuntime()
+    ? `${count(n)} runtime row${n === 1 ? "" : "s"} hidden`
+    : `Hide ${count(n)} runtime row${n === 1 ? "" : "s"}`;
+}
+
+function onHideRuntime() {
+  localStorage.setItem(HIDE_RUNTIME_KEY, String($("hide-runtime").checked));
+  renderRuntimeSwitch(state.current && state.summaries.get(state.current.id));
+  if (state.transcript) state.transcript.redrawAll();
 }
 
 function nextAnomaly() {
@@ -403,6 +438,9 @@ function onAppend(message) {
 
 function onPartial(message) {
   if (!state.partial) state.partial = { text: "", done: false, activity: "", usage: null };
+  const wasLive = isLive(state.current.id);
+  state.partialAt = Date.now();
+  if (!wasLive) renderBadges();
   const p = state.partial;
   if (message.textDelta) p.text += message.textDelta;
   if (message.activity) p.activity = message.activity;
@@ -524,6 +562,7 @@ function onKey(event) {
     2: () => state.current && selectTab("evidence"),
     3: () => state.current && selectTab("fountain"),
     t: () => state.current && palette(),
+    c: () => state.current && compareDialog(),
     j: () => inTranscript && state.transcript.step(1),
     k: () => inTranscript && state.transcript.step(-1),
     g: () => inTranscript && state.transcript.first(),
@@ -593,6 +632,9 @@ function start() {
   $("back").addEventListener("click", () => go(""));
   $("skip").addEventListener("click", () => $("transcript").focus());
   $("tools-button").addEventListener("click", palette);
+  $("hide-runtime").addEventListener("change", onHideRuntime);
+  $("compare-button").addEventListener("click", compareDialog);
+  $("compare-form").addEventListener("submit", onCompare);
   $("help-button").addEventListener("click", () => $("help").showModal());
   $("latest").addEventListener("click", () => state.transcript && state.transcript.latest());
   for (const tab of ["transcript", "evidence", "fountain"]) {

@@ -5,6 +5,7 @@
 
 import { api, sessionPath } from "./api.js";
 import { clock, count, duration, fill, h } from "./dom.js";
+import { markdown } from "./markdown.js";
 
 export const CHUNK = 100; // seqs per chunk: one request, and drawing one fits in a frame or two
 const NEAR = "1500px 0px"; // chunks this close to the viewport are loaded and drawn
@@ -103,7 +104,7 @@ function runsBody(row) {
   const parts = [];
   for (const run of row.runs) {
     if (run.thinking) parts.push(h("details", { class: "thinking" }, h("summary", null, "Thinking"), textBlock(run.thinking)));
-    if (run.text) parts.push(textBlock(run.text));
+    if (run.text) parts.push(markdown(run.text));
     if (run.calls.length) parts.push(h("span", { class: "muted small" }, `→ tool call ${run.calls.join(", ")}`));
   }
   return parts;
@@ -124,7 +125,8 @@ function messageBody(row, ctx) {
       ),
     );
   }
-  if (row.text) parts.push(textBlock(row.text));
+  // A message's text is Markdown (rendered as nodes, markdown.js); the runtime's asides are not.
+  if (row.text) parts.push(row.actor === "system" ? textBlock(row.text) : markdown(row.text));
   else if (!row.thinking) parts.push(h("span", { class: "muted" }, row.role === "assistant" ? "(no text: tool calls follow)" : "(empty)"));
   parts.push(moreButton(row.text.length, row.text_chars, "Show all", () => ctx.loadFull(row.seq)));
   if (row.blocks && row.blocks.length) parts.push(h("span", { class: "muted small" }, `[${row.blocks.join(", ")} blocks kept]`));
@@ -212,12 +214,12 @@ function runBody(row, ctx) {
         h("span", { class: "dur" }, facts.join(" · ")),
       ),
       row.description ? h("p", { class: "run-desc" }, row.description) : null,
-      row.result_text ? textBlock(row.result_text, "text run-answer") : null,
+      row.result_text ? markdown(row.result_text, "text run-answer") : null,
       moreButton(row.result_text.length, row.result_chars, "Show the whole answer", () => ctx.loadFull(row.seq)),
       h(
         "div",
         { class: "run-detail", hidden: !open },
-        row.prompt ? h("details", null, h("summary", null, "Prompt"), textBlock(row.prompt)) : null,
+        row.prompt ? h("details", null, h("summary", null, "Prompt"), markdown(row.prompt)) : null,
         inside,
         ownSession
           ? h("button", { class: "link", type: "button", onclick: () => ctx.openSession(ownSession) }, "Open the run's own session")
@@ -567,7 +569,7 @@ export class Transcript {
     const visible = [];
     for (let seq = start + 1; seq <= start + CHUNK; seq += 1) {
       const row = this.rowFor(seq);
-      if (row && row.view !== "hidden") visible.push(row);
+      if (this.shows(row)) visible.push(row);
     }
     const nodes = visible.sort(readingOrder).map((row) => renderRow(row, this.rowCtx));
     const drawn = nodes.length;
@@ -592,7 +594,7 @@ export class Transcript {
     const row = this.rowFor(seq);
     const old = chunk.el.querySelector(`:scope > .row[data-seq="${seq}"]`);
     const hadFocus = old && old.contains(document.activeElement);
-    if (!row || row.view === "hidden") {
+    if (!this.shows(row)) {
       if (old) old.remove();
       return;
     }
@@ -606,6 +608,16 @@ export class Transcript {
       chunk.el.insertBefore(el, after || null);
     }
     if (hadFocus) el.focus({ preventScroll: true });
+  }
+
+  /** Whether a row is drawn: not one shown on another row, nor a runtime row the reader hid. */
+  shows(row) {
+    return Boolean(row) && row.view !== "hidden" && !(row.runtime && this.ctx.hideRuntime());
+  }
+
+  /** Draw every drawn chunk again (the reader hid or showed runtime rows). */
+  redrawAll() {
+    for (const chunk of this.chunks) if (chunk.rendered) this.render(chunk);
   }
 
   redraw(seq) {
@@ -639,7 +651,7 @@ export class Transcript {
         draw();
       };
       const draw = () =>
-        fill(el, body.rows.filter((r) => r.view !== "hidden").map((r) => renderRow(r, inner)));
+        fill(el, body.rows.filter((r) => this.shows(r)).map((r) => renderRow(r, inner)));
       draw();
     } catch (error) {
       fill(el, h("p", { class: "error-text" }, `Could not load the run: ${error.message}`));

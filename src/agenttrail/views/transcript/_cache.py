@@ -10,19 +10,26 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from agenttrail.evidence.audit import audit
 from agenttrail.log.chain import ChainReader
 from agenttrail.model import LogReader
+from agenttrail.views.liveness import TurnReader, is_live
 from agenttrail.views.safe import safe
 from agenttrail.views.transcript._index import TranscriptIndex, TranscriptPage
 from agenttrail.views.transcript._rows import Row
 
-__all__ = ["INDEX_CACHE_SIZE", "IndexCache"]
+__all__ = ["INDEX_CACHE_SIZE", "IndexCache", "OverviewReader"]
 
 INDEX_CACHE_SIZE = 16
 """Sessions whose index :class:`IndexCache` keeps: an index costs about 100 bytes per event."""
+
+
+class OverviewReader(ChainReader, TurnReader, Protocol):
+    """What an overview reads: the chain (to check it) and the turn lock (to tell a live
+    session); every ``LogStore`` is one."""
 
 
 class IndexCache:
@@ -85,8 +92,9 @@ class IndexCache:
         )
         return rows
 
-    def overview(self, store: ChainReader, session_id: str) -> dict[str, Any]:
-        """Counts of :meth:`TranscriptIndex.summary` and the chain status, checked now.
+    def overview(self, store: OverviewReader, session_id: str) -> dict[str, Any]:
+        """Counts of :meth:`TranscriptIndex.summary`, the chain status, checked now, and
+        ``live`` (:func:`agenttrail.views.liveness.is_live`).
 
         The chain and the trace rows are checked on every call
         (:func:`agenttrail.evidence.audit.audit`): a badge must not vouch for a log from memory.
@@ -94,11 +102,22 @@ class IndexCache:
         (summary,) = self.overviews(store, [session_id])
         return summary
 
-    def overviews(self, store: ChainReader, session_ids: list[str]) -> list[dict[str, Any]]:
+    def overviews(self, store: OverviewReader, session_ids: list[str]) -> list[dict[str, Any]]:
         """:meth:`overview` of each session, in order, their chains checked in one pass
         (the viewer's sessions list asks for all of them at once)."""
+        now = datetime.now(UTC)
+
+        def overview(index: TranscriptIndex) -> dict[str, Any]:
+            summary = index.summary()
+            ended = index.ended  # an ended session needs no look at its turn lock
+            writing = not ended and store.current_turn(index.session_id) is not None
+            summary["live"] = is_live(
+                last_event_at=index.last_event_at, ended=ended, writing=writing, now=now
+            )
+            return summary
+
         summaries: list[dict[str, Any]] = [
-            self.use(store, session_id, lambda index: index.summary()) for session_id in session_ids
+            self.use(store, session_id, overview) for session_id in session_ids
         ]
         for summary, verdict in zip(summaries, audit(store, session_ids), strict=True):
             summary["chain"] = verdict.record(escape=safe)

@@ -15,7 +15,14 @@ from typing import Any
 from agenttrail.model import Event, LogReader
 from agenttrail.model.parts import MessageParts
 from agenttrail.views.pairing import SeqPairing, ToolRef, pair_refs, tool_ref
-from agenttrail.views.transcript._rows import Row, event_fields, kind_row, run_card, tool_row
+from agenttrail.views.transcript._rows import (
+    Row,
+    event_fields,
+    is_runtime,
+    kind_row,
+    run_card,
+    tool_row,
+)
 from agenttrail.views.transcript._runs import Run, agent_id_of, run_id_of
 
 __all__ = ["ANOMALY_SEQS", "TranscriptIndex", "TranscriptPage"]
@@ -77,6 +84,11 @@ class TranscriptIndex:
         self._paired_at: dict[int, int] = {}
         self._run_at: dict[int, int] = {}
         self._run_of_seq: dict[int, str] = {}
+        self._runtime = 0
+        self.last_event_at: str | None = None
+        """``created_at`` of the last event (``None`` for an empty session)."""
+        self.ended = False
+        """Whether the last event is a ``session_end``."""
 
     # -- building ------------------------------------------------------------------------
 
@@ -91,6 +103,9 @@ class TranscriptIndex:
             payload = event.payload
             self.parts.add(event)
             self._types[event.type or "(untyped)"] += 1
+            self._runtime += is_runtime(payload)
+            self.last_event_at = event.created_at
+            self.ended = event.type == "session_end"
             ref = tool_ref(event)
             if ref is not None:
                 self._refs.append(ref)
@@ -171,13 +186,16 @@ class TranscriptIndex:
         return out
 
     def summary(self) -> dict[str, Any]:
-        """Counts for the sessions list: events, tool calls, runs, anomalies by kind, and the
-        seqs of the first :data:`ANOMALY_SEQS` anomalies."""
+        """Counts for the sessions list: events, tool calls, runs, runtime rows (a reader may
+        hide them: :func:`~agenttrail.views.transcript._rows.is_runtime`), anomalies by kind,
+        the seqs of the first :data:`ANOMALY_SEQS` anomalies, and the last event's time."""
         kinds = Counter(a.kind for a in self.pairing.anomalies.values())
         return {
             "events": self.head,
             "tool_calls": self._types.get("tool_call", 0),
             "runs": len(self.runs),
+            "runtime_rows": self._runtime,
+            "last_event_at": self.last_event_at,
             "anomalies": sum(kinds.values()),
             "anomaly_kinds": dict(sorted(kinds.items())),
             "anomaly_seqs": sorted(self.pairing.anomalies)[:ANOMALY_SEQS],

@@ -25,6 +25,7 @@ from agenttrail.model import (
     tool_status,
     usage_of,
 )
+from agenttrail.providers.anthropic import CLAUDE_CODE_RUNTIME_RECORDS
 from agenttrail.views.order import text_runs
 from agenttrail.views.pairing import ANOMALY_TEXT, Anomaly
 from agenttrail.views.safe import safe
@@ -39,6 +40,7 @@ __all__ = [
     "attachment_fields",
     "display_text",
     "event_fields",
+    "is_runtime",
     "kind_row",
     "meta_fields",
     "run_card",
@@ -399,6 +401,15 @@ def _note_line(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=repr)
 
 
+def is_runtime(payload: dict[str, Any]) -> bool:
+    """Whether an event is a runtime row a reader may hide: an ``annotation`` of one of
+    :data:`agenttrail.providers.anthropic.CLAUDE_CODE_RUNTIME_RECORDS` (progress, file
+    snapshots, queue operations)."""
+    return (
+        payload.get("type") == "annotation" and payload.get("kind") in CLAUDE_CODE_RUNTIME_RECORDS
+    )
+
+
 @_writes("annotation")
 def _annotation(payload: dict[str, Any], full: bool) -> Row:
     body = payload.get("text")
@@ -413,6 +424,7 @@ def _annotation(payload: dict[str, Any], full: bool) -> Row:
         "kind": safe(str(payload.get("kind") or "note")),
         "text": text,
         "text_chars": chars,
+        "runtime": is_runtime(payload),
     }
 
 
