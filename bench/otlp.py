@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _serve import serving  # bench/_serve.py, beside this script
+from _serve import load_average, serving  # bench/_serve.py, beside this script
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -154,13 +154,8 @@ def main() -> None:
     print(
         f"CPU: server {server_cpu:.2f} s ({stored / server_cpu:,.0f} events per server CPU "
         f"second), exporter {client_cpu:.2f} s, raw sqlite3 {raw_cpu:.2f} s "
-        f"({stored / raw_cpu:,.0f} events per CPU second); load {_load()}"
+        f"({stored / raw_cpu:,.0f} events per CPU second); load {load_average()}"
     )
-
-
-def _load() -> str:
-    """The load average over 1, 5 and 15 minutes (``/proc/loadavg``)."""
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":

@@ -37,7 +37,12 @@ import time
 from pathlib import Path
 
 import httpx
-from _serve import committer_stats, serving, serving_app  # bench/_serve.py, beside this script
+from _serve import (  # bench/_serve.py, beside this script
+    committer_stats,
+    load_average,
+    serving,
+    serving_app,
+)
 from websockets.sync.client import connect
 
 BATCH = 100
@@ -114,12 +119,6 @@ def _turn(agent: int, turn: int) -> list[dict[str, object]]:
     ]
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (``/proc/PID/stat`` fields 14, 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _agents(served: object, agents: int, turns: int, per_event: bool) -> tuple[int, int, float]:
     """Each agent posts its turns to a new session; ``(events, requests, seconds)``."""
     base, headers = served.base, served.headers  # type: ignore[attr-defined]
@@ -184,14 +183,14 @@ def _raw_floor(folder: Path, requests: int, per_request: int) -> float:
 
 def agent_workload(agents: int, turns: int, phoenix: float) -> None:
     """The agent workload, per turn and per event (module docstring); prints a table."""
-    print(f"load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
+    print(f"load average before: {load_average()}")
     print(f"agent workload: {agents} agents x {turns} turns x 6 events; Phoenix {phoenix:g} ev/s")
     for per_event in (False, True):
         with tempfile.TemporaryDirectory() as tmp:
             with serving_app(Path(tmp) / "bench.db") as served:
-                cpu = _cpu_s(served.proc.pid)
+                cpu = served.cpu_s()
                 events, requests, seconds = _agents(served, agents, turns, per_event)
-                cpu = _cpu_s(served.proc.pid) - cpu
+                cpu = served.cpu_s() - cpu
             stats = committer_stats(served)
             floor = _raw_floor(Path(tmp), 300, 1 if per_event else 6)
         rate = events / seconds
@@ -203,7 +202,7 @@ def agent_workload(agents: int, turns: int, phoenix: float) -> None:
             f"raw one-commit-per-request floor {floor:,.0f} requests/s "
             f"(served {requests / seconds / floor:.1f}x that)"
         )
-    print(f"load average after: {Path('/proc/loadavg').read_text().split()[:3]}")
+    print(f"load average after: {load_average()}")
 
 
 def main() -> None:
