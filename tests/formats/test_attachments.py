@@ -32,6 +32,11 @@ PDF_B64 = base64.b64encode(PDF).decode()
 PDF_LABEL = (
     f"application/pdf report, {len(PDF):,} bytes, sha256 {hashlib.sha256(PDF).hexdigest()[:8]}"
 )
+# What a person is shown (views.units.size_text, IEC units): 12,296 bytes / 1,024 = 12.008,
+# 2,009 / 1,024 = 1.962, each to one decimal with ".0" dropped. Replay keeps the exact form.
+assert (len(PNG), len(PDF)) == (12_296, 2_009)
+PNG_SHOWN = PNG_LABEL.replace("12,296 bytes", "12 KiB")
+PDF_SHOWN = PDF_LABEL.replace("2,009 bytes", "2 KiB")
 
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64}}
 DOCUMENT = {
@@ -90,11 +95,11 @@ def test_show_names_each_attachment_and_never_prints_base64(
     ask = next(r for r in rows if r[3] == "user")
     assert ask[4].splitlines() == [
         "what is in these?",
-        f"[attachment: {PNG_LABEL}]",
-        f"[attachment: {PDF_LABEL}]",
+        f"[attachment: {PNG_SHOWN}]",
+        f"[attachment: {PDF_SHOWN}]",
     ]
     tool = next(r for r in rows if r[3] == "tool")
-    assert tool[4].splitlines()[1:] == ["here", f"[attachment: {PNG_LABEL}]"]
+    assert tool[4].splitlines()[1:] == ["here", f"[attachment: {PNG_SHOWN}]"]
 
 
 def test_viewer_rows_name_attachments_and_give_an_image_only_when_full(
@@ -111,11 +116,11 @@ def test_viewer_rows_name_attachments_and_give_an_image_only_when_full(
             len(PNG),
             hashlib.sha256(PNG).hexdigest(),
         )
-        assert document["label"] == PDF_LABEL and document["data_url"] is None
+        assert document["label"] == PDF_SHOWN and document["data_url"] is None
         assert image["data_url"] == (f"data:image/png;base64,{PNG_B64}" if full else None)
         tool = next(r for r in page.rows if r["view"] == "tool")
         assert tool["result_text"] == "here"
-        assert [a["label"] for a in tool["result_attachments"]] == [PNG_LABEL]
+        assert [a["label"] for a in tool["result_attachments"]] == [PNG_SHOWN]
         assert PNG_B64[:40] not in json.dumps([r for r in page.rows if not full])
 
 
@@ -126,11 +131,11 @@ def test_fountain_writes_an_attachment_note(store: LogStore, tmp_path: Path) -> 
     lines = [line for line in text.splitlines() if line.strip()]
     start = lines.index("what is in these?")
     assert lines[start + 1 : start + 3] == [
-        f"[[attachment: {PNG_LABEL}]]",
-        f"[[attachment: {PDF_LABEL}]]",
+        f"[[attachment: {PNG_SHOWN}]]",
+        f"[[attachment: {PDF_SHOWN}]]",
     ]
     tool = next(i for i, line in enumerate(lines) if line.startswith("[[tool: screenshot"))
-    assert lines[tool + 1] == f"[[attachment: {PNG_LABEL}]]"
+    assert lines[tool + 1] == f"[[attachment: {PNG_SHOWN}]]"
 
 
 def test_anthropic_replay_rebuilds_the_request_with_its_images(
@@ -221,8 +226,8 @@ def test_openai_image_and_file_parts_are_kept_and_carried_across(
     rows = terminal_rows(store, logged[0].session_id)
     assert rows[0][4].splitlines() == [
         "and this?",
-        f"[attachment: {PNG_LABEL}]",
-        f"[attachment: {PDF_LABEL}]",
+        f"[attachment: {PNG_SHOWN}]",
+        f"[attachment: {PDF_SHOWN}]",
     ]
     responses = to_openai_responses(logged).messages[0]["content"]
     assert [p["type"] for p in responses] == ["input_text", "input_image", "input_file"]
@@ -299,5 +304,5 @@ def test_a_claude_code_tool_image_is_named_not_dumped(store: LogStore, tmp_path:
     logged = import_events(store, path)
     rows = terminal_rows(store, logged[0].session_id)
     tool = next(r for r in rows if r[3] == "tool")
-    assert tool[4].splitlines()[1:] == [f"[attachment: {PNG_LABEL}]"]
+    assert tool[4].splitlines()[1:] == [f"[attachment: {PNG_SHOWN}]"]
     assert "base64" not in tool[4]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agenttrail.views.units import duration_text
+import pytest
+
+from agenttrail.views.units import duration_text, size_text
 
 
 def test_durations_read_as_a_person_reads_them() -> None:
@@ -29,3 +31,30 @@ def test_a_duration_at_a_unit_boundary_moves_to_the_larger_unit() -> None:
         "1 h 0 min",
         "-5 ms",
     ]
+
+
+def test_sizes_read_in_iec_binary_units() -> None:
+    # the attachment label printed `12,345 bytes` before; expected values by hand:
+    # 12,345 / 1,024 = 12.06; 268,435,456 = 256 × 1,024²; 10¹² / 1,024³ = 931.32
+    cases = {
+        0: "0 bytes",
+        1: "1 byte",
+        1023: "1,023 bytes",
+        1024: "1 KiB",
+        1536: "1.5 KiB",
+        12_345: "12.1 KiB",
+        268_435_456: "256 MiB",
+        10**12: "931.3 GiB",
+    }
+    assert {n: size_text(n) for n in cases} == cases
+
+
+def test_a_size_at_a_unit_boundary_moves_to_the_larger_unit() -> None:
+    # 1,048,575 bytes is 1,023.999 KiB, which rounds to 1,024.0: it reads as 1 MiB
+    assert [size_text(n) for n in (1_048_575, 1024**3 - 1, 1024**7)] == [
+        "1 MiB",
+        "1 GiB",
+        "1024 EiB",
+    ]
+    with pytest.raises(ValueError, match="never negative, not -1"):
+        size_text(-1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -246,15 +246,20 @@ class Attachment:
     name: str | None = None
     """A file name or document title the block gives."""
 
-    def label(self) -> str:
+    def label(self, size_text: Callable[[int], str] | None = None) -> str:
         """``image/png, 12,345 bytes, sha256 ab12cd34`` (the digest cut to 8 hex digits), or
-        ``image, https://…`` for a reference."""
+        ``image, https://…`` for a reference.
+
+        ``size_text`` writes the size: the views shown to a person pass
+        :func:`agenttrail.views.units.size_text` (``12.1 KiB``); without it the exact count,
+        as replay's placeholders and the search index keep it."""
         head = self.media_type or self.kind
         if self.name:
             head = f"{head} {self.name}"
         if self.size is None or self.sha256 is None:
             return f"{head}, {self.reference or 'no content'}"
-        return f"{head}, {self.size:,} bytes, sha256 {self.sha256[:8]}"
+        size = f"{self.size:,} bytes" if size_text is None else size_text(self.size)
+        return f"{head}, {size}, sha256 {self.sha256[:8]}"
 
     def data_url(self) -> str | None:
         """``data:<media type>;base64,<data>`` (RFC 2397) when the log holds the bytes."""

@@ -39,6 +39,7 @@ from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, pair_tool_calls
 from agenttrail.views.terminal import ANNOTATION_CHARS
+from agenttrail.views.units import size_text
 from agenttrail.views.usage import Totals, usage_totals_of
 
 if TYPE_CHECKING:
@@ -157,7 +158,7 @@ def _message(event: Event, payload: dict[str, Any], content: Any, *, first: bool
             entry.parts.append(("text", f"[{', '.join(sorted(kinds))} blocks kept in the log]"))
     if first:
         entry.parts += [
-            ("text", f"[attachment: {a.label()}]") for a in payload_attachments(payload)
+            ("text", f"[attachment: {a.label(size_text)}]") for a in payload_attachments(payload)
         ]
         tokens = usage_of(meta)
         if tokens is not None:
@@ -185,7 +186,7 @@ def _output(result: dict[str, Any]) -> list[tuple[PartKind, str]]:
         output = error if isinstance(error, str) else json_line(error)
     if output:
         parts.append(("code", output))
-    parts += [("text", f"[attachment: {a.label()}]") for a in payload_attachments(result)]
+    parts += [("text", f"[attachment: {a.label(size_text)}]") for a in payload_attachments(result)]
     return parts
 
 

@@ -41,7 +41,7 @@ from agenttrail.views.pairing import (
 )
 from agenttrail.views.safe import safe
 from agenttrail.views.table import print_table
-from agenttrail.views.units import duration_text
+from agenttrail.views.units import duration_text, size_text
 from agenttrail.views.usage import Totals, calls_in, totals_of, usage_totals_of
 
 __all__ = ["READ_AHEAD", "print_session", "render_session", "transcript_table"]
@@ -342,9 +342,9 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
 
 
 def _attachment_lines(found: list[Attachment]) -> str:
-    """One ``[attachment: image/png, 12,345 bytes, sha256 ab12cd34]`` line per attachment
+    """One ``[attachment: image/png, 12.1 KiB, sha256 ab12cd34]`` line per attachment
     (:class:`agenttrail.model.Attachment`): named, never shown as base64."""
-    return "".join(safe(f"\n[attachment: {a.label()}]") for a in found)
+    return "".join(safe(f"\n[attachment: {a.label(size_text)}]") for a in found)
 
 
 def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:

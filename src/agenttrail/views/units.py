@@ -1,9 +1,14 @@
 """Quantities as a person reads them: a duration in the unit that suits it (``9.8 µs``,
-``812 ms``, ``1.2 s``, ``3 min 4 s``), never a float of milliseconds."""
+``812 ms``, ``1.2 s``, ``3 min 4 s``), never a float of milliseconds, and a size in bytes in
+IEC binary units (``900 bytes``, ``12.1 KiB``, ``3.4 MiB``), never ``12,345 bytes``.
+
+Sizes use IEC 80000-13 binary prefixes (KiB = 1,024 bytes, MiB = 1,024 KiB, …), as the
+CLI's ``--max-bytes`` help (``256 MiB``) and the limits already do; ``--json`` output and
+the REST API keep exact byte counts."""
 
 from __future__ import annotations
 
-__all__ = ["duration_text"]
+__all__ = ["duration_text", "size_text"]
 
 
 def duration_text(ms: float) -> str:
@@ -36,3 +41,27 @@ def _scaled(value: float, unit: str) -> str:
     if unit != "s" and shown == "1000":  # 999.7 µs rounds to the next unit
         return _scaled(value / 1000, "ms" if unit == "µs" else "s")
     return f"{shown} {unit}"
+
+
+_IEC_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
+def size_text(size: int) -> str:
+    """A size of ``size`` bytes for a person, in IEC binary units (IEC 80000-13).
+
+    Below 1 KiB the exact count (``1 byte``, ``900 bytes``); from 1 KiB on, the largest unit
+    the size reaches with one decimal, a ``.0`` dropped (``12,345`` → ``12.1 KiB``,
+    ``268,435,456`` → ``256 MiB``); a value that rounds to 1,024 of a unit reads as 1 of
+    the next (``1,048,575`` → ``1 MiB``).
+
+    Raises:
+        ValueError: ``size`` is negative (a size never is).
+    """
+    if size < 0:
+        raise ValueError(f"a size in bytes is never negative, not {size}")
+    if size < 1024:
+        return "1 byte" if size == 1 else f"{size:,} bytes"
+    value, unit = size / 1024, 0
+    while round(value, 1) >= 1024 and unit < len(_IEC_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{value:.1f}".removesuffix(".0") + f" {_IEC_UNITS[unit]}"

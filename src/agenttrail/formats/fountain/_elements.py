@@ -21,6 +21,7 @@ from agenttrail.formats.fountain._escaping import (
 from agenttrail.formats.fountain._reader import FLOATING_TIMES, role_of_cue
 from agenttrail.model import Event, events, payload_attachments, tool_status
 from agenttrail.views.pairing import Pairing
+from agenttrail.views.units import size_text
 
 __all__ = [
     "ARGS_NOTE_CHARS",
@@ -260,7 +261,7 @@ def attachment_notes(payload: dict[str, Any]) -> list[str]:
     """``attachment: image/png, 12,345 bytes, sha256 ab12cd34`` for each attachment of a
     message or tool result (:func:`agenttrail.model.payload_attachments`): named, never its
     bytes (docs/fountain-format.md)."""
-    return [f"attachment: {note_field(a.label())}" for a in payload_attachments(payload)]
+    return [f"attachment: {note_field(a.label(size_text))}" for a in payload_attachments(payload)]
 
 
 def _cut(text: str, limit: int) -> str:

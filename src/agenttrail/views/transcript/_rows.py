@@ -30,6 +30,7 @@ from agenttrail.views.order import text_runs
 from agenttrail.views.pairing import ANOMALY_TEXT, Anomaly
 from agenttrail.views.safe import safe
 from agenttrail.views.transcript._runs import Run
+from agenttrail.views.units import size_text
 
 __all__ = [
     "ARGS_CHARS",
@@ -201,7 +202,7 @@ def attachment_fields(found: list[Attachment], full: bool) -> list[Row]:
             "sha256": a.sha256,
             "name": _optional_text(a.name),
             "reference": _optional_text(a.reference),
-            "label": safe(a.label()),
+            "label": safe(a.label(size_text)),
             "data_url": a.data_url() if full and a.media_type in _THUMBNAIL_TYPES else None,
         }
         for a in found
