@@ -99,3 +99,23 @@ def test_diff_command(db_path: Path, tmp_path: Path) -> None:
     assert report["first"]["changes"][0]["field"] == "output"
     text = run_cli("diff", a, COPY_ID, "--db", db).stdout
     assert "    + /home/marco/projects/spotter/assets/js/other.js" in text
+
+
+SIMONW = REALDATA / "claude-code-simonw" / "sample_session.jsonl"
+"""SOURCES.md: simonw/claude-code-transcripts tests/sample_session.jsonl (no usage recorded)."""
+
+
+def test_diff_names_cost_as_every_command_does(db_path: Path, tmp_path: Path) -> None:
+    db = str(db_path)
+    home = {"HOME": str(tmp_path)}  # no ~/.claude/projects: quickstart records the sample
+    assert run_cli("quickstart", "--db", db, env=home).returncode == 0
+    assert run_cli("import", str(SIMONW), "--db", db).returncode == 0
+    said = run_cli("diff", "sample-harvey-session", "test-session-id", "--db", db).stdout
+    a, b = said.splitlines()[:2]
+    # the sample's llama3 and mistral calls are not in the price table: unknown, as show says
+    assert a.endswith("· 2,019 in · 45 out · cost unknown"), a
+    shown = run_cli("show", "sample-harvey-session", "--db", db).stdout
+    assert "· cost unknown" in shown
+    # the transcript reports no usage: no cost at all (it printed `cost -`), as show's header
+    assert b.endswith("· no usage reported"), b
+    assert "usage:" not in run_cli("show", "test-session-id", "--db", db).stdout

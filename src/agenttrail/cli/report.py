@@ -135,7 +135,9 @@ def diff(
             "AB", (first, second), (result.a, result.b), spent, strict=True
         ):
             line = f"{name}: {session.id} · {len(steps)} steps · {usage.tokens_text()}"
-            out.print(safe(f"{line} · cost {usage.cost_text()}"), markup=False)
+            if usage.calls:  # as show's header and the export: no model call, no cost line
+                line += f" · cost {usage.cost_text()}"
+            out.print(safe(line), markup=False)
         _print_first(result.first, result.prefix)
         rest = result.divergences[1:]
         if rest:
