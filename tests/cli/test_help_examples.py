@@ -27,7 +27,7 @@ import typer.main
 
 from agenttrail.cli._app import COMMANDS, app
 from tests.cli.test_push import Receiver, receiver  # noqa: F401  (the fixture)
-from tests.conftest import REALDATA, free_port
+from tests.conftest import REALDATA, free_port, run_cli
 
 SIMONW = REALDATA / "claude-code-simonw" / "sample_session.jsonl"
 """SOURCES.md: simonw/claude-code-transcripts tests/sample_session.jsonl."""
@@ -41,14 +41,15 @@ key, then the checkpoint), and those that change or remove the sample session en
 
 
 def _examples() -> dict[str, list[str]]:
-    """Each command's example commands: the backquoted ``agenttrail …`` texts of the help
-    paragraph that starts with ``Example:``."""
+    """Each command's example commands: the backquoted ``agenttrail …`` texts of its help
+    from the paragraph that starts with ``Example`` on (a list, one command an item)."""
     group = typer.main.get_command(app)
     found: dict[str, list[str]] = {}
     for name, command in group.commands.items():  # type: ignore[attr-defined]
         paragraphs = (command.help or "").split("\n\n")
-        example = next(p for p in paragraphs if p.startswith("Example:"))
-        found[name] = re.findall(r"`(agenttrail [^`]+)`", " ".join(example.split()))
+        start = next(i for i, p in enumerate(paragraphs) if p.startswith("Example"))
+        example = " ".join(" ".join(paragraphs[start:]).split())
+        found[name] = re.findall(r"`(agenttrail [^`]+)`", example)
     return found
 
 
@@ -61,6 +62,29 @@ def test_every_command_has_an_example() -> None:
     examples = _examples()
     assert sorted(examples) == sorted(name for name, _ in COMMANDS)
     assert all(examples.values()), [name for name, texts in examples.items() if not texts]
+
+
+def test_examples_are_whole_lines_at_80_columns() -> None:
+    # Rich folded `agenttrail erase … --reason "leaked API key,` / `ticket SEC-12"` over
+    # two lines at 80 columns: copied from the terminal, the command broke.
+    for name, texts in _examples().items():
+        shown = run_cli(name, "--help", env={"COLUMNS": "80"})
+        assert shown.returncode == 0, shown.stderr
+        lines = shown.stdout.splitlines()
+        assert max(len(line) for line in lines) <= 80, name
+        for text in texts:
+            assert any(text in line for line in lines), f"{name}: {text!r} is cut in --help"
+
+
+def test_flags_are_listed_without_a_type() -> None:
+    # Typer's Rich help listed every flag as `--json  <bool>`, as if it took a value
+    for args in [(), *((name,) for name, _ in COMMANDS)]:
+        shown = run_cli(*args, "--help", env={"COLUMNS": "100"}).stdout
+        assert "<bool>" not in shown, args
+        assert re.search(r"--help +Show this message and exit\.", shown), args
+    listed = run_cli("sessions", "--help", env={"COLUMNS": "100"}).stdout
+    assert re.search(r"--json +One JSON object per line", listed)
+    assert re.search(r"--limit +<int range>", listed)  # an option with a value keeps its type
 
 
 def test_every_help_example_works_on_the_sample_session(

@@ -51,8 +51,10 @@ def retain(
     Trace rows go with their session; a tombstone keeps the session id, its event count,
     last chain hash, the time and the reason.
 
-    Example: `agenttrail retain --older-than 365 --dry-run`, then
-    `agenttrail retain --older-than 365 --reason "records schedule R-7"`
+    Example:
+
+    - `agenttrail retain --older-than 365 --dry-run`, then
+    - `agenttrail retain --older-than 365 --reason "records schedule R-7"`
     """
     from agenttrail.log.retention import due_for_removal
     from agenttrail.log.retention import retain as retain_sessions
@@ -102,7 +104,9 @@ def erase(
     who, when, why and which seqs. Only sessions chained as v2 can be erased
     (docs/log-format.md, Erasure).
 
-    Example: `agenttrail erase sample-harvey-session 7 --reason "leaked API key, ticket SEC-12"`
+    Example:
+
+    - `agenttrail erase sample-harvey-session 7 --reason "leaked key, SEC-12"`
     """
     who = by if by is not None else getpass.getuser()
     with open_log(db) as store:
@@ -183,7 +187,9 @@ def serve(
 
     Prints the viewer's address with an admin token.
 
-    Example: `agenttrail serve --port 8787 --workspace ~/project`
+    Example:
+
+    - `agenttrail serve --port 8787 --workspace ~/project`
     """
     import uvicorn  # the server's imports cost half a second; only serve pays them
 
@@ -288,8 +294,10 @@ def proxy(
     stored. An unreachable upstream answers 502. SIGTERM or Ctrl-C stops it (exit 0) once
     the exchanges in flight have ended and been written.
 
-    Example: `agenttrail proxy --upstream https://api.openai.com` then
-    `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 python agent.py`
+    Example:
+
+    - `agenttrail proxy --upstream https://api.openai.com`, then
+    - `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 python agent.py`
     """
     from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
     from agenttrail.log.redact import REDACT_ENV
@@ -320,7 +328,9 @@ def token(
 ) -> None:
     """Mint a signed access token for the server: a session scope, rights and an expiry.
 
-    Example: `agenttrail token --session sample-harvey-session --rights read,append`
+    Example:
+
+    - `agenttrail token --session sample-harvey-session --rights read,append`
     """
     from agenttrail.server.auth import mint_token
 
@@ -353,8 +363,10 @@ def migrate_command(
     too. Each source session is verified first. Exits 1 when one does not verify. Running
     it again copies only what is new.
 
-    Example: `agenttrail migrate --from agenttrail.db --to sqlite:///copy.db` (or
-    `--to postgresql://app@db/agenttrail`)
+    Example:
+
+    - `agenttrail migrate --from agenttrail.db --to sqlite:///copy.db` (or
+      `--to postgresql://app@db/agenttrail`)
     """
     from agenttrail.ingest.migrate import migrate as migrate_log
 

@@ -69,7 +69,9 @@ def verify(
     "reason", "trace_problems", "erased"}` (the API's verdict), then with --checkpoint one
     `{"checkpoint": {"session_id", "seq", "ok", "reason"}}`; the exit code is the same.
 
-    Example: `agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub`
+    Example:
+
+    - `agenttrail verify --checkpoint head.json --pubkey agenttrail.key.pub`
     """
     from agenttrail.evidence.audit import audit
     from agenttrail.log.chain import log_chain_problems
@@ -158,7 +160,9 @@ def reconcile_command(
     exit 1 when any claim is not consistent. In a pipe, one tab-separated line per claim:
     turn, claim, stated, trace, fresh, class, why.
 
-    Example: `agenttrail reconcile sample-harvey-session --json | jq -r .status`
+    Example:
+
+    - `agenttrail reconcile sample-harvey-session --json | jq -r .status`
     """
     from rich.markup import escape
 
@@ -215,7 +219,9 @@ def claims(
     Rounding is allowed for; numbers the user gave are not claims. Exits 1 when there is
     any. In a pipe, one tab-separated line per claim: turn, seq, stated, claim, why.
 
-    Example: `agenttrail claims sample-harvey-session --json | jq -r .stated`
+    Example:
+
+    - `agenttrail claims sample-harvey-session --json | jq -r .stated`
     """
     from rich.markup import escape
 
@@ -274,7 +280,9 @@ def traces(
     Each row shows the turn it belongs to and its record-hash status. In a pipe, one
     tab-separated line per row: trace, turn, call, result, tool, status, record hash (whole).
 
-    Example: `agenttrail traces sample-harvey-session`
+    Example:
+
+    - `agenttrail traces sample-harvey-session`
     """
     from rich.markup import escape
 
@@ -327,8 +335,10 @@ def trace(
 
     Also shows the turn the row joins. --json prints the same fields as one JSON object.
 
-    Example: `agenttrail traces sample-harvey-session --json | jq .id | xargs -r -n1
-    agenttrail trace` (every trace row of a session; the sample session has none)
+    Example (every trace row of a session, named by a prefix of its id; the sample session
+    has none):
+
+    - `agenttrail traces sample --json | jq .id | xargs -rn1 agenttrail trace`
     """
     from agenttrail.codec import json_line
     from agenttrail.evidence.traces import trace_record
@@ -364,7 +374,9 @@ def keygen(
 ) -> None:
     """Make an Ed25519 key pair for signing checkpoints (private key readable by you only).
 
-    Example: `agenttrail keygen --out agenttrail.key`
+    Example:
+
+    - `agenttrail keygen --out agenttrail.key`
     """
     from agenttrail.log.checkpoints import generate_keys
 
@@ -397,7 +409,9 @@ def checkpoint(
 
     Keep the checkpoint somewhere the database's owner cannot rewrite.
 
-    Example: `agenttrail checkpoint sample-harvey-session --key agenttrail.key -o head.json`
+    Example (the session named by a prefix of its id):
+
+    - `agenttrail checkpoint sample --key agenttrail.key -o head.json`
     """
     from agenttrail.log.checkpoints import checkpoint_json, make_checkpoint
 

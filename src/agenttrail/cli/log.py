@@ -86,7 +86,9 @@ def import_command(
     .eval, .yaml, .yml, .txt, .spmd, .fountain, each also .gz); a long import shows a
     progress bar on a terminal.
 
-    Example: `agenttrail export sample-harvey-session | agenttrail import -`
+    Example:
+
+    - `agenttrail export sample-harvey-session | agenttrail import -`
     """
     from agenttrail.cli._progress import import_progress
     from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
@@ -173,7 +175,9 @@ def sessions(
     events, title (its first line), then tokens and cost with --usage. --json: one object
     per line (docs/usage.md, Output).
 
-    Example: `agenttrail sessions --agent harvey --since 2026-01-01 --limit 20`
+    Example:
+
+    - `agenttrail sessions --agent harvey --since 2026-01-01 --limit 20`
     """
     from agenttrail.cli._listing import is_terminal, print_json_lines, print_tsv
     from agenttrail.views.session_list import SessionFilter, list_sessions
@@ -325,7 +329,9 @@ def show(
     object per seq: seq, place, created_at, actor, type, hash, meta, anomaly, view and the
     view's fields; docs/server.md), texts clipped unless --full; no chain line.
 
-    Example: `agenttrail show sample-harvey-session --tail 20`
+    Example:
+
+    - `agenttrail show sample-harvey-session --tail 20`
     """
     from agenttrail.log.chain import verify as verify_chain
     from agenttrail.views.terminal import print_session
@@ -394,7 +400,9 @@ def export(
     md and html: the transcript `show` prints, whole; the HTML file is self-contained, runs no
     script, and shows everything from the log as text (docs/usage.md).
 
-    Example: `agenttrail export sample-harvey-session --format html -o harvey.html`
+    Example:
+
+    - `agenttrail export sample-harvey-session --format html -o harvey.html`
     """
     from agenttrail.formats.jsonl import jsonl_from_log
 
@@ -447,7 +455,9 @@ def fountain(
 ) -> None:
     """Render a session as a Fountain screenplay (Harvey session format v1.2).
 
-    Example: `agenttrail fountain sample-harvey-session -o harvey.spmd --dialect harvey`
+    Example:
+
+    - `agenttrail fountain sample-harvey-session -o harvey.spmd --dialect harvey`
     """
     from agenttrail.formats.fountain import fountain_from_events
 
@@ -481,7 +491,9 @@ def replay(
     Prints the JSON request body's messages (Anthropic: with system). What replay left out
     or filled in is printed on stderr, one note: line each (docs/replay.md).
 
-    Example: `agenttrail replay sample-harvey-session --format anthropic --upto 12 | jq .`
+    Example:
+
+    - `agenttrail replay sample-harvey-session --format anthropic --upto 12`
     """
     from agenttrail.replay import replay as replay_events
 
@@ -508,7 +520,9 @@ def quickstart(
 
     When there are no transcripts, records our sample session instead.
 
-    Example: `agenttrail quickstart`
+    Example:
+
+    - `agenttrail quickstart`
     """
     from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
     from agenttrail.ingest.sample import record_sample

@@ -46,7 +46,9 @@ def usage(
     In a pipe, one tab-separated line per group: the group, calls, input, output, cache read
     and cache write tokens (empty when not reported), cost.
 
-    Example: `agenttrail usage sample-harvey-session --by turn`
+    Example:
+
+    - `agenttrail usage sample-harvey-session --by turn`
     """
     group = next((g for g in GROUPS if g == by), None)
     if group is None:
@@ -121,7 +123,9 @@ def diff(
     model; tool name and arguments; output and status), not by ids or times. Exits 0 when
     every step is alike, 1 when they differ, as diff(1) does.
 
-    Example: `agenttrail diff sample-harvey-session sample-harvey-session`
+    Example:
+
+    - `agenttrail diff sample-harvey-session sample-harvey-session`
     """
     with open_log(db) as store:
         first, second = find_session(store, a), find_session(store, b)

@@ -55,7 +55,9 @@ def search_command(
     session. In a pipe, one tab-separated line per matching event: session, seq, type,
     snippet.
 
-    Example: `agenttrail search "undefined variable" --session sample-harvey-session`
+    Example:
+
+    - `agenttrail search "undefined variable" --session sample-harvey-session`
     """
     checked_time("--since", since)
     with open_log(db) as store:

@@ -53,7 +53,9 @@ def watch(
     exits 0. `agenttrail serve` on the same --db shows the sessions live. --json prints each
     session and batch as one JSON object per line instead.
 
-    Example: `agenttrail watch ~/.claude/projects --db sessions.db`
+    Example:
+
+    - `agenttrail watch ~/.claude/projects --db sessions.db`
     """
     from agenttrail.codec import json_line
     from agenttrail.ingest.watch import WatchNote, watched_folder
