@@ -198,13 +198,17 @@ def _untag_surrogates(tag: cbor2.CBORTag, immutable: bool) -> Any:
     return tag
 
 
-def json_line(value: Any) -> str:
+def json_line(value: Any, *, spaced: bool = False) -> str:
     """One line of compact JSON, UTF-8 text kept readable, lone surrogates as ``\\u`` escapes.
 
     ``json.loads`` of the result gives back an equal value, lone surrogates included; the
-    text encodes to valid UTF-8 (the escapes are ASCII).
+    text encodes to valid UTF-8 (the escapes are ASCII). ``spaced`` puts a space after each
+    ``,`` and ``:`` between tokens (``{"path": "a.go", "n": 2}``), for text a terminal wraps
+    at spaces: a line then breaks between tokens, never inside ``"a.go"`` while a break
+    between tokens is left (docs/usage.md, Output).
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    separators = (", ", ": ") if spaced else (",", ":")
+    text = json.dumps(value, ensure_ascii=False, separators=separators, allow_nan=False)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

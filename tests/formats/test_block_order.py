@@ -161,11 +161,11 @@ def test_show_and_fountain_put_each_call_between_its_texts(store: LogStore, tmp_
     rows = [(r[0], r[3], r[4].split("\n")[0]) for r in terminal_rows(store, sid)]
     assert rows[1:8] == [
         ("2", "assistant", "I'll search first."),
-        ("3→4", "tool", 'web_search({"query":"x"}) — ok'),
+        ("3→4", "tool", 'web_search({"query": "x"}) — ok'),
         ("2 (cont.)", "assistant", "Per E, x is 1. Now reading a file."),
-        ("5→7", "tool", 'read({"path":"a"}) — ok'),
+        ("5→7", "tool", 'read({"path": "a"}) — ok'),
         ("2 (cont.)", "assistant", "And another."),
-        ("6→8", "tool", 'read({"path":"b"}) — ok'),
+        ("6→8", "tool", 'read({"path": "b"}) — ok'),
         ("9", "assistant", "done"),
     ]
     text = fountain_from_events(store.get_session(sid), logged)

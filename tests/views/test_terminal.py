@@ -71,9 +71,9 @@ def test_a_call_and_its_result_are_one_row_whatever_stands_between(store: LogSto
     )
     rows = _rows(store, sid)
     assert [row[0] for row in rows] == ["1→5", "2", "3→4"]
-    assert rows[0][2:] == ["agent", "tool", 'grep({"pattern":"x"}) — ok\na.py:1']
+    assert rows[0][2:] == ["agent", "tool", 'grep({"pattern": "x"}) — ok\na.py:1']
     assert rows[1][2:] == ["user", "user", "also check the tests"]
-    assert rows[2][4] == 'read({"path":"a.py"}) — ok\nprint(1)'
+    assert rows[2][4] == 'read({"path": "a.py"}) — ok\nprint(1)'
 
 
 def test_what_does_not_pair_is_flagged_with_the_reason(store: LogStore) -> None:
@@ -110,7 +110,7 @@ def test_a_failed_tool_says_its_error_once(store: LogStore) -> None:
         ],
     )
     rows = _rows(store, sid)
-    assert rows[0][4] == 'read({"path":"gone"}) — error: no such file'
+    assert rows[0][4] == 'read({"path": "gone"}) — error: no such file'
     assert rows[1][4] == "make({}) — error: exit 2\ncc failed\nstop"
 
 
@@ -136,7 +136,7 @@ def test_text_from_the_log_is_never_markup_or_terminal_control(store: LogStore) 
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert shown.startswith("Title \\x1b[2J\nsession s\nagent: harvey\nworkspace: /w\\u202e\n")
     assert "[bold]not markup[/bold] \\x1b[31mred \\udc81" in shown
-    assert 'sh\\u202e({"cmd":"[red]x[/red]"})' in shown
+    assert 'sh\\u202e({"cmd": "[red]x[/red]"})' in shown
     assert "\x1b" not in shown and "\u202e" not in shown
 
 
@@ -155,7 +155,8 @@ def test_long_text_is_clipped_unless_full_is_asked_for(store: LogStore) -> None:
     )
     clipped = _rows(store, sid)
     args, *result = clipped[0][4].splitlines()
-    assert args == f'read({{"text":"{"x" * (ARGS_CHARS - 9)}…) — ok'
+    # `{"text": "` is 10 characters of the ARGS_CHARS shown
+    assert args == f'read({{"text": "{"x" * (ARGS_CHARS - 10)}…) — ok'
     hidden = len(many_lines) - len("\n".join(many_lines.splitlines()[:RESULT_LINES]))
     assert result == [
         *many_lines.splitlines()[: RESULT_LINES - 1],
@@ -169,7 +170,7 @@ def test_long_text_is_clipped_unless_full_is_asked_for(store: LogStore) -> None:
     whole = _rows(store, sid, full=True)
     assert whole[0][4].splitlines()[1:] == many_lines.splitlines()
     assert whole[1][4].splitlines()[1] == one_long_line
-    assert whole[2][4] == '{"blob":"' + "z" * ANNOTATION_CHARS + '"}'
+    assert whole[2][4] == '{"blob": "' + "z" * ANNOTATION_CHARS + '"}'
     assert whole[0][4].splitlines()[0] == clipped[0][4].splitlines()[0]  # arguments stay cut
 
 

@@ -320,7 +320,7 @@ def _message_row(event: Event, payload: dict[str, Any]) -> Row:
 def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
     payload = event.payload
     args = payload.get("input")
-    args_text = args if isinstance(args, str) else json_line(args)
+    args_text = args if isinstance(args, str) else json_line(args, spaced=True)
     if len(args_text) > ARGS_CHARS:
         args_text = args_text[:ARGS_CHARS] + "…"
     who = payload.get("character")
@@ -332,13 +332,23 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
         seq = f"{event.seq}→{result.seq}"
         status = tool_status(result.payload)
         text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
-        output = prose_text(result.payload.get("output"))
+        output = _output_text(result.payload.get("output"))
         if not status.ok and output.strip().removeprefix("error:").strip() == status.detail:
             output = ""  # the status line already says all of it
         if output:
             text.append("\n" + safe(_clip(output, full)), style="dim")
         text.append(_attachment_lines(payload_attachments(result.payload)), style="cyan")
     return seq, Text("tool", style="yellow"), text
+
+
+def _output_text(output: Any) -> str:
+    """A tool's output as a row shows it: its text (:func:`prose_text`), or, when it is a JSON
+    value with no text, that JSON with a space after each ``,`` and ``:``, so that the row
+    wraps between tokens (a string with spaces may wrap at them; a token longer than the
+    column is folded)."""
+    if output is None or isinstance(output, str) or text_of(output) is not None:
+        return prose_text(output)
+    return json_line(output, spaced=True)
 
 
 def _attachment_lines(found: list[Attachment]) -> str:
@@ -353,7 +363,7 @@ def _tool_result(event: Event, pairing: Pairing, full: bool) -> Row:
     text = Text(
         safe(f"{payload.get('name') or ''} result for {payload.get('toolCallId')!r} — {status}")
     )
-    text.append("\n" + safe(_clip(prose_text(payload.get("output")), full)), style="dim")
+    text.append("\n" + safe(_clip(_output_text(payload.get("output")), full)), style="dim")
     text.append(_attachment_lines(payload_attachments(payload)), style="cyan")
     return str(event.seq), Text("tool result", style="yellow"), text
 
@@ -392,7 +402,7 @@ def _annotation(event: Event, pairing: Pairing, full: bool) -> Row:
     p = event.payload
     body = p.get("text")
     if not isinstance(body, str):
-        body = json_line(p.get("data"))
+        body = json_line(p.get("data"), spaced=True)
         body = body if full else _clip(body, False, chars=ANNOTATION_CHARS)
     return (
         str(event.seq),
@@ -424,7 +434,7 @@ def _generic(event: Event, pairing: Pairing, full: bool) -> Row:
     return (
         str(event.seq),
         Text(safe(kind), style="italic"),
-        Text(safe(_clip(json_line(body), full))),
+        Text(safe(_clip(json_line(body, spaced=True), full))),
     )
 
 
