@@ -206,3 +206,51 @@ def test_a_dash_is_standard_input_and_output(tmp_path: Path) -> None:
     assert started.returncode == 0, started.stderr
     assert "mix phx.server doesnt seem to start" in started.stdout
     assert "verify: 1 of 1 sessions intact (13 events)" in started.stdout
+
+
+TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
+"""SOURCES.md: marot/spotter, a Claude Code transcript with many tool calls."""
+SUBAGENT = REALDATA / "claude-code-spotter" / "agent-aac57f5.jsonl"
+"""SOURCES.md: marot/spotter, a subagent's transcript (a long title)."""
+
+
+def _column(header: str, name: str, following: str) -> int:
+    """The width of column ``name`` in a borderless table's header: up to the next one."""
+    return header.index(following) - header.index(name)
+
+
+def test_sessions_usage_keeps_a_readable_title_at_80_and_100_columns(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    assert run_cli("import", str(TOOL_HEAVY), str(SUBAGENT), "--db", db).returncode == 0
+    narrow = _on_terminal(80, "sessions", "--usage", "--db", db).splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in narrow)
+    header = narrow[0]
+    # the title kept 17 columns at 80 (it folded to "Search hex.pm for" / "the latest"):
+    # the events column goes first, the agent's name stays whole
+    assert "events" not in header
+    assert _column(header, "title", "tokens") >= 24
+    [row] = [line for line in narrow if line.startswith("ae4a77f8 ")]
+    assert "claude-code" in row and "Search hex.pm for the" in row
+    wide = _on_terminal(100, "sessions", "--usage", "--db", db).splitlines()
+    assert "events" in wide[0] and _column(wide[0], "title", "tokens") >= 24
+
+
+def _text_column(shown: str) -> str:
+    """The transcript's text column, its lines joined by one space: a break that fell inside
+    a word shows as a space in it."""
+    cells = [line.split("│")[5].strip() for line in shown.splitlines() if line.count("│") == 6]
+    return " ".join(cell for cell in cells if cell)
+
+
+def test_show_wraps_tool_inputs_between_json_tokens(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    assert run_cli("import", str(TOOL_HEAVY), "--db", db).returncode == 0
+    for columns in (80, 100):
+        sample = _on_terminal(columns, "show", SAMPLE_SESSION_ID, "--db", db)
+        assert all(len(line) <= columns for line in sample.splitlines())
+        # it printed `read_file({"path":"har` / `vey.go"})` at 80 columns
+        assert 'read_file({"path": "harvey.go"}) — ok' in _text_column(sample)
+        heavy = _on_terminal(columns, "show", "d6e0bada", "--db", db)
+        assert all(len(line) <= columns for line in heavy.splitlines() if "│" in line)
+        # Glob's input (tool_heavy.jsonl line 31) breaks, if at all, after its colon
+        assert 'Glob({"pattern": "assets/js/**/*.js"}) — ok' in _text_column(heavy)

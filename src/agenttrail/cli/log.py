@@ -246,15 +246,25 @@ def _print_session_table(
         widths += [max([6, *(len(t) for t, _ in extra)]), max([4, *(len(c) for _, c in extra)])]
     gaps = 2 * len(widths)  # two spaces before each column but the first, and the title's
     prefix = None
-    if out.width - sum(widths) - gaps < TITLE_COLUMNS:
+    if _room(widths, gaps) < TITLE_COLUMNS:
         prefix = _unique_prefix([s.id for s in rows], ids)
         widths[0] = min(widths[0], prefix)
-    date_only = out.width - sum(widths) - gaps < TITLE_COLUMNS
+    date_only = _room(widths, gaps) < TITLE_COLUMNS
+    if date_only:
+        widths[1] = 10  # YYYY-MM-DD
+    # still short of room: the events column goes (with --usage, tokens say more of a
+    # session's size), then agent names are cut (to 5 columns at least)
+    with_events = _room(widths, gaps) >= TITLE_COLUMNS
+    if not with_events:
+        gaps -= 2
+        widths[3] = 0
+    agent_width = max(5, min(widths[2], widths[2] - (TITLE_COLUMNS - _room(widths, gaps))))
     table = list_table()
     table.add_column("id", no_wrap=True)  # whole or a unique prefix: either can be copied
     table.add_column("started", no_wrap=True)
-    table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=AGENT_COLUMNS)
-    table.add_column("events", justify="right", no_wrap=True)
+    table.add_column("agent", overflow="ellipsis", no_wrap=True, max_width=agent_width)
+    if with_events:
+        table.add_column("events", justify="right", no_wrap=True)
     table.add_column("title", overflow="fold", ratio=1, min_width=8)
     if totals is not None:
         table.add_column("tokens", justify="right", no_wrap=True)
@@ -264,7 +274,9 @@ def _print_session_table(
         for i, s in enumerate(rows):
             started = (s.started or "")[: 10 if date_only else 16].replace("T", " ")
             shown = s.id[:prefix] if prefix is not None else s.id
-            values = [shown, started, s.agent or "", str(s.head_seq), _first_line(s.title)]
+            values = [shown, started, s.agent or ""]
+            values += [str(s.head_seq)] if with_events else []
+            values.append(_first_line(s.title))
             if totals is not None:
                 values += extra[i]
             yield tuple(Text(safe(v)) for v in values)
@@ -274,6 +286,11 @@ def _print_session_table(
 
 AGENT_COLUMNS = 14
 """Widest agent name shown whole on a terminal; a longer one ends in an ellipsis."""
+
+
+def _room(widths: list[int], gaps: int) -> int:
+    """Columns left for the title beside columns of ``widths`` and ``gaps`` of space."""
+    return out.width - sum(widths) - gaps
 
 
 def _first_line(title: str | None) -> str:
