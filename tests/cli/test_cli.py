@@ -39,6 +39,25 @@ def test_quickstart_records_the_sample_when_there_are_no_transcripts(tmp_path: P
     second = run_cli("quickstart", cwd=tmp_path, env=env)
     assert second.returncode == 0
     assert "verify: 1 of 1 sessions intact (18 events)" in second.stdout
+    # it ended with the verify line; now it names what to run next, and each one runs
+    assert "next: read it again" in first.stderr
+    assert "not on PATH" not in first.stderr  # run in-process: `agenttrail` is the name
+    suggested = [line.split()[1:] for line in first.stderr.splitlines() if line.startswith("  ")]
+    assert suggested[0] == ["show", "sample-harvey-session"]
+    assert suggested[1] == [
+        "export",
+        "sample-harvey-session",
+        "--format",
+        "html",
+        "-o",
+        "session.html",
+    ]
+    assert suggested[2] == ["serve"]
+    for args in suggested[:2]:
+        assert run_cli(*args, cwd=tmp_path, env=env).returncode == 0
+    assert "Harvey Session" in (tmp_path / "session.html").read_text(encoding="utf-8")
+    named = run_cli("quickstart", "--db", str(tmp_path / "other.db"), cwd=tmp_path, env=env)
+    assert f"  agenttrail show sample-harvey-session --db {tmp_path / 'other.db'}" in named.stderr
 
 
 def _mixed_log(db_path: Path) -> str:

@@ -4,6 +4,7 @@ codes and pipes. Every other CLI test calls ``agenttrail.cli.main`` in-process
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -83,6 +84,24 @@ def test_quickstart_imports_shows_and_verifies(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "verify: 1 of 1 sessions intact" in result.stdout
     assert result.stderr.count("events written") == 1
+
+
+def test_quickstart_by_its_path_says_where_agenttrail_is_and_what_to_run_next(
+    tmp_path: Path,
+) -> None:
+    script = shutil.which("agenttrail", path=str(Path(sys.executable).parent))
+    assert script is not None
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "COLUMNS": "100"}
+    ran = subprocess.run([script, "quickstart"], cwd=tmp_path, env=env, capture_output=True)
+    said = ran.stderr.decode()
+    assert ran.returncode == 0, said
+    assert f"agenttrail is {script} here (not on PATH" in said
+    suggested = [line.strip() for line in said.splitlines() if line.startswith(f"  {script} ")]
+    assert [line.split()[1] for line in suggested] == ["show", "export", "serve"]
+    for line in suggested[:2]:  # serve runs until stopped (tests/cli/test_help_examples.py)
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True)
+        assert done.returncode == 0, done.stderr
+    assert b"Harvey Session" in (tmp_path / "session.html").read_bytes()
 
 
 def test_bad_input_is_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> None:

@@ -6,9 +6,10 @@ agenttrail error ends as one ``error: …`` line on stderr and exit code 2 for b
 never a traceback.
 
 The commands live in one module per group: :mod:`.log` (import, sessions, show, export,
-fountain, replay, quickstart), :mod:`.evidence` (verify, reconcile, claims, traces, trace,
-keygen, checkpoint), :mod:`.admin` (retain, erase, serve, proxy, token, migrate), :mod:`.report`
-(usage, diff), :mod:`.watch` (watch) and :mod:`.push` (push); :mod:`._options` and
+fountain, replay), :mod:`.quickstart` (quickstart), :mod:`.evidence` (verify, reconcile,
+claims, traces, trace, keygen, checkpoint), :mod:`.admin` (retain, erase, serve, proxy,
+token, migrate), :mod:`.report` (usage, diff), :mod:`.watch` (watch) and :mod:`.push` (push);
+:mod:`._options` and
 :mod:`._common` hold the options and helpers they share. This module runs the app that
 :mod:`._app` builds from them; ``agenttrail --version`` is answered before Typer and Rich are
 imported (the start-up is measured in bench/scale.py).

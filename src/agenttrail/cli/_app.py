@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from agenttrail import __version__
-from agenttrail.cli import admin, evidence, log, push, report, search, watch
+from agenttrail.cli import admin, evidence, log, push, quickstart, report, search, watch
 from agenttrail.cli._common import out
 
 __all__ = ["COMMANDS", "app"]
@@ -68,7 +68,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("verify", evidence.verify),
     ("reconcile", evidence.reconcile_command),
     ("claims", evidence.claims),
-    ("quickstart", log.quickstart),
+    ("quickstart", quickstart.quickstart),
     ("traces", evidence.traces),
     ("trace", evidence.trace),
     ("retain", admin.retain),

@@ -1,5 +1,5 @@
 """Commands that read sessions into and out of the log: import, sessions, show, export,
-fountain, replay and quickstart."""
+fountain and replay (quickstart, which imports, shows and verifies, is :mod:`.quickstart`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from agenttrail.cli._options import (
     NoRedactOption,
     SessionArg,
 )
-from agenttrail.errors import FormatError, InputError
+from agenttrail.errors import InputError
 
 if TYPE_CHECKING:
     from agenttrail.ingest.importer import ImportReport
@@ -50,7 +50,15 @@ FORMAT_NAMES = (
 )
 """Names ``--format`` accepts (``agenttrail.formats.FORMATS``; tests/cli keeps them equal)."""
 
-__all__ = ["export", "fountain", "import_command", "quickstart", "replay", "sessions", "show"]
+__all__ = [
+    "export",
+    "fountain",
+    "import_command",
+    "print_report",
+    "replay",
+    "sessions",
+    "show",
+]
 
 
 def import_command(
@@ -122,10 +130,12 @@ def import_command(
         )
         return
     for report in reports:
-        _print_report(report)
+        print_report(report)
 
 
-def _print_report(report: ImportReport) -> None:
+def print_report(report: ImportReport) -> None:
+    """Print what an import wrote: the session id on stdout (one a line, for a pipe), its
+    warnings and counts on stderr (``import`` and ``quickstart``)."""
     out.print(report.session_id, markup=False)
     for warning in report.warnings:
         err.print(f"warning: {warning}", markup=False)
@@ -520,72 +530,3 @@ def replay(
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
     sys.stdout.write(result.json(indent=2) + "\n")
-
-
-def quickstart(
-    paths: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="PATH",
-            help="Claude Code transcripts (- reads standard input); default "
-            "~/.claude/projects/**/*.jsonl.",
-        ),
-    ] = None,
-    db: DbOption = None,
-) -> None:
-    """Import your Claude Code transcripts, show the latest, and verify the whole log.
-
-    When there are no transcripts, records our sample session instead.
-
-    Example:
-
-    - `agenttrail quickstart`
-    """
-    from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
-    from agenttrail.ingest.sample import record_sample
-    from agenttrail.log.chain import verify as verify_chain
-    from agenttrail.log.store import payload_limit
-    from agenttrail.views.terminal import render_session
-
-    limit = payload_limit()
-    if paths:  # named by the user: a bad one is bad input
-        parsed = read_paths(expand_paths(paths, suffixes=(".jsonl",)), max_payload_bytes=limit)
-    else:  # found under ~/.claude/projects: one odd file does not stop the others
-        parsed = []
-        for path in _claude_transcripts():
-            try:
-                parsed += read_paths([path], max_payload_bytes=limit)
-            except FormatError as e:
-                err.print(f"skipped: {e}", markup=False)
-    with open_log(db, create=True) as store:
-        reports = write_sessions(store, parsed)
-        for report in reports:
-            _print_report(report)
-        candidates = [store.get_session(r.session_id) for r in reports] or [
-            s for s in store.sessions() if s.metadata.get("format") == "claude_code"
-        ]
-        if candidates:
-            shown = max(candidates, key=lambda s: s.started or s.created_at).id
-        else:
-            err.print(
-                "no Claude Code transcripts found: recording the sample session", markup=False
-            )
-            shown = record_sample(store)
-        render_session(out, store.get_session(shown), store.read(shown))
-        verdicts = verify_chain(store)
-    broken = [v for v in verdicts if not v.ok]
-    for v in broken:
-        out.print(f"FAIL  {v.session_id}  {v.where}: {v.reason}", markup=False)
-    events = sum(v.events for v in verdicts)
-    out.print(
-        f"verify: {len(verdicts) - len(broken)} of {len(verdicts)} sessions intact "
-        f"({events} events) in {store.url}",
-        markup=False,
-    )
-    if broken:
-        raise typer.Exit(1)
-
-
-def _claude_transcripts() -> list[Path]:
-    root = Path.home() / ".claude" / "projects"
-    return sorted(root.rglob("*.jsonl")) if root.is_dir() else []
