@@ -335,10 +335,10 @@ def trace(
 
     Also shows the turn the row joins. --json prints the same fields as one JSON object.
 
-    Example (every trace row of a session, named by a prefix of its id; the sample session
-    has none):
+    Example:
 
-    - `agenttrail traces sample --json | jq .id | xargs -rn1 agenttrail trace`
+    - `agenttrail traces sample --json | jq .id | xargs -rn1 agenttrail trace` (every
+      trace row of a session, named by a prefix of its id; the sample session has none)
     """
     from agenttrail.codec import json_line
     from agenttrail.evidence.traces import trace_record
@@ -409,9 +409,9 @@ def checkpoint(
 
     Keep the checkpoint somewhere the database's owner cannot rewrite.
 
-    Example (the session named by a prefix of its id):
+    Example:
 
-    - `agenttrail checkpoint sample --key agenttrail.key -o head.json`
+    - `agenttrail checkpoint sample --key agenttrail.key -o head.json` (a prefix of the id)
     """
     from agenttrail.log.checkpoints import checkpoint_json, make_checkpoint
 

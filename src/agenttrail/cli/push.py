@@ -136,9 +136,9 @@ def push(
     session and seq, so pushing again sends the same spans. An unreachable receiver or an
     answer other than 2xx is one error line and exit 1.
 
-    Example (the session named by a prefix of its id):
+    Example:
 
-    - `agenttrail push sample --otlp http://127.0.0.1:6006/v1/traces`
+    - `agenttrail push sample --otlp http://127.0.0.1:6006/v1/traces` (a prefix of the id)
     """
     if not otlp.startswith(("http://", "https://")):
         raise InputError(f"--otlp {otlp!r}: expected an http:// or https:// URL")
