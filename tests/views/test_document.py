@@ -181,3 +181,35 @@ def test_a_real_session_exports_every_tool_call_with_its_result(db_path: Path) -
         2,
         "error: unknown export format 'pdf' (use jsonl, otlp, md, html)",
     )
+
+
+def test_context_events_and_an_erasure_read_as_the_transcript_shows_them(
+    db_path: Path, tmp_path: Path
+) -> None:
+    db = str(db_path)
+    assert run_cli("quickstart", "--db", db, env={"HOME": str(tmp_path)}).returncode == 0
+    erased = run_cli("erase", "sample", "2", "--reason", "asked to", "--by", "ops", "--db", db)
+    assert erased.returncode == 0, erased.stderr
+    md = run_cli("export", "sample", "--format", "md", "--db", db).stdout
+    # they were written as raw JSON (`{"store":"rag_store.db","chunks":3,…}`); the sample's
+    # values (agenttrail.ingest.sample) are read here by hand
+    assert "### 4 · system · rag: 3 chunks from rag\\_store.db, top score 0.87" in md
+    assert "### 1 · system · recall: 2 memories recalled" in md
+    assert "\n\nworkspace\\_profile\\_250928 (workspace\\_profile) — score 1.0\n\n" in md
+    assert "### 13 · user · shell: $ go build ./... — exit 1\n\n```\n./harvey.go:42:5" in md
+    assert "### 19 · system · erasure: erased seq 2 by ops: asked to" in md
+    for raw in ('"chunks"', '"results"', '"command"', '"seqs"'):
+        assert raw not in md
+    page = run_cli("export", "sample", "--format", "html", "--db", db).stdout
+    assert "<h3>4 · system · rag: 3 chunks from rag_store.db, top score 0.87</h3>" in page
+    assert "<h3>19 · system · erasure: erased seq 2 by ops: asked to</h3>" in page
+    assert '"chunks"' not in page and "&quot;chunks&quot;" not in page
+    from agenttrail.log.store import open_store
+    from agenttrail.views.transcript import IndexCache
+
+    with open_store(db) as store:
+        rows = IndexCache().page(store, "sample-harvey-session", after_seq=0, limit=50).rows
+    [erasure] = [r for r in rows if r["seq"] == 19]
+    # the viewer showed it as an unknown event, its JSON the text
+    assert (erasure["view"], erasure["kind"], erasure["actor"]) == ("note", "erasure", "system")
+    assert erasure["text"] == "erased seq 2 by ops: asked to"

@@ -29,6 +29,7 @@ __all__ = [
     "attachments",
     "content_order",
     "content_text",
+    "context_text",
     "erased_payload",
     "failed",
     "message_text",
@@ -86,6 +87,36 @@ def content_text(value: Any) -> str:
         return ""
     text = text_of(value)
     return text if text is not None else json_line(value)
+
+
+def context_text(payload: Payload) -> tuple[str, str] | None:
+    """What a ``rag``, ``recall`` or ``shell`` event, or an ``erasure`` record, says, as every
+    view writes it (docs/log-format.md, Payload types): ``(headline, body)``, the body ``""``
+    when there is none; ``None`` for any other type.
+
+    - rag: ``("3 chunks from rag_store.db, top score 0.87", "")``
+    - recall: ``("2 memories recalled", "<id> (<source>) — score <score>"`` a line each``)``
+    - shell: ``("$ go build ./... — exit 1", <its output as text>)``
+    - erasure: ``("erased seq 7, 9 by alice: leaked key", "")``
+    """
+    kind = payload.get("type")
+    if kind == "rag":
+        chunks, store, top = (payload.get(k) for k in ("chunks", "store", "top_score"))
+        return f"{chunks} chunks from {store}, top score {top}", ""
+    if kind == "recall":
+        results = payload.get("results")
+        items = [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+        lines = [f"{r.get('id')} ({r.get('source')}) — score {r.get('score')}" for r in items]
+        title = f"{len(items)} memor{'y' if len(items) == 1 else 'ies'} recalled"
+        return title, "\n".join(lines)
+    if kind == "shell":
+        said = f"$ {payload.get('command')} — exit {payload.get('exit_code')}"
+        return said, content_text(payload.get("output"))
+    if kind == "erasure":
+        seqs = payload.get("seqs")
+        named = ", ".join(str(n) for n in seqs) if isinstance(seqs, list) else "?"
+        return f"erased seq {named} by {payload.get('by')}: {payload.get('reason')}", ""
+    return None
 
 
 def message_text(payload: Payload) -> str:

@@ -29,6 +29,7 @@ from agenttrail.codec import json_line
 from agenttrail.model import (
     Event,
     Session,
+    context_text,
     payload_attachments,
     prose_text,
     text_of,
@@ -130,6 +131,13 @@ def _entries(events: list[Event]) -> list[_Entry]:
                 text = json_line(payload.get("data"))
                 text = text if len(text) <= ANNOTATION_CHARS else text[:ANNOTATION_CHARS] + "…"
             entry.parts.append(("text", text))
+        elif (said := context_text(payload)) is not None:  # rag, recall, shell, erasure
+            headline, body_text = said
+            entry = _Entry(str(event.seq), event.actor, f"{event.type}: {headline}")
+            if event.type == "shell":
+                entry.parts += [("code", body_text)] if body_text else []
+            else:  # a recall's results, a paragraph each
+                entry.parts += [("text", line) for line in body_text.splitlines()]
         else:
             body = {k: v for k, v in payload.items() if k != "type"}
             entry = _Entry(str(event.seq), event.actor, event.type or "(untyped)")

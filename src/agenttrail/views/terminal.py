@@ -22,7 +22,7 @@ from agenttrail.model import (
     LogReader,
     Session,
     attachment_of,
-    content_text,
+    context_text,
     payload_attachments,
     prose_text,
     text_of,
@@ -373,29 +373,18 @@ def _error(event: Event, pairing: Pairing, full: bool) -> Row:
     return str(event.seq), Text("error", style="bold red"), text
 
 
-def _rag(event: Event, pairing: Pairing, full: bool) -> Row:
-    p = event.payload
-    text = Text(
-        safe(f"{p.get('chunks')} chunks from {p.get('store')}, top score {p.get('top_score')}")
-    )
-    return str(event.seq), Text("rag", style="blue"), text
-
-
-def _recall(event: Event, pairing: Pairing, full: bool) -> Row:
-    results = event.payload.get("results")
-    lines = [
-        f"{r.get('id')} ({r.get('source')}) — score {r.get('score')}"
-        for r in (results if isinstance(results, list) else [])
-        if isinstance(r, dict)
-    ]
-    return str(event.seq), Text("recall", style="blue"), Text(safe("\n".join(lines)))
-
-
-def _shell(event: Event, pairing: Pairing, full: bool) -> Row:
-    p = event.payload
-    text = Text(safe(f"$ {p.get('command')} — exit {p.get('exit_code')}"))
-    text.append("\n" + safe(_clip(content_text(p.get("output")), full)), style="dim")
-    return str(event.seq), Text("shell", style="blue"), text
+def _context(event: Event, pairing: Pairing, full: bool) -> Row:
+    """A rag or shell event: its headline, a shell's output under it; a recall: its lines."""
+    said = context_text(event.payload)
+    assert said is not None  # written for the types context_text reads
+    headline, body = said
+    if event.type == "recall":
+        text = Text(safe(body))
+    else:
+        text = Text(safe(headline))
+        if event.type == "shell":
+            text.append("\n" + safe(_clip(body, full)), style="dim")
+    return str(event.seq), Text(safe(str(event.type)), style="blue"), text
 
 
 def _annotation(event: Event, pairing: Pairing, full: bool) -> Row:
@@ -421,11 +410,9 @@ def _session_end(event: Event, pairing: Pairing, full: bool) -> Row:
 
 
 def _erasure(event: Event, pairing: Pairing, full: bool) -> Row:
-    p = event.payload
-    seqs = p.get("seqs")
-    named = ", ".join(str(n) for n in seqs) if isinstance(seqs, list) else "?"
-    said = f"erased seq {named} by {p.get('by')}: {p.get('reason')}"
-    return str(event.seq), Text("erasure", style="grey50"), Text(safe(said), style="grey50")
+    said = context_text(event.payload)
+    assert said is not None
+    return str(event.seq), Text("erasure", style="grey50"), Text(safe(said[0]), style="grey50")
 
 
 def _generic(event: Event, pairing: Pairing, full: bool) -> Row:
@@ -443,9 +430,9 @@ _WRITERS: dict[str, Callable[[Event, Pairing, bool], Row]] = {
     "tool_call": _tool_call,
     "tool_result": _tool_result,
     "error": _error,
-    "rag": _rag,
-    "recall": _recall,
-    "shell": _shell,
+    "rag": _context,
+    "recall": _context,
+    "shell": _context,
     "annotation": _annotation,
     "session_end": _session_end,
     "erasure": _erasure,

@@ -17,7 +17,7 @@ from agenttrail.model import (
     Event,
     attachment_of,
     attachments,
-    content_text,
+    context_text,
     other_blocks,
     payload_attachments,
     prose_text,
@@ -349,35 +349,42 @@ def _error(payload: dict[str, Any], full: bool) -> Row:
 
 @_writes("rag")
 def _rag(payload: dict[str, Any], full: bool) -> Row:
-    title = (
-        f"{payload.get('chunks')} chunks from {payload.get('store')}, "
-        f"top score {payload.get('top_score')}"
-    )
+    title, _ = _said(payload)
     return {"view": "context", "kind": "rag", "title": safe(title), "text": "", "text_chars": 0}
 
 
 @_writes("recall")
 def _recall(payload: dict[str, Any], full: bool) -> Row:
-    results = payload.get("results")
-    items = [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
-    lines = "\n".join(f"{r.get('id')} ({r.get('source')}) — score {r.get('score')}" for r in items)
+    title, lines = _said(payload)
     text, chars = _clip(lines, TEXT_CHARS, full)
-    title = f"{len(items)} memor{'y' if len(items) == 1 else 'ies'} recalled"
     return {"view": "context", "kind": "recall", "title": title, "text": text, "text_chars": chars}
 
 
 @_writes("shell")
 def _shell(payload: dict[str, Any], full: bool) -> Row:
-    text, chars = _clip(content_text(payload.get("output")), RESULT_CHARS, full)
-    exit_code = payload.get("exit_code")
+    title, output = _said(payload)
+    text, chars = _clip(output, RESULT_CHARS, full)
     return {
         "view": "context",
         "kind": "shell",
-        "title": safe(f"$ {payload.get('command')} — exit {exit_code}"),
-        "status": "ok" if exit_code in (0, None) else "error",
+        "title": safe(title),
+        "status": "ok" if payload.get("exit_code") in (0, None) else "error",
         "text": text,
         "text_chars": chars,
     }
+
+
+@_writes("erasure")
+def _erasure(payload: dict[str, Any], full: bool) -> Row:
+    text = safe(_said(payload)[0])
+    return {"view": "note", "kind": "erasure", "text": text, "text_chars": len(text)}
+
+
+def _said(payload: dict[str, Any]) -> tuple[str, str]:
+    """:func:`agenttrail.model.context_text` of a payload of a type it reads."""
+    said = context_text(payload)
+    assert said is not None  # the writers above are for those types only
+    return said
 
 
 _NOTE_SKIP = frozenset({"uuid", "parentUuid", "sessionId", "messageId", "timestamp", "cwd"})
