@@ -215,3 +215,64 @@ def test_every_reader_shows_an_erased_event_as_erased(tmp_path: Path) -> None:
     assert "erased seq 2 by me: leak" in shown
     exported = [json.loads(line) for line in run_cli("export", "s", "--db", db).stdout.splitlines()]
     assert [e["actor"] for e in exported if e["payload"]["type"] == "erasure"] == ["system"]
+
+
+def _tool_session(store: LogStore) -> None:
+    store.create_session(NewSession(id="t", title="tools", user="ada"))
+    store.append("t", events.message("user", "read my notes"))
+    store.append("t", events.tool_call("call_1", "read_file", {"path": "notes.txt"}))
+    store.append("t", events.tool_result("call_1", output=f"notes: {SECRET}"))
+    store.append("t", events.message("assistant", "done"))
+
+
+def test_an_erased_result_stays_paired_with_its_call(store: LogStore, tmp_path: Path) -> None:
+    from agenttrail.views.pairing import pair_tool_calls
+    from agenttrail.views.transcript import IndexCache
+
+    _tool_session(store)
+    store.erase("t", [3], by="ops", reason="personal data")
+    read = list(store.read("t"))
+    # the record keeps the result's type and call id, what pairing needs, and no content
+    assert read[4].payload == {
+        "type": "erasure",
+        "seqs": [3],
+        "by": "ops",
+        "reason": "personal data",
+        "kept": [{"seq": 3, "type": "tool_result", "toolCallId": "call_1"}],
+    }
+    assert SECRET not in json.dumps(read[4].payload)
+    (verdict,) = audit(store, ["t"])
+    assert (verdict.ok, verdict.erased) == (True, (3,))
+    pairing = pair_tool_calls(read)
+    # it was flagged `call with no result` once the result's id was gone
+    assert pairing.anomalies == {}
+    assert pairing.result_of[2].seq == 3 and pairing.result_of[2].erased
+    assert pairing.erased == {3: "erased seq 3 by ops: personal data"}
+    rows = IndexCache().page(store, "t", after_seq=0, limit=10).rows
+    [tool] = [r for r in rows if r["view"] == "tool"]
+    assert (tool["status"], tool["result_seq"], tool["anomaly"]) == ("erased", 3, None)
+    assert tool["result_text"] == "erased seq 3 by ops: personal data"
+    exported = [json.loads(line) for line in jsonl_from_log(store, "t")]
+    assert [e["anomalies"] for e in exported] == [[]] * 5
+
+
+def test_show_and_export_say_a_result_was_erased(tmp_path: Path) -> None:
+    db = str(tmp_path / "agenttrail.db")
+    with open_store(db) as store:
+        _tool_session(store)
+        store.erase("t", [2, 3], by="ops", reason="personal data")  # the call and its result
+    shown = run_cli("show", "t", "--db", db).stdout
+    assert "⚠" not in shown
+    assert "2→3" in shown and "its result — erased seq 3 by ops: personal data" in shown
+    md = run_cli("export", "t", "--format", "md", "--db", db).stdout
+    assert (
+        "### 2→3 · agent · erased seq 2 by ops: personal data\n\n"
+        "its result — erased seq 3 by ops: personal data\n"
+    ) in md
+    assert "### 3 ·" not in md and SECRET not in md  # the result is on its call's entry
+    with open_store(db) as store:
+        kept = list(store.read("t"))[4].payload["kept"]
+    assert kept == [
+        {"seq": 2, "type": "tool_call", "id": "call_1"},
+        {"seq": 3, "type": "tool_result", "toolCallId": "call_1"},
+    ]

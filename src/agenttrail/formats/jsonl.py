@@ -43,7 +43,7 @@ from agenttrail.log.digests import (
     session_genesis,
 )
 from agenttrail.model import Event, LogReader, NewEvent, NewSession, Session
-from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_ref
+from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_refs
 
 __all__ = ["NAME", "event_record", "jsonl_from_events", "jsonl_from_log", "read", "sniff"]
 
@@ -109,7 +109,7 @@ def jsonl_from_events(
     """
     if pairing is None:
         events = list(events)
-        pairing = pair_refs(ref for e in events if (ref := tool_ref(e)) is not None)
+        pairing = pair_refs(ref for e in events for ref in tool_refs(e))
     for event in events:
         record = event_record(event, anomaly_names(pairing.anomalies, event.seq))
         key = (keys or {}).get(event.seq)
@@ -139,9 +139,7 @@ def jsonl_from_log(
     last = 0
     for event in reader.read(session_id):
         last = event.seq
-        ref = tool_ref(event)
-        if ref is not None:
-            refs.append(ref)
+        refs += tool_refs(event)
     if last:
         events = reader.read(session_id, limit=last)
         yield from jsonl_from_events(events, pairing=pair_refs(refs), session=session, keys=keys)

@@ -38,7 +38,7 @@ from agenttrail.model import (
 )
 from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import reading_order
-from agenttrail.views.pairing import ANOMALY_TEXT, pair_tool_calls
+from agenttrail.views.pairing import ANOMALY_TEXT, erased_lines, pair_tool_calls
 from agenttrail.views.terminal import ANNOTATION_CHARS
 from agenttrail.views.units import size_text
 from agenttrail.views.usage import Totals, usage_totals_of
@@ -111,7 +111,7 @@ def _entries(events: list[Event]) -> list[_Entry]:
     entries: list[_Entry] = []
     for item in reading_order(events):
         event = item.event
-        if event.type == "tool_result" and event.seq in pairing.call_of:
+        if event.seq in pairing.call_of:  # a result, or an erased one kept paired
             continue  # written under its call
         payload = event.payload
         if event.type == "message":
@@ -121,6 +121,11 @@ def _entries(events: list[Event]) -> list[_Entry]:
             entry = _message(event, payload, content, first=item.first)
         elif event.type == "tool_call":
             entry = _tool_call(event, payload, pairing.result_of.get(event.seq))
+            result = pairing.result_of.get(event.seq)
+            if result is not None and result.erased:  # kept by its erasure: said so
+                note = pairing.erased.get(result.seq, f"erased seq {result.seq}")
+                entry.title = f"tool {payload.get('name', '?')} — {note}"
+                entry.parts = entry.parts[:1]  # the arguments; the output is gone
         elif event.type == "tool_result":
             entry = _Entry(str(event.seq), event.actor, f"tool result — {tool_status(payload)}")
             entry.parts += _output(payload)
@@ -131,6 +136,12 @@ def _entries(events: list[Event]) -> list[_Entry]:
                 text = json_line(payload.get("data"))
                 text = text if len(text) <= ANNOTATION_CHARS else text[:ANNOTATION_CHARS] + "…"
             entry.parts.append(("text", text))
+        elif event.erased:  # who erased it and why; an erased call's result, kept paired
+            result = pairing.result_of.get(event.seq)
+            seq = str(event.seq) if result is None else f"{event.seq}→{result.seq}"
+            first, *rest = erased_lines(event, pairing)
+            entry = _Entry(seq, event.actor, first)
+            entry.parts += [("text", line) for line in rest]
         elif (said := context_text(payload)) is not None:  # rag, recall, shell, erasure
             headline, body_text = said
             entry = _Entry(str(event.seq), event.actor, f"{event.type}: {headline}")

@@ -4,6 +4,11 @@ The transcript shows a ``tool_call`` and its ``tool_result`` as one row (docs/sp
 "The transcript UI pairs each tool_call with its tool_result into one row"). Pairing is a view
 computed at read time over a whole session; the log itself is never changed.
 
+A call or result that was erased (``agenttrail erase``) reads as ``erased``; the erasure
+record keeps its type and call id (``kept``, docs/log-format.md, Erasure), which pairs it as
+before, so its partner is shown as erased rather than flagged (:func:`tool_refs`); erasures
+made before ``kept`` existed leave their partners unpaired.
+
 Rules: a result pairs with the one call whose ``id`` equals its ``toolCallId``, wherever the
 two sit in the session (parallel calls, results out of order, unrelated events between). Never
 by position, never by tool name. What cannot be paired is kept and marked:
@@ -27,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from agenttrail.model import Event
+from agenttrail.model import Event, context_text, tool_status
 
 __all__ = [
     "ANOMALY_TEXT",
@@ -37,9 +42,12 @@ __all__ = [
     "SeqPairing",
     "ToolRef",
     "anomaly_names",
+    "erased_lines",
+    "erased_notes",
     "pair_refs",
     "pair_tool_calls",
     "tool_ref",
+    "tool_refs",
 ]
 
 
@@ -94,6 +102,8 @@ class Pairing:
     """Result seq → its one call event."""
     anomalies: dict[int, Anomaly] = field(default_factory=dict)
     """Event seq → what is wrong with it."""
+    erased: dict[int, str] = field(default_factory=dict)
+    """Erased event seq → ``erased seq N by WHO: WHY`` (:func:`erased_notes`)."""
 
 
 def _call_id(value: object) -> str | None:
@@ -120,6 +130,47 @@ def tool_ref(event: Event) -> ToolRef | None:
     if kind == "tool_result":
         return ToolRef(event.seq, kind, _call_id(event.payload.get("toolCallId")))
     return None
+
+
+def tool_refs(event: Event) -> list[ToolRef]:
+    """What pairing reads of an event: the :func:`tool_ref` of a call or result; for an
+    erasure record, a ref for each tool call and result it erased, from its ``kept``
+    (``{"seq", "type", "id" | "toolCallId"}``, docs/log-format.md, Erasure); ``[]`` else."""
+    ref = tool_ref(event)
+    if ref is not None:
+        return [ref]
+    kept = event.payload.get("kept") if event.type == "erasure" else None
+    refs = []
+    for item in kept if isinstance(kept, list) else []:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind in ("tool_call", "tool_result") and isinstance(item.get("seq"), int):
+            key = "id" if kind == "tool_call" else "toolCallId"
+            refs.append(ToolRef(item["seq"], kind, _call_id(item.get(key))))
+    return refs
+
+
+def erased_notes(event: Event) -> dict[int, str]:
+    """For an erasure record, each seq it erased → ``erased seq N by WHO: WHY`` (its
+    :func:`agenttrail.model.context_text` for that seq alone); ``{}`` for other events."""
+    seqs = event.payload.get("seqs") if event.type == "erasure" else None
+    notes = {}
+    for seq in seqs if isinstance(seqs, list) else []:
+        said = context_text({**event.payload, "seqs": [seq]})
+        if isinstance(seq, int) and said is not None:
+            notes[seq] = said[0]
+    return notes
+
+
+def erased_lines(event: Event, pairing: Pairing) -> list[str]:
+    """An erased event as the views write it: ``erased seq N by WHO: WHY``, and for an
+    erased tool call its result's line (``its result — ok``, or the result's own erasure),
+    the call kept paired by its erasure record (:func:`tool_refs`)."""
+    lines = [pairing.erased.get(event.seq, "payload erased")]
+    result = pairing.result_of.get(event.seq)
+    if result is not None:
+        erased = pairing.erased.get(result.seq) if result.erased else None
+        lines.append(f"its result — {erased or tool_status(result.payload)}")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -189,16 +240,18 @@ def pair_tool_calls(events: Iterable[Event]) -> Pairing:
     """
     by_seq: dict[int, Event] = {}
     refs: list[ToolRef] = []
+    erased: dict[int, str] = {}
     for event in events:
-        ref = tool_ref(event)
-        if ref is not None:
-            refs.append(ref)
+        refs += tool_refs(event)
+        if event.erased or tool_ref(event) is not None:
             by_seq[event.seq] = event
-    seqs = pair_refs(refs)
+        erased.update(erased_notes(event))
+    seqs = pair_refs(ref for ref in refs if ref.seq in by_seq)  # an erased event not given
     return Pairing(
         result_of={call: by_seq[result] for call, result in seqs.result_seq.items()},
         call_of={result: by_seq[call] for result, call in seqs.call_seq.items()},
         anomalies=seqs.anomalies,
+        erased=erased,
     )
 
 

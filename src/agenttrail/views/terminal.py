@@ -35,9 +35,11 @@ from agenttrail.views.pairing import (
     ANOMALY_TEXT,
     Pairing,
     ToolRef,
+    erased_lines,
+    erased_notes,
     pair_refs,
     pair_tool_calls,
-    tool_ref,
+    tool_refs,
 )
 from agenttrail.views.safe import safe
 from agenttrail.views.table import print_table
@@ -159,7 +161,7 @@ def _transcript_rows(
         event = shown.event
         if event.seq < since:
             continue
-        if event.type == "tool_result" and event.seq in pairing.call_of:
+        if event.seq in pairing.call_of:  # a result, or an erased one kept paired
             continue  # shown on its call's row
         yield _row(shown, pairing, full=full, broken_at=broken_at, one_day=one_day)
 
@@ -215,6 +217,7 @@ def print_session(
     own.
     """
     refs: list[ToolRef] = []
+    erased: dict[int, str] = {}
     days: set[str] = set()
     parts = MessageParts()
     messages: list[int] = []
@@ -224,9 +227,8 @@ def print_session(
         nonlocal ordered
         for event in log.read(session.id):
             days.add(event.created_at[:10])
-            ref = tool_ref(event)
-            if ref is not None:
-                refs.append(ref)
+            refs.extend(tool_refs(event))
+            erased.update(erased_notes(event))
             parts.add(event)
             if event.type == "message":
                 ordered = text_runs(event.payload) is not None
@@ -258,7 +260,7 @@ def print_session(
             result_seq = seqs.result_seq.get(event.seq)
             if result_seq is not None:
                 found[event.seq] = _result(log, session.id, result_seq, ahead, stream)
-            pairing = Pairing(result_of=found, anomalies=seqs.anomalies)
+            pairing = Pairing(result_of=found, anomalies=seqs.anomalies, erased=erased)
             yield _row(
                 Shown(event), pairing, full=full, broken_at=broken_at, one_day=len(days) <= 1
             )
@@ -328,7 +330,11 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
     text = Text(safe(f"{prefix}{payload.get('name', '?')}({args_text})"))
     result = pairing.result_of.get(event.seq)
     seq = str(event.seq)
-    if result is not None:
+    if result is not None and result.erased:  # its type and call id kept by the erasure
+        seq = f"{event.seq}→{result.seq}"
+        said = pairing.erased.get(result.seq, f"erased seq {result.seq}")
+        text.append(safe(f" — {said}"), style="grey50")
+    elif result is not None:
         seq = f"{event.seq}→{result.seq}"
         status = tool_status(result.payload)
         text.append(safe(f" — {status}"), style="green" if status.ok else "bold red")
@@ -415,6 +421,15 @@ def _erasure(event: Event, pairing: Pairing, full: bool) -> Row:
     return str(event.seq), Text("erasure", style="grey50"), Text(safe(said[0]), style="grey50")
 
 
+def _erased(event: Event, pairing: Pairing, full: bool) -> Row:
+    """An erased event: who erased it and why; an erased tool call's row also shows its
+    result (kept paired by the erasure record, :func:`agenttrail.views.pairing.tool_refs`)."""
+    result = pairing.result_of.get(event.seq)
+    seq = str(event.seq) if result is None else f"{event.seq}→{result.seq}"
+    text = Text(safe("\n".join(erased_lines(event, pairing))), style="grey50")
+    return seq, Text("erased", style="grey50"), text
+
+
 def _generic(event: Event, pairing: Pairing, full: bool) -> Row:
     body = {k: v for k, v in event.payload.items() if k != "type"}
     kind = event.type or "(untyped)"
@@ -436,6 +451,7 @@ _WRITERS: dict[str, Callable[[Event, Pairing, bool], Row]] = {
     "annotation": _annotation,
     "session_end": _session_end,
     "erasure": _erasure,
+    "erased": _erased,
 }
 
 

@@ -38,6 +38,9 @@ from agenttrail.model import Session
 
 __all__ = ["ArchiveBase"]
 
+_CALL_ID_FIELD = {"tool_call": "id", "tool_result": "toolCallId"}
+"""The call id field of each payload type an erasure event keeps in ``kept`` (pairing's)."""
+
 
 class ArchiveBase(Backend[C]):
     """Removing and copying whole sessions (``Archive``)."""
@@ -130,10 +133,13 @@ class ArchiveBase(Backend[C]):
         """Remove the payload bytes and salt of events of a v2 session (``Archive.erase``).
 
         In one transaction: the ``erasure`` event ``{"type": "erasure", "seqs", "by",
-        "reason"}`` is appended (chained like any event; its ``created_at`` says when), one
-        erasures row per seq names it, and each row's payload becomes ``b""`` and its salt
-        NULL, which the schema's trigger admits only for a row with an erasures row. Then
-        the backend scrubs its files (:meth:`Backend._scrub`).
+        "reason"}`` is appended (chained like any event; its ``created_at`` says when), with
+        ``kept`` when it erases tool calls or results: for each, its ``seq``, ``type`` and
+        call id (``id`` of a call, ``toolCallId`` of a result), what pairing needs, never
+        content (docs/log-format.md, Erasure); one erasures row per seq names it, and each
+        row's payload becomes ``b""`` and its salt NULL, which the schema's trigger admits
+        only for a row with an erasures row. Then the backend scrubs its files
+        (:meth:`Backend._scrub`).
 
         Raises:
             SessionNotFound: no such session.
@@ -145,11 +151,12 @@ class ArchiveBase(Backend[C]):
         wanted = sorted(set(seqs))
         if not wanted:
             raise InputError("name at least one seq to erase")
-        payload = {"type": ERASURE, "seqs": wanted, "by": by, "reason": reason}
-        encoded = [Encoded(encode_payload(payload), None, None, None)]
 
         def tx(conn: C) -> Erasure:
-            self._check_erasable(conn, session_id, wanted)
+            kept = self._check_erasable(conn, session_id, wanted)
+            payload = {"type": ERASURE, "seqs": wanted, "by": by, "reason": reason}
+            payload |= {"kept": kept} if kept else {}
+            encoded = [Encoded(encode_payload(payload), None, None, None)]
             appended = self._append(conn, session_id, encoded, None, False)[0]
             for seq in wanted:
                 conn.execute(self.sql.insert_erasure, (session_id, seq, appended.seq))
@@ -160,8 +167,11 @@ class ArchiveBase(Backend[C]):
         self._scrub()
         return done
 
-    def _check_erasable(self, conn: C, session_id: str, seqs: Sequence[int]) -> None:
-        """Raise ``InputError`` (or ``SessionNotFound``) unless every seq can be erased."""
+    def _check_erasable(
+        self, conn: C, session_id: str, seqs: Sequence[int]
+    ) -> list[dict[str, object]]:
+        """Raise ``InputError`` (or ``SessionNotFound``) unless every seq can be erased;
+        return what the erasure event keeps of the tool calls and results among them."""
         head = conn.execute(self.sql.head_version, (session_id,)).fetchone()
         if head is None:
             raise SessionNotFound(session_id)
@@ -174,19 +184,26 @@ class ArchiveBase(Backend[C]):
             trace_row(row).result_seq
             for row in conn.execute(self.sql.traces, (session_id,)).fetchall()
         }
+        kept: list[dict[str, object]] = []
         for seq in seqs:
             row = next(iter(self._rows(_on(conn), session_id, seq - 1, 1)), None)
             if row is None or row[0] != seq:
                 raise InputError(f"session {session_id} has no event at seq {seq}")
             if row[4] is None:
                 raise InputError(f"session {session_id}: seq {seq} is already erased")
-            if event_of(session_id, row).type == ERASURE:
+            event = event_of(session_id, row)
+            if event.type == ERASURE:
                 raise InputError(f"session {session_id}: seq {seq} is an erasure record")
             if seq in traced:
                 raise InputError(
                     f"session {session_id}: seq {seq} has a trace row, which holds its "
                     "envelope; erasing it is not supported"
                 )
+            key = _CALL_ID_FIELD.get(event.type or "")
+            if key is not None:
+                call_id = event.payload.get(key)
+                kept.append({"seq": seq, "type": event.type, key: call_id})
+        return kept
 
     def erasures(self, session_id: str) -> list[tuple[int, int]]:
         """``(seq, erasure_seq)`` of every erased event of a session, in seq order."""

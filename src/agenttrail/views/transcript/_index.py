@@ -14,7 +14,7 @@ from typing import Any
 
 from agenttrail.model import Event, LogReader
 from agenttrail.model.parts import MessageParts
-from agenttrail.views.pairing import SeqPairing, ToolRef, pair_refs, tool_ref
+from agenttrail.views.pairing import SeqPairing, ToolRef, erased_notes, pair_refs, tool_refs
 from agenttrail.views.transcript._rows import (
     Row,
     event_fields,
@@ -80,6 +80,7 @@ class TranscriptIndex:
         self._call_id_of: dict[int, str] = {}
         self._agent_of: dict[int, str] = {}
         self._finishes: dict[int, str] = {}
+        self._erased: dict[int, str] = {}
         self._types: Counter[str] = Counter()
         self._paired_at: dict[int, int] = {}
         self._run_at: dict[int, int] = {}
@@ -106,13 +107,13 @@ class TranscriptIndex:
             self._runtime += is_runtime(payload)
             self.last_event_at = event.created_at
             self.ended = event.type == "session_end"
-            ref = tool_ref(event)
-            if ref is not None:
+            self._erased.update(erased_notes(event))
+            for ref in tool_refs(event):  # an erasure's are of the erased events before it
                 self._refs.append(ref)
                 if ref.call_id is not None:
-                    self._by_call_id[ref.call_id].append(event.seq)
-                    self._call_id_of[event.seq] = ref.call_id
-                if ref.kind == "tool_result":
+                    self._by_call_id[ref.call_id].append(ref.seq)
+                    self._call_id_of[ref.seq] = ref.call_id
+                if ref.kind == "tool_result" and ref.seq == event.seq:
                     finished = run_id_of(payload)
                     if finished is not None:
                         self._finishes[event.seq] = finished
@@ -296,7 +297,9 @@ class TranscriptIndex:
             return row
         if event.type == "tool_call":
             partner = self.pairing.result_seq.get(seq)
-            row.update(tool_row(event, found.get(partner) if partner else None, anomaly, full))
+            result = found.get(partner) if partner else None
+            erased = self._erased.get(partner) if partner else None
+            row.update(tool_row(event, result, anomaly, full, erased=erased))
             return row
         row.update(kind_row(event, full))
         return row

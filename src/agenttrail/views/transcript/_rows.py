@@ -254,8 +254,12 @@ def _result_fields(result: dict[str, Any], full: bool) -> Row:
     }
 
 
-def tool_row(call: Event, result: Event | None, anomaly: Anomaly | None, full: bool) -> Row:
-    """The ``tool`` view of a call and, when it has arrived, its paired result."""
+def tool_row(
+    call: Event, result: Event | None, anomaly: Anomaly | None, full: bool, *, erased: str | None
+) -> Row:
+    """The ``tool`` view of a call and, when it has arrived, its paired result; a result that
+    was erased has status ``erased`` and ``erased`` (``erased seq N by WHO: WHY``,
+    :func:`agenttrail.views.pairing.erased_notes`) as its text."""
     payload = call.payload
     arguments, arguments_chars = _arguments(payload, full)
     row: Row = {
@@ -276,6 +280,9 @@ def tool_row(call: Event, result: Event | None, anomaly: Anomaly | None, full: b
     }
     if result is not None:
         row.update(_result_fields(result.payload, full))
+        if result.erased:
+            note = safe(erased or f"erased seq {result.seq}")
+            row.update(status="erased", result_text=note, result_chars=len(note))
         row["result_seq"] = result.seq
         row["duration_ms"] = _duration(payload, result.payload)
         row["result"] = {
