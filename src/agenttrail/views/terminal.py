@@ -348,13 +348,14 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> Row:
 
 
 def _output_text(output: Any) -> str:
-    """A tool's output as a row shows it: its text (:func:`prose_text`), or, when it is a JSON
-    value with no text, that JSON with a space after each ``,`` and ``:``, so that the row
+    """A tool's output as a row shows it: its text (:func:`prose_text`), or, when that text is
+    the output's JSON, that JSON with a space after each ``,`` and ``:``, so that the row
     wraps between tokens (a string with spaces may wrap at them; a token longer than the
     column is folded)."""
-    if output is None or isinstance(output, str) or text_of(output) is not None:
-        return prose_text(output)
-    return json_line(output, spaced=True)
+    text = prose_text(output)
+    if not isinstance(output, str) and text and text == json_line(output):
+        return json_line(output, spaced=True)  # the output read as its JSON
+    return text
 
 
 def _attachment_lines(found: list[Attachment]) -> str:
