@@ -254,3 +254,15 @@ def test_show_wraps_tool_inputs_between_json_tokens(tmp_path: Path) -> None:
         assert all(len(line) <= columns for line in heavy.splitlines() if "│" in line)
         # Glob's input (tool_heavy.jsonl line 31) breaks, if at all, after its colon
         assert 'Glob({"pattern": "assets/js/**/*.js"}) — ok' in _text_column(heavy)
+
+
+def test_show_at_80_columns_cuts_long_event_labels_before_the_text(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    assert run_cli("import", str(TOOL_HEAVY), "--db", db).returncode == 0
+    narrow = _on_terminal(80, "show", "d6e0bada", "--db", db)
+    header = next(line for line in narrow.splitlines() if "┃ text" in line)
+    # `file-history-snapshot` (21 characters) took the event column and left the text 27
+    assert len(header.split("┃")[5]) >= 30
+    assert "file-history-sn…" in narrow
+    wide = _on_terminal(120, "show", "d6e0bada", "--db", db)
+    assert "file-history-snapshot" in wide

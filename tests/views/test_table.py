@@ -53,7 +53,7 @@ def _same_as_rich(db: Path, session_id: str, width: int, *, colour: bool) -> Non
         read_twice = _console(width, colour=colour)  # reads the session as it prints
         print_session(read_twice, session, store)
         whole = _console(width, colour=colour)
-        whole.print(transcript_table(whole_messages(store.read(session_id))))
+        whole.print(transcript_table(whole_messages(store.read(session_id)), width=width))
     assert _printed(whole), "the oracle printed the table"
     assert _printed(streamed).endswith(_printed(whole))
     assert _printed(read_twice) == _printed(streamed)

@@ -92,7 +92,7 @@ def render_session(
     order = reading_order(shown)
     print_table(
         console,
-        _template(),
+        _template(console.width),
         lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at, since=since),
     )
 
@@ -120,9 +120,15 @@ def _print_header(console: Console, session: Session, usage: Totals) -> None:
 
 
 def transcript_table(
-    events: list[Event], *, full: bool = False, broken_at: int | None = None
+    events: list[Event],
+    *,
+    full: bool = False,
+    broken_at: int | None = None,
+    width: int | None = None,
 ) -> Table:
-    """The transcript of ``events`` as a Rich table (columns: seq, time, actor, event, text).
+    """The transcript of ``events`` as a Rich table (columns: seq, time, actor, event, text),
+    for a console ``width`` columns wide (narrower than :data:`NARROW_COLUMNS`: event labels
+    cut shorter; ``None``: any width).
 
     The time is ``HH:MM:SS`` (UTC) while every event falls on one day, ``MM-DD HH:MM:SS``
     when the session spans days (a session resumed later). The row holding seq
@@ -130,7 +136,7 @@ def transcript_table(
     :func:`render_session` prints the same rows a chunk at a time.
     """
     pairing = pair_tool_calls(events)
-    table = _template()
+    table = _template(width)
     for row in _transcript_rows(reading_order(events), pairing, full=full, broken_at=broken_at):
         table.add_row(*row)
     return table
@@ -141,13 +147,25 @@ LABEL_CHARS = 24
 that one long character name does not narrow every row's text."""
 
 
-def _template() -> Table:
-    """The transcript's columns, without rows."""
+NARROW_COLUMNS = 100
+"""Below this terminal width event labels are cut at :data:`NARROW_LABEL_CHARS`."""
+
+NARROW_LABEL_CHARS = 16
+"""Widest event label on a narrow terminal (``assistant LLAMA3`` whole, ``file-history-sn…``
+cut): at 80 columns a 21-character label left the text column 27 columns, so that JSON and
+paths folded every few words."""
+
+
+def _template(width: int | None) -> Table:
+    """The transcript's columns, without rows, for a console ``width`` columns wide
+    (``None``: any width)."""
+    narrow = width is not None and width < NARROW_COLUMNS
     table = Table(show_lines=False, expand=True, pad_edge=False)
     table.add_column("seq", justify="right", no_wrap=True, style="dim")
     table.add_column("time", no_wrap=True, style="dim")
     table.add_column("actor", no_wrap=True)
-    table.add_column("event", no_wrap=True, overflow="ellipsis", max_width=LABEL_CHARS)
+    label = NARROW_LABEL_CHARS if narrow else LABEL_CHARS
+    table.add_column("event", no_wrap=True, overflow="ellipsis", max_width=label)
     table.add_column("text", ratio=1, overflow="fold")
     return table
 
@@ -265,7 +283,7 @@ def print_session(
                 Shown(event), pairing, full=full, broken_at=broken_at, one_day=len(days) <= 1
             )
 
-    print_table(console, _template(), rows)
+    print_table(console, _template(console.width), rows)
 
 
 def _result(
