@@ -257,6 +257,8 @@ def test_an_erased_result_stays_paired_with_its_call(store: LogStore, tmp_path: 
 
 
 def test_show_and_export_say_a_result_was_erased(tmp_path: Path) -> None:
+    from agenttrail.views.transcript import IndexCache
+
     db = str(tmp_path / "agenttrail.db")
     with open_store(db) as store:
         _tool_session(store)
@@ -272,6 +274,11 @@ def test_show_and_export_say_a_result_was_erased(tmp_path: Path) -> None:
     assert "### 3 ·" not in md and SECRET not in md  # the result is on its call's entry
     with open_store(db) as store:
         kept = list(store.read("t"))[4].payload["kept"]
+        rows = IndexCache().page(store, "t", after_seq=0, limit=10).rows
+    # the viewer: the erased call says who and why; its result keeps a row of its own
+    by_seq = {r["seq"]: r for r in rows}
+    assert (by_seq[2]["view"], by_seq[2]["text"]) == ("note", "erased seq 2 by ops: personal data")
+    assert by_seq[3]["view"] != "hidden"
     assert kept == [
         {"seq": 2, "type": "tool_call", "id": "call_1"},
         {"seq": 3, "type": "tool_result", "toolCallId": "call_1"},

@@ -15,6 +15,7 @@ from typing import Any
 from agenttrail.model import Event, LogReader
 from agenttrail.model.parts import MessageParts
 from agenttrail.views.pairing import SeqPairing, ToolRef, erased_notes, pair_refs, tool_refs
+from agenttrail.views.safe import safe
 from agenttrail.views.transcript._rows import (
     Row,
     event_fields,
@@ -134,7 +135,11 @@ class TranscriptIndex:
             if run is not None and seq not in (run.call_seq, run.result_seq):
                 run.members.append(seq)
         self.runs = runs
-        self._paired_at = {result: call for call, result in self.pairing.result_seq.items()}
+        self._paired_at = {  # an erased call shows no result: its result keeps its own row
+            result: call
+            for call, result in self.pairing.result_seq.items()
+            if call not in self._erased
+        }
         self._run_at = {}
         self._run_of_seq = {}
         for run in runs.values():
@@ -300,6 +305,10 @@ class TranscriptIndex:
             result = found.get(partner) if partner else None
             erased = self._erased.get(partner) if partner else None
             row.update(tool_row(event, result, anomaly, full, erased=erased))
+            return row
+        if event.erased:  # who erased it and why (its erasure record's note)
+            note = safe(self._erased.get(seq, "payload erased"))
+            row.update(view="note", kind="erased", text=note, text_chars=len(note))
             return row
         row.update(kind_row(event, full))
         return row
