@@ -254,6 +254,13 @@ def test_an_erased_result_stays_paired_with_its_call(store: LogStore, tmp_path: 
     assert tool["result_text"] == "erased seq 3 by ops: personal data"
     exported = [json.loads(line) for line in jsonl_from_log(store, "t")]
     assert [e["anomalies"] for e in exported] == [[]] * 5
+    from agenttrail.formats.fountain import fountain_from_events
+
+    fountain = fountain_from_events(store.get_session("t"), read)
+    # it said `— ok` for the erased result once pairing kept it
+    assert '[[tool: read_file({"path":"notes.txt"}) — erased seq 3 by ops: personal data]]' in (
+        fountain
+    )
 
 
 def test_show_and_export_say_a_result_was_erased(tmp_path: Path) -> None:

@@ -69,6 +69,8 @@ def rows_for(
         if results is not None and result_seq not in results:
             continue
         result = by_seq[result_seq]
+        if result.erased or call.erased:  # paired through an erasure record: nothing to check
+            continue
         name = str(call.payload.get("name", ""))
         row = trace_row(
             session_id,

@@ -277,6 +277,8 @@ def _args(value: Any) -> str:
 
 def _call_status(event: Event, pairing: Pairing) -> str:
     result = pairing.result_of.get(event.seq)
+    if result is not None and result.erased:  # kept paired by its erasure record
+        return note_field(pairing.erased.get(result.seq, f"erased seq {result.seq}"))
     if result is not None:
         return note_field(tool_status(result.payload))
     anomaly = pairing.anomalies.get(event.seq)
