@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store import search as store_search
 from agenttrail.log.store.sqlite import SCHEMA_VERSION
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.search import bring_up_to_date, fold, search
+from tests.conftest import postgres_schema
 
 # Sentences written for these tests (no third-party text); the expected hits are the events
 # each word was put in by hand below.
@@ -71,26 +73,26 @@ def test_every_script_is_found_whatever_the_case_and_accents(
     assert _seqs(store, query) == {sid: [seq]}
 
 
-@pytest.mark.parametrize(
-    ("query", "seqs"),
-    [
-        # Too short for a trigram: found through the one- and two-character index, folded the
-        # same way. Expected seqs: the events of WORLD that hold the query, read by hand.
-        ("北京", [2]),
-        ("京", [1, 2]),  # 東京, 北京
-        ("天", [1, 2]),  # 天気, 今天
-        ("雨", [2]),  # the text's last character
-        ("下雨", [2]),  # the text's last two
-        ("مر", [3]),
-        ("لع", [3]),  # inside بالعالم
-        ("؟", [3]),  # Arabic question mark, the last character
-        ("Ё", [4]),  # folded to е, as in Привет and Ёлка
-        ("ß", [5, 7]),  # folded to ss: Straße and permission
-        ("xt", [8]),  # notes.txt
-        ("/S", [6, 7]),  # /srv, in a call's arguments and a result's error
-        ("q", []),
-    ],
-)
+SHORT = [
+    # Too short for a trigram: found through the one- and two-character index, folded the
+    # same way. Expected seqs: the events of WORLD that hold the query, read by hand.
+    ("北京", [2]),
+    ("京", [1, 2]),  # 東京, 北京
+    ("天", [1, 2]),  # 天気, 今天
+    ("雨", [2]),  # the text's last character
+    ("下雨", [2]),  # the text's last two
+    ("مر", [3]),
+    ("لع", [3]),  # inside بالعالم
+    ("؟", [3]),  # Arabic question mark, the last character
+    ("Ё", [4]),  # folded to е, as in Привет and Ёлка
+    ("ß", [5, 7]),  # folded to ss: Straße and permission
+    ("xt", [8]),  # notes.txt
+    ("/S", [6, 7]),  # /srv, in a call's arguments and a result's error
+    ("q", []),
+]
+
+
+@pytest.mark.parametrize(("query", "seqs"), SHORT)
 def test_queries_of_one_or_two_characters_are_found_in_every_script(
     store: LogStore, query: str, seqs: list[int]
 ) -> None:
@@ -99,6 +101,17 @@ def test_queries_of_one_or_two_characters_are_found_in_every_script(
     store.append(sid, events.message("user", "下雨了吗? q"))  # kept in step with appends
     found = [*seqs, 11] if query in ("雨", "下雨", "q") else seqs
     assert _seqs(store, query) == ({sid: found} if found else {})
+
+
+@pytest.mark.parametrize(("query", "seqs"), SHORT)
+def test_postgresql_finds_short_queries_through_the_gram_index_alone(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, query: str, seqs: list[int]
+) -> None:
+    # A log this small is always scanned first; with no time to scan, the gram index answers.
+    monkeypatch.setattr(store_search, "SCAN_FIRST_MS", 0)
+    with postgres_schema(postgres_url) as url, open_store(url) as store:
+        sid = _world(store)
+        assert _seqs(store, query) == ({sid: seqs} if seqs else {})
 
 
 def test_the_snippet_is_cut_from_the_text_as_written(store: LogStore) -> None:

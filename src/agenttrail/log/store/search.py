@@ -34,6 +34,13 @@ WHERE s.head_seq > coalesce(m.seq, 0) ORDER BY s.{order}
 _COLUMNS = tuple(f.name for f in fields(IndexRow))
 """The columns of ``search_events`` after ``session_id``, in :class:`IndexRow`'s order."""
 
+_GRAMS = " AND agenttrail_grams(e.folded) @> ARRAY[%s::text]"
+"""The condition of PostgreSQL's gram index (``schema/postgres-0005.sql``), after ``LIKE``."""
+
+SCAN_FIRST_MS = 15
+"""How long a PostgreSQL query of one or two characters may scan before it reads the gram
+index instead (milliseconds; :meth:`PostgresSearch._select`); 0: the index at once."""
+
 _IDS_PER_QUERY = 500
 """Call ids looked up in one statement (under SQLite's 999 parameters before 3.32)."""
 
@@ -264,29 +271,39 @@ class PostgresSearch(_SearchBase):
     create it (``postgres.py``), by a scan otherwise. A query of one or two characters has no
     trigram: it goes through the GIN index of every one- and two-character substring of the
     folded text (``agenttrail_grams``, ``schema/postgres-0005.sql``), by a bitmap scan only
-    (:meth:`_select`), then ``LIKE``."""
+    (:meth:`_select`), then ``LIKE``; unless a scan finds its rows first."""
 
     def _match(self, folded: str) -> tuple[str, str, list[Any]]:
         escaped = folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         like = f"%{escaped}%"
         if len(folded) >= 3:
             return "search_events e", "e.folded LIKE %s", [like]
-        match = "e.folded LIKE %s AND agenttrail_grams(e.folded) @> ARRAY[%s::text]"
-        return "search_events e", match, [like, folded]
+        return "search_events e", f"e.folded LIKE %s{_GRAMS}", [like, folded]
 
     def _index_grams(self, tx: Any, session_id: str, rows: Sequence[IndexRow]) -> None:
         pass  # the expression index keeps itself
 
     def _select(self: _Backend, statement: str, params: list[Any], *, short: bool) -> list[Any]:
-        """A short query's plan may not scan rows (a sequential or plain index scan would cut
-        the grams of every row it tests): only bitmap scans, where the gram index's condition
-        is read from the index, and a plan made for the query's own values
+        """A short query: first the statement without the gram index, a scan given
+        :data:`SCAN_FIRST_MS` (a gram in most rows: the scan reaches the limit at once, where
+        the index would first gather every row that holds it); past that, the gram index,
+        whose plan may not scan rows (a sequential or plain index scan would cut the grams of
+        every row it tests): only bitmap scans, where the gram index's condition is read from
+        the index, and a plan made for the query's own values
         (https://www.postgresql.org/docs/current/runtime-config-query.html), set for this one
-        transaction."""
+        transaction. Both give the same rows."""
 
         def run(tx: Any) -> list[Any]:
             with tx.connection.transaction():
-                if short:
+                if short and SCAN_FIRST_MS > 0:
+                    try:
+                        with tx.connection.transaction():  # a savepoint: a timeout undoes it
+                            tx.execute(f"SET LOCAL statement_timeout = {SCAN_FIRST_MS}")
+                            scan = statement.replace(_GRAMS, "", 1)
+                            return list(tx.execute(scan, [params[0], *params[2:]]).fetchall())
+                    except Exception as e:
+                        if getattr(e, "sqlstate", None) != "57014":  # query_canceled
+                            raise
                     for plan in ("seqscan", "indexscan", "indexonlyscan"):
                         tx.execute(f"SET LOCAL enable_{plan} = off")
                     # A generic plan (the 6th run of a prepared statement) cannot tell how
