@@ -12,8 +12,11 @@ store's normal ``append_batch``, ``--batch`` events per transaction. Then measur
 - query latency of ``agenttrail.views.search.search`` (index already up to date, so what a
   search costs once the log is indexed; it still checks every session's watermark), p50 and
   p99 over ``REPEATS`` runs each, for a word found once, a word of about 0.1 % of events, a
-  word in every 20th event (the query stops at ``HIT_LIMIT`` hits), a two-character Chinese
-  word (no trigram: a scan), ``STRASSE`` finding ``Straße``, and a rare word with ``--errors``;
+  word in every 20th event (the query stops at ``HIT_LIMIT`` hits), queries too short for a
+  trigram (through the one- and two-character index): a two-character Chinese word, one
+  Chinese character, two Arabic letters, two Latin letters found nowhere, one Latin letter
+  found almost everywhere (stops at ``HIT_LIMIT``); ``STRASSE`` finding ``Straße``, and a
+  rare word with ``--errors``;
 - the baseline: the same substring found by scanning the same folded text column without
   the index (raw ``sqlite3`` ``instr``, raw psycopg ``strpos``), p50.
 
@@ -104,6 +107,10 @@ QUERIES: list[tuple[str, str, SearchFilter]] = [
     ("0.1 %", "mediumword", SearchFilter()),
     ("5 % (capped)", "commonword", SearchFilter()),
     ("2 CJK chars", "北京", SearchFilter()),
+    ("1 CJK char", "京", SearchFilter()),
+    ("2 Arabic", "مر", SearchFilter()),
+    ("2 Latin, none", "qx", SearchFilter()),
+    ("1 Latin (cap)", "a", SearchFilter()),
     ("STRASSE", "STRASSE", SearchFilter()),
     ("--errors", "failed", SearchFilter(errors=True)),
 ]

@@ -135,13 +135,14 @@ def test_both_schemas_have_the_same_tables_and_columns(postgres_url: str, tmp_pa
     # One contract, two DDL files (Phoenix's test_ddl_assets.py): the same rows in each, so
     # that migrate copies column for column. PostgreSQL adds `pos` (SQLite's rowid) and keeps
     # its schema version in a table (SQLite: PRAGMA user_version); SQLite's search index has
-    # its FTS5 table (search_text and its shadow tables), PostgreSQL a GIN index instead.
+    # its FTS5 tables (search_text, search_grams and their shadow tables), PostgreSQL GIN indexes
+    # instead.
     with open_store(tmp_path / "t.db") as store:
         conn = store._conn  # type: ignore[attr-defined]
         tables = [
             r[0]
             for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")
-            if not r[0].startswith("search_text")
+            if not r[0].startswith(("search_text", "search_grams"))
         ]
         lite = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
     with postgres_schema(postgres_url) as url:
@@ -228,6 +229,7 @@ def test_a_postgresql_log_keeps_its_schema_version_in_a_table(postgres_url: str)
                 (2,),
                 (3,),
                 (4,),
+                (5,),
             ]
             conn.execute("INSERT INTO agenttrail_schema VALUES (99, 'later')")
         with pytest.raises(StoreError, match="schema version 99 is newer"):

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store import search as store_search
 from agenttrail.log.store.sqlite import SCHEMA_VERSION
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.search import bring_up_to_date, fold, search
+from tests.conftest import postgres_schema
 
 # Sentences written for these tests (no third-party text); the expected hits are the events
 # each word was put in by hand below.
@@ -71,6 +73,47 @@ def test_every_script_is_found_whatever_the_case_and_accents(
     assert _seqs(store, query) == {sid: [seq]}
 
 
+SHORT = [
+    # Too short for a trigram: found through the one- and two-character index, folded the
+    # same way. Expected seqs: the events of WORLD that hold the query, read by hand.
+    ("北京", [2]),
+    ("京", [1, 2]),  # 東京, 北京
+    ("天", [1, 2]),  # 天気, 今天
+    ("雨", [2]),  # the text's last character
+    ("下雨", [2]),  # the text's last two
+    ("مر", [3]),
+    ("لع", [3]),  # inside بالعالم
+    ("؟", [3]),  # Arabic question mark, the last character
+    ("Ё", [4]),  # folded to е, as in Привет and Ёлка
+    ("ß", [5, 7]),  # folded to ss: Straße and permission
+    ("xt", [8]),  # notes.txt
+    ("/S", [6, 7]),  # /srv, in a call's arguments and a result's error
+    ("q", []),
+]
+
+
+@pytest.mark.parametrize(("query", "seqs"), SHORT)
+def test_queries_of_one_or_two_characters_are_found_in_every_script(
+    store: LogStore, query: str, seqs: list[int]
+) -> None:
+    sid = _world(store)
+    assert _seqs(store, query) == ({sid: seqs} if seqs else {})
+    store.append(sid, events.message("user", "下雨了吗? q"))  # kept in step with appends
+    found = [*seqs, 11] if query in ("雨", "下雨", "q") else seqs
+    assert _seqs(store, query) == ({sid: found} if found else {})
+
+
+@pytest.mark.parametrize(("query", "seqs"), SHORT)
+def test_postgresql_finds_short_queries_through_the_gram_index_alone(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, query: str, seqs: list[int]
+) -> None:
+    # A log this small is always scanned first; with no time to scan, the gram index answers.
+    monkeypatch.setattr(store_search, "SCAN_FIRST_MS", 0)
+    with postgres_schema(postgres_url) as url, open_store(url) as store:
+        sid = _world(store)
+        assert _seqs(store, query) == ({sid: seqs} if seqs else {})
+
+
 def test_the_snippet_is_cut_from_the_text_as_written(store: LogStore) -> None:
     sid = _world(store)
     (match,) = search(store, "strasse in munchen", store.sessions())
@@ -111,7 +154,23 @@ def test_a_removed_session_leaves_nothing_in_the_index(store: LogStore) -> None:
     assert set(_seqs(store, "needle")) == {sid, "kept"}
     store.remove_session(sid, reason="retention test")
     assert set(_seqs(store, "needle")) == {"kept"}
+    assert _seqs(store, "京") == {"kept": [1, 2]}
     assert store.flagged_sessions() == {"kept"}
+
+
+def test_a_removed_sessions_grams_leave_the_sqlite_gram_index(db_path: Path) -> None:
+    with open_store(db_path) as store:
+        _world(store, "gone")
+        _world(store, "kept")
+        assert set(_seqs(store, "京")) == {"gone", "kept"}
+        store.remove_session("gone", reason="retention test")
+    # 京 is U+4EAC: its token is its UTF-32 code unit in hexadecimal (sqlite-0005.sql).
+    with closing(sqlite3.connect(db_path)) as raw:
+        found = raw.execute(
+            "SELECT g.rowid, e.session_id FROM search_grams g LEFT JOIN search_events e "
+            "ON e.id = g.rowid WHERE search_grams MATCH '\"00004eac\"'"
+        ).fetchall()
+    assert sorted(session for _, session in found) == ["kept", "kept"]
 
 
 def test_a_query_of_quotes_and_wildcards_is_plain_text(store: LogStore) -> None:
@@ -140,8 +199,8 @@ def test_a_log_of_schema_version_1_is_migrated_and_its_events_found(tmp_path: Pa
     path = tmp_path / "old.db"
     with open_store(path) as store:
         _world(store)
-    # Back to what schema version 2 wrote: no search tables, no chained keys (sqlite-0004.sql
-    # and sqlite-0003.sql undone by hand).
+    # Back to what schema version 2 wrote: no search tables, no chained keys (sqlite-0005.sql,
+    # sqlite-0004.sql and sqlite-0003.sql undone by hand).
     with closing(sqlite3.connect(path)) as raw:
         for trigger in (
             "session_event_keys_no_update",
@@ -166,7 +225,7 @@ def test_a_log_of_schema_version_1_is_migrated_and_its_events_found(tmp_path: Pa
                 f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} "
                 "BEGIN SELECT RAISE(ABORT, 'agenttrail: refused'); END"
             )
-        for table in ("search_text", "search_events", "search_marks"):
+        for table in ("search_grams", "search_text", "search_events", "search_marks"):
             raw.execute(f"DROP TABLE {table}")
         raw.execute("PRAGMA user_version = 2")
         raw.commit()

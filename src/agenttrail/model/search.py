@@ -30,7 +30,8 @@ class IndexRow:
     """The payload's ``type``."""
     actor: str
     tool: str | None
-    """The tool's name, for a ``tool_call`` (and a ``tool_result`` that names it)."""
+    """The tool's name: a ``tool_call``'s own, a ``tool_result``'s from its call (found by
+    call id, :func:`agenttrail.views.search.bring_up_to_date`), else from the result itself."""
     error: bool
     """An ``error`` event, or a tool result that failed (:func:`agenttrail.model.failed`)."""
     model: str | None
@@ -38,6 +39,9 @@ class IndexRow:
     message_id: str | None
     """``messageId`` of an assistant message stored in parts (:mod:`agenttrail.model.parts`):
     hits on parts of one message are shown once, at the first."""
+    call_id: str | None
+    """A ``tool_call``'s ``id`` or a ``tool_result``'s ``toolCallId`` (``None`` when empty):
+    how a result finds its call's name."""
     text: str
     """What a reader sees of the event (snippets are cut from it)."""
     folded: str
@@ -92,6 +96,12 @@ class SearchIndex(Protocol):
         """Add ``rows`` (events ``after_seq`` < seq <= ``upto_seq``) to the index and move the
         session's watermark to ``upto_seq``, in one write transaction. False (nothing
         written) when the watermark is no longer ``after_seq``: another process indexed them."""
+        ...
+
+    def call_tools(self, session_id: str, call_ids: Sequence[str]) -> dict[str, str]:
+        """The tool names of the indexed ``tool_call`` events of ``session_id`` whose id is one
+        of ``call_ids``: ``{call id: name}``, the last call (highest seq) of an id that two
+        share; ids with no indexed call are left out. Read through an index on the call id."""
         ...
 
     def flagged_sessions(self, *, errors: bool = False, model: str | None = None) -> set[str]:

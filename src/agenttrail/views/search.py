@@ -151,11 +151,17 @@ def fold(text: str) -> str:
 
 
 def index_row(event: Event) -> IndexRow:
-    """The index's row of one event: its text (:func:`event_text`) and that text folded."""
+    """The index's row of one event: its text (:func:`event_text`) and that text folded.
+
+    A ``tool_result`` is named here by its own ``name`` when it has one; most results carry
+    only their call's id, and :func:`bring_up_to_date` names them from their call."""
     payload = event.payload
     text = event_text(payload)
     name = payload.get("name")
     tool = name if isinstance(name, str) and event.type in ("tool_call", "tool_result") else None
+    call_id = payload.get(
+        "id" if event.type == "tool_call" else "toolCallId" if event.type == "tool_result" else ""
+    )
     error = event.type == "error" or (event.type == "tool_result" and failed(payload) is True)
     message_id = payload.get("messageId") if event.type == "message" else None
     meta = payload.get("meta")
@@ -169,6 +175,7 @@ def index_row(event: Event) -> IndexRow:
         error,
         model if isinstance(model, str) and model else None,
         message_id if isinstance(message_id, str) else None,
+        call_id if isinstance(call_id, str) and call_id else None,
         text,
         fold(text),
     )
@@ -177,7 +184,10 @@ def index_row(event: Event) -> IndexRow:
 def bring_up_to_date(store: SearchableLog) -> int:
     """Index every event appended since the last search, each session from its watermark on,
     :data:`INDEX_BATCH` events per write transaction. Returns how many events were indexed
-    (by this call: another process may have indexed some of them first)."""
+    (by this call: another process may have indexed some of them first).
+
+    A tool result is indexed under its call's tool name (:func:`_named_by_call`), so that
+    ``--tool`` finds the results of a tool as well as its calls."""
     indexed = 0
     for session_id, mark in store.index_marks():
         while True:
@@ -185,11 +195,32 @@ def bring_up_to_date(store: SearchableLog) -> int:
             if not batch:
                 break
             upto = batch[-1].seq
-            if not store.index(session_id, mark, upto, [index_row(e) for e in batch]):
+            rows = _named_by_call(store, session_id, [index_row(e) for e in batch])
+            if not store.index(session_id, mark, upto, rows):
                 break  # another process moved the watermark: it indexes this session
             indexed += len(batch)
             mark = upto
     return indexed
+
+
+def _named_by_call(store: SearchableLog, session_id: str, rows: list[IndexRow]) -> list[IndexRow]:
+    """``rows`` (one batch, in seq order) with each tool result named after its call: the
+    last ``tool_call`` before it with the id the result names (``toolCallId``), looked for in
+    the batch, then among the session's indexed calls (:meth:`SearchIndex.call_tools`, one
+    indexed lookup per batch). A result whose call is not found keeps its own ``name``.
+    Pairing's rule (:mod:`agenttrail.views.pairing`): by call id, never by position."""
+    asked = {r.call_id for r in rows if r.type == "tool_result" and r.call_id is not None}
+    if not asked:
+        return rows
+    names = store.call_tools(session_id, sorted(asked))
+    named: list[IndexRow] = []
+    for row in rows:
+        if row.type == "tool_call" and row.call_id is not None and row.tool is not None:
+            names[row.call_id] = row.tool
+        elif row.type == "tool_result" and row.call_id in names:
+            row = replace(row, tool=names[row.call_id])
+        named.append(row)
+    return named
 
 
 def _snippet(text: str, needle: str) -> str:

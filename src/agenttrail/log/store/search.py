@@ -1,14 +1,16 @@
 """The search index of both backends (:class:`agenttrail.model.search.SearchIndex`).
 
 Tables ``search_events`` (one row per indexed event: its text, and that text folded for
-matching) and ``search_marks`` (each session's watermark), from ``schema/*-0002.sql``. The
-text is computed above the store; the store only keeps the rows, matches substrings of the
-folded text and drops the rows of a session that retention removed. What differs per
+matching) and ``search_marks`` (each session's watermark), from ``schema/*-0003.sql`` and
+``*-0005.sql``. The text is computed above the store; the store only keeps the rows, matches
+substrings of the folded text and drops the rows of a session that retention removed. What
+differs per
 backend is how a substring is found through an index: SQLite's FTS5 trigram table
 (``MATCH`` on a quoted phrase, https://www.sqlite.org/fts5.html#the_trigram_tokenizer),
 PostgreSQL's pg_trgm GIN index (``LIKE``, https://www.postgresql.org/docs/current/pgtrgm.html
-#PGTRGM-INDEX). A query shorter than three characters has no trigram: it is matched by a scan
-of the folded text, correct but slower (docs/search.md).
+#PGTRGM-INDEX). A query shorter than three characters has no trigram: it is found through an
+index of every one- and two-character substring of the folded text, SQLite's FTS5 table
+``search_grams`` and PostgreSQL's GIN index on ``agenttrail_grams(folded)`` (docs/search.md).
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ WHERE s.head_seq > coalesce(m.seq, 0) ORDER BY s.{order}
 _COLUMNS = tuple(f.name for f in fields(IndexRow))
 """The columns of ``search_events`` after ``session_id``, in :class:`IndexRow`'s order."""
 
+_GRAMS = " AND agenttrail_grams(e.folded) @> ARRAY[%s::text]"
+"""The condition of PostgreSQL's gram index (``schema/postgres-0005.sql``), after ``LIKE``."""
+
+SCAN_FIRST_MS = 15
+"""How long a PostgreSQL query of one or two characters may scan before it reads the gram
+index instead (milliseconds; :meth:`PostgresSearch._select`); 0: the index at once."""
+
+_IDS_PER_QUERY = 500
+"""Call ids looked up in one statement (under SQLite's 999 parameters before 3.32)."""
+
 _GONE = (
     "SELECT m.session_id FROM search_marks m "
     "WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = m.session_id)"
@@ -51,21 +63,26 @@ class _Backend(Protocol):
 
     def _write(self, what: str, fn: Callable[[Any], T]) -> T: ...
 
-    def _match(self, folded: str) -> tuple[str, Any]: ...
+    def _match(self, folded: str) -> tuple[str, str, list[Any]]: ...
+
+    def _drop_rows(self, tx: Any, session_id: str) -> None: ...
+
+    def _index_grams(self, tx: Any, session_id: str, rows: Sequence[IndexRow]) -> None: ...
+
+    def _select(self, statement: str, params: list[Any], *, short: bool) -> list[Any]: ...
 
 
 class _SearchBase:
-    """What both backends do the same way; ``_match`` is each one's own."""
+    """What both backends do the same way; ``_match`` (and what keeps SQLite's gram index,
+    ``_index_grams``, ``_drop_rows``) is each one's own."""
 
     def index_marks(self: _Backend) -> list[tuple[str, int]]:
         """See :meth:`agenttrail.model.search.SearchIndex.index_marks`."""
         order = "pos" if self.sql.param == "%s" else "rowid"
-        p = self.sql.param
 
         def drop(tx: Any) -> None:
             for (gone,) in tx.execute(_GONE).fetchall():
-                tx.execute(f"DELETE FROM search_events WHERE session_id = {p}", (gone,))
-                tx.execute(f"DELETE FROM search_marks WHERE session_id = {p}", (gone,))
+                self._drop_rows(tx, gone)
 
         # Read first: a search of a log already indexed opens no write transaction.
         if self._read(lambda tx: tx.execute(_GONE).fetchone()) is not None:
@@ -91,6 +108,7 @@ class _SearchBase:
                 f"INSERT INTO search_events ({columns}) VALUES ({values})",
                 [(session_id, *(_stored(getattr(r, c)) for c in _COLUMNS)) for r in rows],
             )
+            self._index_grams(tx, session_id, rows)
             tx.execute(
                 f"INSERT INTO search_marks (session_id, seq) VALUES ({p}, {p}) "
                 "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq",
@@ -99,6 +117,29 @@ class _SearchBase:
             return True
 
         return self._write("search index", write)
+
+    def call_tools(self: _Backend, session_id: str, call_ids: Sequence[str]) -> dict[str, str]:
+        """See :meth:`agenttrail.model.search.SearchIndex.call_tools`."""
+        p = self.sql.param
+        found: dict[str, str] = {}
+        for at in range(0, len(call_ids), _IDS_PER_QUERY):
+            chunk = list(call_ids[at : at + _IDS_PER_QUERY])
+            statement = (
+                f"SELECT call_id, tool FROM search_events WHERE session_id = {p} "
+                f"AND call_id IS NOT NULL AND call_id IN ({', '.join([p] * len(chunk))}) "
+                "AND type = 'tool_call' AND tool IS NOT NULL ORDER BY seq"
+            )
+            params = [session_id, *chunk]
+
+            def read(tx: Tx, statement: str = statement, params: list[str] = params) -> list[Any]:
+                return list(tx.execute(statement, params).fetchall())
+
+            found.update((str(i), str(t)) for i, t in self._read(read))
+        return found
+
+    def _select(self: _Backend, statement: str, params: list[Any], *, short: bool) -> list[Any]:
+        """The rows of a search's statement (``short``: a query of one or two characters)."""
+        return self._read(lambda tx: tx.execute(statement, params).fetchall())
 
     def flagged_sessions(
         self: _Backend, *, errors: bool = False, model: str | None = None
@@ -131,8 +172,8 @@ class _SearchBase:
     def query(self: _Backend, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:
         """See :meth:`agenttrail.model.search.SearchIndex.query`."""
         p = self.sql.param
-        match, value = self._match(folded)
-        clauses, params = [match], [value]
+        source, match, params = self._match(folded)
+        clauses = [match]
         if where.session_ids is not None:
             if not where.session_ids:
                 return []
@@ -154,30 +195,123 @@ class _SearchBase:
             "CASE WHEN e.message_id IS NULL THEN e.seq ELSE (SELECT min(f.seq) "
             "FROM search_events f WHERE f.message_id IS NOT NULL "  # the partial index
             "AND f.session_id = e.session_id AND f.message_id = e.message_id) END "
-            f"FROM search_events e WHERE {' AND '.join(clauses)} LIMIT {p}"
+            f"FROM {source} WHERE {' AND '.join(clauses)} LIMIT {p}"
         )
-        rows = self._read(lambda tx: tx.execute(statement, [*params, limit]).fetchall())
+        rows = self._select(statement, [*params, limit], short=len(folded) < 3)
         return [
             IndexHit(str(s), int(q), t, str(a), m, int(first or q), str(x))
             for s, q, t, a, m, x, first in rows
         ]
 
 
+def _drop_index_rows(tx: Any, param: str, session_id: str) -> None:
+    """Delete a session's rows of ``search_events`` and ``search_marks``."""
+    tx.execute(f"DELETE FROM search_events WHERE session_id = {param}", (session_id,))
+    tx.execute(f"DELETE FROM search_marks WHERE session_id = {param}", (session_id,))
+
+
+def grams(folded: str) -> str:
+    """The tokens of ``search_grams`` for one folded text: each distinct one- and
+    two-character substring, written as the hexadecimal of its UTF-32 code units (8 digits a
+    character), space-separated, so that FTS5's ``ascii`` tokenizer keeps every one whole
+    whatever its script or punctuation (``schema/sqlite-0005.sql``)."""
+    digits = folded.encode("utf-32-be", "surrogatepass").hex()
+    found = {digits[at : at + 8] for at in range(0, len(digits), 8)}
+    found.update(digits[at : at + 16] for at in range(0, len(digits) - 8, 8))
+    return " ".join(found)
+
+
 class SQLiteSearch(_SearchBase):
     """FTS5 trigram: a quoted phrase of the folded query, a substring of three characters or
-    more; shorter ones by ``instr`` over the folded text."""
+    more. Shorter ones: the one token of the query in ``search_grams``, FTS5 over every one-
+    and two-character substring of the folded text (:func:`grams`), kept by the store beside
+    ``search_events`` (not by triggers: SQL cannot cut the grams)."""
 
-    def _match(self, folded: str) -> tuple[str, Any]:
+    def _match(self, folded: str) -> tuple[str, str, list[Any]]:
         if len(folded) >= 3:
             phrase = '"' + folded.replace('"', '""') + '"'
-            return "e.id IN (SELECT rowid FROM search_text WHERE search_text MATCH ?)", phrase
-        return "instr(e.folded, ?) > 0", folded
+            match = "e.id IN (SELECT rowid FROM search_text WHERE search_text MATCH ?)"
+            return "search_events e", match, [phrase]
+        # CROSS JOIN: the gram index drives, so a common gram stops at the limit.
+        source = "search_grams g CROSS JOIN search_events e ON e.id = g.rowid"
+        token = folded.encode("utf-32-be", "surrogatepass").hex()  # the one gram it is
+        return source, "g.search_grams MATCH ?", [f'"{token}"']
+
+    def _index_grams(self, tx: Any, session_id: str, rows: Sequence[IndexRow]) -> None:
+        if not rows:
+            return
+        ids = dict(
+            tx.execute(
+                "SELECT seq, id FROM search_events WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                (session_id, rows[0].seq, rows[-1].seq),
+            ).fetchall()
+        )
+        tx.executemany(
+            "INSERT INTO search_grams (rowid, grams) VALUES (?, ?)",
+            [(ids[r.seq], grams(r.folded)) for r in rows],
+        )
+
+    def _drop_rows(self, tx: Any, session_id: str) -> None:
+        """A session's index rows, and their grams (a contentless FTS5 table forgets a row
+        only when told its tokens again: https://www.sqlite.org/fts5.html#contentless_tables)."""
+        tx.executemany(
+            "INSERT INTO search_grams (search_grams, rowid, grams) VALUES ('delete', ?, ?)",
+            [
+                (i, grams(f))
+                for i, f in tx.execute(
+                    "SELECT id, folded FROM search_events WHERE session_id = ?", (session_id,)
+                )
+            ],
+        )
+        _drop_index_rows(tx, "?", session_id)
 
 
 class PostgresSearch(_SearchBase):
     """``LIKE '%query%'`` on the folded text, through pg_trgm's GIN index when the store could
-    create it (``postgres.py``), by a scan otherwise."""
+    create it (``postgres.py``), by a scan otherwise. A query of one or two characters has no
+    trigram: it goes through the GIN index of every one- and two-character substring of the
+    folded text (``agenttrail_grams``, ``schema/postgres-0005.sql``), by a bitmap scan only
+    (:meth:`_select`), then ``LIKE``; unless a scan finds its rows first."""
 
-    def _match(self, folded: str) -> tuple[str, Any]:
+    def _match(self, folded: str) -> tuple[str, str, list[Any]]:
         escaped = folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return "e.folded LIKE %s", f"%{escaped}%"
+        like = f"%{escaped}%"
+        if len(folded) >= 3:
+            return "search_events e", "e.folded LIKE %s", [like]
+        return "search_events e", f"e.folded LIKE %s{_GRAMS}", [like, folded]
+
+    def _index_grams(self, tx: Any, session_id: str, rows: Sequence[IndexRow]) -> None:
+        pass  # the expression index keeps itself
+
+    def _select(self: _Backend, statement: str, params: list[Any], *, short: bool) -> list[Any]:
+        """A short query: first the statement without the gram index, a scan given
+        :data:`SCAN_FIRST_MS` (a gram in most rows: the scan reaches the limit at once, where
+        the index would first gather every row that holds it); past that, the gram index,
+        whose plan may not scan rows (a sequential or plain index scan would cut the grams of
+        every row it tests): only bitmap scans, where the gram index's condition is read from
+        the index, and a plan made for the query's own values
+        (https://www.postgresql.org/docs/current/runtime-config-query.html), set for this one
+        transaction. Both give the same rows."""
+
+        def run(tx: Any) -> list[Any]:
+            with tx.connection.transaction():
+                if short and SCAN_FIRST_MS > 0:
+                    try:
+                        with tx.connection.transaction():  # a savepoint: a timeout undoes it
+                            tx.execute(f"SET LOCAL statement_timeout = {SCAN_FIRST_MS}")
+                            scan = statement.replace(_GRAMS, "", 1)
+                            return list(tx.execute(scan, [params[0], *params[2:]]).fetchall())
+                    except Exception as e:
+                        if getattr(e, "sqlstate", None) != "57014":  # query_canceled
+                            raise
+                    for plan in ("seqscan", "indexscan", "indexonlyscan"):
+                        tx.execute(f"SET LOCAL enable_{plan} = off")
+                    # A generic plan (the 6th run of a prepared statement) cannot tell how
+                    # common the gram is, and cut grams row by row in tests: 15 ms became 300.
+                    tx.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                return list(tx.execute(statement, params).fetchall())
+
+        return self._read(run)
+
+    def _drop_rows(self, tx: Any, session_id: str) -> None:
+        _drop_index_rows(tx, "%s", session_id)

@@ -64,7 +64,7 @@ CACHE_KIB = 64 * 1024
 """Page cache cap per connection (KiB). SQLite's default, 2 MiB, holds about 2,000 1 KiB
 events, so streaming a larger session re-read pages; the cap is only reached when used."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
 
@@ -77,8 +77,6 @@ T = TypeVar("T")
 
 
 _SESSION_TABLES = (
-    "search_events",
-    "search_marks",
     "trace_rows",
     "session_event_keys",
     "erasures",
@@ -86,7 +84,7 @@ _SESSION_TABLES = (
     "turn_leases",
 )
 """The tables retention empties of a removed session's rows (then ``sessions``), children
-first."""
+first, after the search index's (``_drop_rows``)."""
 
 
 class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
@@ -291,6 +289,7 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
             stone,
         )
         self._chain_log_row(tx, "tombstones", stone)
+        self._drop_rows(tx, session_id)
         for table in _SESSION_TABLES:
             tx.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
