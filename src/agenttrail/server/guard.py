@@ -30,7 +30,14 @@ from agenttrail.errors import AgentTrailError, BodyTooLarge
 from agenttrail.server.auth import TokenCache, bearer_token
 from agenttrail.server.problems import problem_of
 
-__all__ = ["API_PREFIX", "DEFAULT_MAX_BODY_BYTES", "Guard", "allowed_origin", "normal_origin"]
+__all__ = [
+    "API_PREFIX",
+    "DEFAULT_MAX_BODY_BYTES",
+    "Guard",
+    "allowed_origin",
+    "capped_body",
+    "normal_origin",
+]
 
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 """Largest request body the server reads (bytes): twice the store's default payload limit
@@ -121,23 +128,36 @@ class Guard:
         headers = Headers(scope=scope)
         if scope["path"].startswith(API_PREFIX):
             self.tokens.check(bearer_token(headers.get("authorization")))
-        limit = self.max_body_bytes
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise BodyTooLarge(limit, int(declared))
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLarge(limit)
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        return await capped_body(receive, self.max_body_bytes, headers.get("content-length", ""))
+
+
+async def capped_body(receive: Receive, limit: int, declared: str) -> bytes | None:
+    """A request's body, read while it streams in, refused as soon as it passes ``limit``
+    bytes; ``None`` when the client went away first.
+
+    Args:
+        receive: the request's ASGI ``receive``.
+        limit: the largest body read (bytes).
+        declared: its ``Content-Length`` header (``""`` without one).
+
+    Raises:
+        BodyTooLarge: a body, declared or read so far, above ``limit``.
+    """
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(limit, int(declared))
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def _replayed(body: bytes, receive: Receive) -> Receive:

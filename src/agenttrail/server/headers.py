@@ -19,7 +19,14 @@ import re
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["API_CSP", "DOCS_CSP", "DOCS_PATHS", "SecurityHeaders", "content_security_policy"]
+__all__ = [
+    "API_CSP",
+    "DOCS_CSP",
+    "DOCS_PATHS",
+    "SecurityHeaders",
+    "content_security_policy",
+    "security_headers",
+]
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 """The policy of a response that is data, not a page."""
@@ -53,6 +60,16 @@ def content_security_policy(path: str, host: str) -> str:
     return API_CSP
 
 
+def security_headers(path: str, host: str) -> dict[str, str]:
+    """The headers above for a response to ``path``, asked of ``host``, by name."""
+    return {
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "X-Frame-Options": "DENY",
+        "Content-Security-Policy": content_security_policy(path, host),
+    }
+
+
 class SecurityHeaders:
     """ASGI middleware: the headers above on every HTTP response (a header the response set
     itself is kept).
@@ -68,13 +85,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        host = Headers(scope=scope).get("host", "")
-        fixed = {
-            "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer",
-            "X-Frame-Options": "DENY",
-            "Content-Security-Policy": content_security_policy(scope["path"], host),
-        }
+        fixed = security_headers(scope["path"], Headers(scope=scope).get("host", ""))
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -31,7 +31,7 @@ from agenttrail.errors import (
     UnsupportedMediaType,
 )
 
-__all__ = ["STATUS", "add_problem_handlers", "problem", "problem_of"]
+__all__ = ["STATUS", "add_problem_handlers", "problem", "problem_of", "validation_problem"]
 
 STATUS: tuple[tuple[type[AgentTrailError], int, str], ...] = (
     (Unauthorized, 401, "Unauthorized"),
@@ -93,8 +93,12 @@ def add_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
-        return problem(
-            422, "Unprocessable Content", f"field {where}: {first.get('msg', 'invalid')}"
-        )
+        return validation_problem(exc)
+
+
+def validation_problem(exc: RequestValidationError) -> JSONResponse:
+    """The 422 of a request that does not fit a route's shape, naming the first field that
+    does not (``field events.0.payload: Input should be a valid dictionary``)."""
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(p) for p in first.get("loc", ()) if p != "body") or "body"
+    return problem(422, "Unprocessable Content", f"field {where}: {first.get('msg', 'invalid')}")

@@ -18,7 +18,8 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from agenttrail.errors import InputError
-from agenttrail.log.store import LogStore
+from agenttrail.log.store import SNAPSHOT_SESSIONS, LogStore
+from agenttrail.model import Session
 from agenttrail.model.search import SearchFilter
 from agenttrail.server.auth import Grant
 from agenttrail.views.search import search
@@ -99,15 +100,7 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[
         order."""
         auth.require("read")
         sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
-        ids = [s.id for s in sessions]
-        found: list[dict[str, Any]] = await run(lambda: indexes.overviews(store, ids))
-        spent = await run(lambda: [usage_totals_of(s, store.read(s.id)).record() for s in sessions])
-        return {
-            "summaries": [
-                {"id": i, **summary, "usage": usage}
-                for i, summary, usage in zip(ids, found, spent, strict=True)
-            ]
-        }
+        return {"summaries": await run(lambda: summaries_of(store, indexes, sessions))}
 
     @app.get("/v1/search")
     async def search_sessions(
@@ -138,3 +131,27 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[
         return FileResponse(STATIC_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
+def summaries_of(
+    store: LogStore, indexes: IndexCache, sessions: list[Session]
+) -> list[dict[str, Any]]:
+    """The summary of each session, as ``…/summary`` gives it, with its ``id``, in order.
+
+    Read a page of :data:`~agenttrail.log.store.SNAPSHOT_SESSIONS` sessions at a time from a
+    snapshot (:meth:`~agenttrail.log.store.LogStore.snapshot`): six statements a page where
+    the store would run about sixteen a session.
+
+    Raises:
+        StoreError: the rows cannot be read.
+    """
+    found: list[dict[str, Any]] = []
+    for at in range(0, len(sessions), SNAPSHOT_SESSIONS):
+        page = sessions[at : at + SNAPSHOT_SESSIONS]
+        ids = [s.id for s in page]
+        reader = store.snapshot(ids)
+        overviews = indexes.overviews(reader, ids)
+        for session, overview in zip(page, overviews, strict=True):
+            usage = usage_totals_of(session, reader.read(session.id)).record()
+            found.append({"id": session.id, **overview, "usage": usage})
+    return found

@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from agenttrail.errors import AgentTrailError, InputError
 from agenttrail.limits import byte_limit
@@ -41,9 +41,13 @@ from agenttrail.model import (
 )
 from agenttrail.model.search import SearchIndex
 
+if TYPE_CHECKING:
+    from agenttrail.log.store._snapshot import SessionsSnapshot
+
 __all__ = [
     "DEFAULT_DATABASE",
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "SNAPSHOT_SESSIONS",
     "AppendListener",
     "Appended",
     "Archive",
@@ -70,6 +74,12 @@ DEFAULT_DATABASE = "agenttrail.db"
 DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 """Largest payload stored whole (16 MiB of CBOR). A whole file read by a tool fits; a runaway
 loop that dumps a disk image does not, and fails loudly instead of bloating the log."""
+
+
+SNAPSHOT_SESSIONS = 400
+"""Most sessions in one :meth:`LogStore.snapshot`: its statements' ``IN`` lists stay well
+under SQLite's bound on parameters (999 before SQLite 3.32), and its rows are a page of a
+list of sessions, not the log."""
 
 
 @dataclass(frozen=True)
@@ -410,6 +420,16 @@ class LogStore(EventLog, TraceLog, TurnLocks, Archive, ChainReader, SearchIndex,
     def listen(self) -> AppendListener | None:
         """A listener that wakes on appends by any process, or ``None`` when the backend
         has none (SQLite: the live feed polls session heads instead)."""
+        ...
+
+    def snapshot(self, session_ids: Sequence[str]) -> SessionsSnapshot:
+        """What the reads of a page of sessions (at most :data:`SNAPSHOT_SESSIONS`) return,
+        read in one snapshot with a statement per table, not per session: a ``LogReader``
+        and ``ChainReader`` of those sessions, and their turn locks (``_snapshot.py``).
+
+        Raises:
+            StoreError: the rows cannot be read.
+        """
         ...
 
     def close(self) -> None:

@@ -43,6 +43,7 @@ from agenttrail.log.store._rules import (
     trace_row,
     with_id,
 )
+from agenttrail.log.store._snapshot import SessionsSnapshot
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, Session, TraceRow
 
 __all__ = ["StoreBase"]
@@ -391,6 +392,15 @@ class TurnLocksBase(Backend[C]):
 class StoreBase(EventLogBase[C], TraceLogBase[C], TurnLocksBase[C], ArchiveBase[C]):
     """Every role of the ``LogStore`` contract, over a :class:`Backend`; a context manager
     that closes the store on exit."""
+
+    def snapshot(self, session_ids: Sequence[str]) -> SessionsSnapshot:
+        """The reads of a page of sessions (at most ``SNAPSHOT_SESSIONS``) from one snapshot,
+        six statements in all (``LogStore.snapshot``, ``_snapshot.py``).
+
+        Raises:
+            StoreError: the rows cannot be read.
+        """
+        return SessionsSnapshot(self, session_ids)
 
     def __enter__(self) -> Self:
         return self

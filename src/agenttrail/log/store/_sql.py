@@ -112,6 +112,11 @@ class Statements:
     key_chain: str
     """A session's idempotency keys with their hashes, in chain order (``seq``, then the
     key's bytes)."""
+    key_order: str
+    """That order, as an ``ORDER BY`` list."""
+    begin_snapshot: str
+    """Start a read transaction whose statements all see one snapshot (an autocommit
+    connection's statements each see their own)."""
     log_head: str
     """The head of a chain of the log's own rows (``log_heads``), by the table's name."""
     set_log_head: str
@@ -128,12 +133,15 @@ def statements(dialect: Dialect) -> Statements:
     match dialect:
         case Dialect.SQLITE:
             p, order, lock, binary = "?", "rowid", "", ""
+            begin = "BEGIN"  # deferred: the snapshot is taken by the first read
         case Dialect.POSTGRESQL:
             p, order, lock, binary = "%s", "pos", " FOR NO KEY UPDATE", ' COLLATE "C"'
+            begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 
         case _:
             assert_never(dialect)
     head = f"SELECT head_seq, head_hash FROM sessions WHERE id = {p}"
+    key_order = f"seq, key{binary}"
     traces = f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE session_id = {p}"
     return Statements(
         param=p,
@@ -201,8 +209,10 @@ def statements(dialect: Dialect) -> Statements:
         set_key_head=f"UPDATE sessions SET key_count = {p}, key_hash = {p} WHERE id = {p}",
         key_chain=(
             f"SELECT session_id, key, seq, hash FROM session_event_keys WHERE session_id = {p} "
-            f"ORDER BY seq, key{binary}"
+            f"ORDER BY {key_order}"
         ),
+        key_order=key_order,
+        begin_snapshot=begin,
         log_head=f"SELECT count, hash FROM log_heads WHERE name = {p}",
         set_log_head=f"UPDATE log_heads SET count = {p}, hash = {p} WHERE name = {p}",
         log_chains={
