@@ -15,6 +15,7 @@ from agenttrail.codec import (
     indented_json,
     json_line,
     normalize_timestamp,
+    timestamp_from_nanos,
 )
 from agenttrail.errors import PayloadError
 from tests.conftest import HAS_SHARED, VECTORS
@@ -88,6 +89,21 @@ def test_refusals_name_the_path() -> None:
 )
 def test_timestamps_normalise_to_utc_microseconds(given_value: object, expected: str) -> None:
     assert normalize_timestamp(given_value) == expected  # type: ignore[arg-type]
+
+
+@given(st.integers(min_value=1, max_value=2**64 - 1))
+def test_nanosecond_timestamps_equal_the_datetime_route(nanos: int) -> None:
+    # the oracle: the float seconds through datetime.fromtimestamp, as OTLP times were read
+    assert timestamp_from_nanos(nanos) == normalize_timestamp(nanos / 1e9)
+
+
+@pytest.mark.parametrize("second", [0, 1_733_300_000, 2**33])
+def test_nanosecond_timestamps_round_ties_as_datetime_does(second: int) -> None:
+    # half a microsecond after each microsecond, and the carry into the next second
+    ties = [second * 10**9 + u * 1000 + 500 for u in range(0, 1_000_000, 997)]
+    carries = [second * 10**9 + 999_999_000 + d for d in range(0, 1000, 7)]
+    for nanos in [n for n in ties + carries if n]:
+        assert timestamp_from_nanos(nanos) == normalize_timestamp(nanos / 1e9), nanos
 
 
 _json_values = st.recursive(

@@ -22,6 +22,7 @@ import json
 import math
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "json_line",
     "normalize_timestamp",
     "now_timestamp",
+    "timestamp_from_nanos",
 ]
 
 SURROGATE_TEXT_TAG = 1096046419
@@ -243,6 +245,29 @@ def normalize_timestamp(value: str | int | float | datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return _format(moment.astimezone(UTC))
+
+
+def timestamp_from_nanos(nanos: int) -> str:
+    """Unix nanoseconds (OTLP's ``*_time_unix_nano``, 0 to 2**64 - 1) as a ``created_at``
+    string: exactly ``normalize_timestamp(nanos / 1e9)``, without a ``datetime`` per call.
+
+    The same float, split and rounded as ``datetime.fromtimestamp`` does it (CPython
+    ``_PyTime_DoubleToDenominator``: the fraction of the float seconds times 10**6, rounded
+    half to even, carried into the seconds at 10**6); the date and time of day come from
+    the whole seconds, formatted once per second (:func:`_second`).
+    """
+    fraction, whole = math.modf(nanos / 1e9)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        micros -= 1_000_000
+        whole += 1.0
+    return f"{_second(int(whole))}.{micros:06d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` of a Unix second (UTC)."""
+    return _format(datetime.fromtimestamp(seconds, UTC))[:19]
 
 
 def _format(moment: datetime) -> str:

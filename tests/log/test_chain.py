@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from agenttrail.log import chain
 from agenttrail.log.chain import CHAIN_TAG, GENESIS_HASH, chain_hasher, event_hash, verify
-from agenttrail.log.digests import chain_hasher_v2, payload_digest
+from agenttrail.log.digests import chain_hasher_v2, key_hash, key_hasher, payload_digest
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.log.store._backend import CHAIN_PAGE_ROWS
 from agenttrail.model import NewEvent, NewSession, events
@@ -87,6 +87,25 @@ def test_the_hash_is_the_documented_preimage_hashed_with_sha256() -> None:
         prev, seq, created, sid, payload
     )
     assert bytes(32) == GENESIS_HASH
+
+
+@given(
+    st.text(min_size=1, max_size=40),
+    st.text(max_size=40),
+    st.integers(min_value=1, max_value=2**63 - 1),
+    st.binary(min_size=32, max_size=32),
+)
+def test_a_sessions_key_hasher_gives_the_documented_key_hash(
+    sid: str, key: str, seq: int, prev: bytes
+) -> None:
+    # docs/log-format.md's k_j, built here with struct, independently of digests.py
+    def field(text: str) -> bytes:
+        data = text.encode("utf-8", "surrogatepass")
+        return b"\x01" + struct.pack(">I", len(data)) + data
+
+    preimage = b"agenttrail-key-v2\x00" + prev + field(sid) + field(key) + b"\x03"
+    documented = hashlib.sha256(preimage + struct.pack(">q", seq)).digest()
+    assert key_hasher(sid)(prev, key, seq) == documented == key_hash(prev, (sid, key, seq))
 
 
 def test_an_intact_log_verifies(store: LogStore) -> None:

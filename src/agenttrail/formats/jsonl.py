@@ -307,6 +307,10 @@ def _session(value: Any, session_id: str, where: str, number: int) -> NewSession
     return NewSession(id=session_id, metadata=metadata, **fields)
 
 
+_KINDS = (("session_id", str), ("seq", int), ("created_at", str), ("payload", dict), ("hash", str))
+"""The type of each field of an export line."""
+
+
 def _record(line: Any, where: str, number: int) -> dict[str, Any]:
     if not isinstance(line, dict):
         raise FormatError("expected a JSON object", path=where, line=number)
@@ -315,8 +319,7 @@ def _record(line: Any, where: str, number: int) -> dict[str, Any]:
             raise FormatError("missing", path=where, line=number, field=name)
     if "key" in line and not isinstance(line["key"], str):
         raise FormatError("expected str", path=where, line=number, field="key")
-    kinds = {"session_id": str, "seq": int, "created_at": str, "payload": dict, "hash": str}
-    for name, kind in kinds.items():
+    for name, kind in _KINDS:
         if name not in line:  # only hash may be missing (_REQUIRED)
             continue
         if not isinstance(line[name], kind) or isinstance(line[name], bool):

@@ -383,8 +383,8 @@ def _write_export(
                 f"(they differ at seq {seq})"
             )
     fresh = imported.events[head_seq:]
-    if fresh:
-        results = _append(store, session_id, fresh, _filled(imported))
+    if fresh:  # _placed checked that the store's redaction changes none of them
+        results = _append(store, session_id, fresh, _filled(imported), redacted=True)
     else:
         results = []
         traces.capture(store, session_id)  # nothing new: only rows the session may lack
@@ -400,14 +400,20 @@ def _write_export(
 
 
 def _append(
-    store: LogStore, session_id: str, batch: Sequence[NewEvent], create: NewSession
+    store: LogStore,
+    session_id: str,
+    batch: Sequence[NewEvent],
+    create: NewSession,
+    *,
+    redacted: bool = False,
 ) -> list[Appended]:
     """Append a session's events and, in the same transaction, every trace row the session
-    then calls for (:func:`_trace_rows`; rows already stored are skipped)."""
+    then calls for (:func:`_trace_rows`; rows already stored are skipped); ``redacted``: the
+    store's redaction is known to change none of them (the store's ``append_batch``)."""
     build = _trace_rows(session_id, batch)
     if build is None:
-        return store.append_batch(session_id, batch, create=create)
-    done = store.append_traced(session_id, batch, build, create=create)
+        return store.append_batch(session_id, batch, create=create, redacted=redacted)
+    done = store.append_traced(session_id, batch, build, create=create, redacted=redacted)
     traces.log_written(done.traces)
     return done.appended
 

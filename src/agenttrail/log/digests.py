@@ -67,6 +67,7 @@ __all__ = [
     "ChainHasherV2",
     "chain_hasher_v2",
     "key_hash",
+    "key_hasher",
     "log_row_hash",
     "new_salt",
     "payload_digest",
@@ -138,6 +139,21 @@ def key_hash(prev: bytes, values: Sequence[object]) -> bytes:
     """``k_j`` of an idempotency key row: ``values`` = ``(session_id, key, seq)`` as stored,
     chained to ``prev`` (module docstring)."""
     return _sha256(b"".join(_fields([KEY_TAG, prev], values))).digest()
+
+
+def key_hasher(session_id: str) -> Callable[[bytes, str, int], bytes]:
+    """:func:`key_hash` for the keys of one session: ``(prev, key, seq) -> k_j``, the same
+    bytes, with the session id's field encoded once (an append chains a key per event)."""
+    sid = session_id.encode("utf-8", "surrogatepass")
+    head = KEY_TAG
+    tail = b"\x01" + _pack_u32(len(sid)) + sid + b"\x01"
+
+    def hash_key(prev: bytes, key: str, seq: int) -> bytes:
+        data = key.encode("utf-8", "surrogatepass")
+        number = b"\x03" + seq.to_bytes(8, "big", signed=True)
+        return _sha256(head + prev + tail + _pack_u32(len(data)) + data + number).digest()
+
+    return hash_key
 
 
 LOG_TAGS = {

@@ -97,6 +97,8 @@ def value_of(value: AnyValue) -> Any:
     """An ``AnyValue`` as a Python value: str, bool, int, float, list, dict; bytes as base64
     text (a payload is JSON-shaped); ``None`` when unset."""
     kind = value.WhichOneof("value")
+    if kind == "string_value":  # most attributes: tested first, read without getattr
+        return value.string_value
     if kind == "array_value":
         return [value_of(v) for v in value.array_value.values]
     if kind == "kvlist_value":
@@ -108,9 +110,13 @@ def value_of(value: AnyValue) -> Any:
 
 def attributes(pairs: Any) -> dict[str, Any]:
     """Attributes (a repeated ``KeyValue``) as a mapping; a key given twice keeps its last
-    value."""
+    value. One pass over the pairs, text values (most of them) read in place."""
     found: dict[str, Any] = {}
     pair: KeyValue
     for pair in pairs:
-        found[pair.key] = value_of(pair.value)
+        value = pair.value
+        if value.WhichOneof("value") == "string_value":
+            found[pair.key] = value.string_value
+        else:
+            found[pair.key] = value_of(value)
     return found

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 __all__ = [
@@ -58,17 +57,14 @@ class Message:
     """``(tool call id, output)`` of each tool result the message carries."""
     finish_reason: str | None = None
 
-    @cached_property
-    def print(self) -> tuple[Any, ...]:
-        """What makes two messages the same one sent again: role, text, call and result ids
-        (as live capture compares messages, docs/capture.md). Kept once made: a history read
-        once gives its messages again to every span that repeats it."""
-        return (
-            self.role,
-            self.text,
-            tuple(c.id for c in self.calls),
-            tuple(r[0] for r in self.results),
-        )
+    print: tuple[Any, ...] = field(init=False, repr=False, compare=False)
+    """What makes two messages the same one sent again: role, text, call and result ids
+    (as live capture compares messages, docs/capture.md). Made with the message: a history
+    read once gives its messages again to every span that repeats it."""
+
+    def __post_init__(self) -> None:
+        ids = (tuple(c.id for c in self.calls), tuple(r[0] for r in self.results))
+        object.__setattr__(self, "print", (self.role, self.text, *ids))
 
 
 _DEPRECATED_EVENTS = {

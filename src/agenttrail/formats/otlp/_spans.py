@@ -23,7 +23,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from agenttrail.codec import normalize_timestamp
+from agenttrail.codec import timestamp_from_nanos
 from agenttrail.formats._common import ImportedSession, PrefixTips
 from agenttrail.formats.otlp._decode import attributes, hex_id
 from agenttrail.formats.otlp._messages import (
@@ -119,7 +119,7 @@ def _in_time_order(found: list[NewEvent]) -> list[NewEvent]:
     """``found`` (in the order their spans started) in the order they happened, when each has
     a time: a tool's result when its span ended, so parallel calls' results keep the order
     they came in; events of one instant keep their order (a stable sort; the times are
-    fixed-width UTC text, :func:`agenttrail.codec.normalize_timestamp`)."""
+    fixed-width UTC text, :func:`agenttrail.codec.timestamp_from_nanos`)."""
     if not all(e.created_at for e in found):
         return found
     return sorted(found, key=lambda e: e.created_at or "")
@@ -170,7 +170,7 @@ def _str(value: Any) -> str | None:
 
 
 def _time(nanos: int) -> str | None:
-    return normalize_timestamp(nanos / 1e9) if nanos else None
+    return timestamp_from_nanos(nanos) if nanos else None
 
 
 def _operation(s: _Span) -> str | None:

@@ -248,10 +248,13 @@ class EventLog(LogReader, Protocol):
         *,
         create: NewSession | None = ...,
         unless_turn: bool = ...,
+        redacted: bool = ...,
     ) -> list[Appended]:
         """Append events in one transaction, creating the session from ``create`` (default
         ``None``) if missing; with ``unless_turn`` (default False), raise ``TurnInFlight``
-        instead while an agent turn holds the lock (checked in the same transaction)."""
+        instead while an agent turn holds the lock (checked in the same transaction); with
+        ``redacted`` (default False), the caller has found that the store's redactor changes
+        none of the events, and they are not run through it again."""
         ...
 
     def append_group(
@@ -292,10 +295,12 @@ class TraceLog(LogReader, Protocol):
         traces: TraceBuilder,
         *,
         create: NewSession | None = ...,
+        redacted: bool = ...,
     ) -> Traced:
         """Append events and the trace rows ``traces`` builds from the seqs they get, in one
         transaction: a tool result is never stored without its row, nor a row without its
-        result. Raises what ``append_batch`` and ``add_traces`` raise; nothing is written."""
+        result (``redacted`` as in ``append_batch``). Raises what ``append_batch`` and
+        ``add_traces`` raise; nothing is written."""
         ...
 
     def append_sessions(

@@ -30,7 +30,13 @@ from agenttrail.errors import (
     TurnInFlight,
 )
 from agenttrail.log.chain import GENESIS_HASH
-from agenttrail.log.digests import key_hash, log_row_hash, session_genesis, trace_hash
+from agenttrail.log.digests import (
+    key_hash,
+    key_hasher,
+    log_row_hash,
+    session_genesis,
+    trace_hash,
+)
 from agenttrail.log.redact import Redactor
 from agenttrail.log.store import (
     Appended,
@@ -89,6 +95,8 @@ class LockedHead(NamedTuple):
     """The append's idempotency keys that the session already has, each with its event."""
     version: int
     """The session's chain version (1 or 2: docs/log-format.md, Chain v2)."""
+    created: bool = False
+    """The append created the session (in its transaction): it has no idempotency keys yet."""
 
 
 class Backend(ABC, Generic[C]):
@@ -251,17 +259,25 @@ class Backend(ABC, Generic[C]):
 
         return self._read(read)
 
-    def _chain_keys(self, conn: C, session_id: str, keys: Sequence[tuple[str, int]]) -> None:
+    def _chain_keys(
+        self, conn: C, session_id: str, keys: Sequence[tuple[str, int]], *, created: bool = False
+    ) -> None:
         """Insert new ``(key, seq)`` idempotency keys of a session, chained after its key head
         in ``(seq, key)`` order, and move that head (docs/log-format.md, Idempotency keys).
-        The caller holds the session's append lock and passes only keys it does not have."""
+        The caller holds the session's append lock and passes only keys it does not have;
+        ``created``: the session was created in this transaction, so its key head is the
+        empty one (no count, no hash) and is not read."""
         if not keys:
             return
-        count, prev = conn.execute(self.sql.key_head, (session_id,)).fetchone()
-        prev = GENESIS_HASH if prev is None else bytes(prev)
+        if created:
+            count, prev = 0, GENESIS_HASH
+        else:
+            count, prev = conn.execute(self.sql.key_head, (session_id,)).fetchone()
+            prev = GENESIS_HASH if prev is None else bytes(prev)
+        hash_key = key_hasher(session_id)
         rows = []
         for key, seq in sorted(keys, key=lambda k: (k[1], k[0])):
-            prev = key_hash(prev, (session_id, key, seq))
+            prev = hash_key(prev, key, seq)
             rows.append((key, seq, prev))
         self._insert_keys(conn, session_id, rows)
         conn.execute(self.sql.set_key_head, (count + len(rows), prev, session_id))
@@ -269,8 +285,12 @@ class Backend(ABC, Generic[C]):
     def _query(self, query: str, params: Sequence[Any] = ()) -> list[Any]:
         return self._read(lambda tx: tx.execute(query, params).fetchall())
 
-    def _insert_session(self, tx: C, new: NewSession, *, created_at: str | None = None) -> str:
-        """Insert a session row; its id (drawn when ``new.id`` is None).
+    def _insert_session(
+        self, tx: C, new: NewSession, *, created_at: str | None = None
+    ) -> tuple[int, bytes, int]:
+        """Insert a session row (its id drawn when ``new.id`` is None); its head as
+        ``head_version`` reads it: ``(0, genesis hash, chain version)``, so that an append
+        that creates the session need not read it back.
 
         Raises:
             InputError: the id or a text field would not be stored as given.
@@ -285,7 +305,7 @@ class Backend(ABC, Generic[C]):
         start = session_genesis(session_id, fields) if version == 2 else GENESIS_HASH
         at = created_at or now_timestamp()
         self._insert_session_row(tx, (session_id, *fields, at, version, start))
-        return session_id
+        return 0, start, version
 
     def _live_lease(self, tx: Tx, session_id: str) -> TurnLease | None:
         row = tx.execute(self.sql.live_lease, (session_id, now_timestamp())).fetchone()
@@ -317,7 +337,7 @@ class Backend(ABC, Generic[C]):
         )
         if plan.rows:
             self._insert_rows(conn, session_id, plan.rows)
-            self._chain_keys(conn, session_id, plan.keys)
+            self._chain_keys(conn, session_id, plan.keys, created=head.created)
             self._set_head(conn, session_id, plan.head_seq, plan.head_hash)
         return plan.results
 

@@ -21,6 +21,7 @@ from agenttrail.errors import (
     SessionNotFound,
     TurnInFlight,
 )
+from agenttrail.log.redact import Redactor
 from agenttrail.log.store import (
     Appended,
     Row,
@@ -103,6 +104,7 @@ class EventLogBase(Backend[C]):
         *,
         create: NewSession | None = None,
         unless_turn: bool = False,
+        redacted: bool = False,
     ) -> list[Appended]:
         """Append events to a session in one transaction: all are written or none.
 
@@ -112,6 +114,8 @@ class EventLogBase(Backend[C]):
             events: payloads with optional ``created_at`` and idempotency ``key``.
             unless_turn: refuse (``TurnInFlight``) while an agent turn holds the session's
                 turn lock, checked under the session's append lock (a user's own tool call).
+            redacted: the caller has run :attr:`redactor` over ``events`` and it changed
+                none (the importer's check of an export): they are not redacted again.
 
         Returns:
             One :class:`Appended` per event, in order. An event whose key is already in the
@@ -130,7 +134,7 @@ class EventLogBase(Backend[C]):
         # Everything that can be refused is refused before the lock: it is held only for SQL.
         # Except the id rule, which applies only if the session is created (_insert_session):
         # sessions made before the rule are appended to as before.
-        encoded = encode_events(self.redactor.events(events), self.max_payload_bytes)
+        encoded = encode_events(_redacted(self.redactor, events, redacted), self.max_payload_bytes)
         create = check_session_fields(self.redactor.session(create))
         return self._write(
             "append", lambda conn: self._append(conn, session_id, encoded, create, unless_turn)
@@ -245,16 +249,18 @@ class TraceLogBase(Backend[C]):
         traces: TraceBuilder,
         *,
         create: NewSession | None = None,
+        redacted: bool = False,
     ) -> Traced:
         """Append events and the trace rows ``traces`` builds from the seqs they get, in one
         transaction: both are written or neither (see :meth:`TraceLog.append_traced`; the
-        builder runs again when the transaction is retried).
+        builder runs again when the transaction is retried; ``redacted`` as in
+        :meth:`append_batch`).
 
         Raises:
             InputError: a trace row's text field would not be stored as given (nothing
                 written, not the events either); and what :meth:`append_batch` raises.
         """
-        encoded = encode_events(self.redactor.events(events), self.max_payload_bytes)
+        encoded = encode_events(_redacted(self.redactor, events, redacted), self.max_payload_bytes)
         create = check_session_fields(self.redactor.session(create))
         return self._write(
             "append_traced", lambda conn: self._traced(conn, session_id, encoded, create, traces)
@@ -407,3 +413,8 @@ class StoreBase(EventLogBase[C], TraceLogBase[C], TurnLocksBase[C], ArchiveBase[
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _redacted(redactor: Redactor, events: Sequence[NewEvent], checked: bool) -> Sequence[NewEvent]:
+    """``events`` redacted, unless the caller ``checked`` that redaction changes none."""
+    return events if checked else redactor.events(events)

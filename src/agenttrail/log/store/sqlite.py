@@ -233,10 +233,10 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
         if row is None:
             if create is None:
                 raise SessionNotFound(session_id)
-            self._insert_session(tx, with_id(create, session_id))
-            row = tx.execute(self.sql.head_version, (session_id,)).fetchone()
+            seq, prev, version = self._insert_session(tx, with_id(create, session_id))
+            return LockedHead(seq, prev, {}, version, created=True)
         seq, prev = stored_head(session_id, row[0], row[1])
-        # A session without events (created just now, most often) has no key stored.
+        # A session without events has no key stored.
         stored = _stored_keys(tx, session_id, keys) if seq else {}
         return LockedHead(seq, prev, stored, row[2])
 
