@@ -66,6 +66,18 @@ GROUP = 64
 """Most items written in one transaction: those waiting when a writer takes the next, up to
 this many (a commit's cost is shared by the group; its wait is not made unbounded)."""
 
+_LINGER_S = 0.02
+"""While exchanges keep coming (the previous group was taken less than :data:`_BUSY_S`
+before the next arrived), the writer process waits this long after the first of a group
+before it takes the rest: a group of many shares one transaction and one durable commit, and
+the agent's pipe writes meanwhile wake no one. An exchange after a quiet spell is written at
+once. What it delays is only when an exchange becomes durable (and a ``flush``), never the
+agent."""
+
+_BUSY_S = 0.1
+"""A group taken less than this many seconds after the previous one means the agent is busy:
+the writer lingers (:data:`_LINGER_S`) to group more."""
+
 _CHILD = "from agenttrail.ingest.capture._writer import serve_child; serve_child()"
 """What the writer process runs (``python -c``; ``-m`` would import the module twice)."""
 
@@ -472,16 +484,22 @@ class _Frames:
         self.fd = fd
         self.buffer = bytearray()
         self.ended = False
+        self.last = float("-inf")
+        """When the previous group was taken (``time.monotonic``)."""
 
     def group(self) -> list[bytes]:
-        """The next frame (waiting for it), and every further frame already there, up to
-        :data:`GROUP`; empty at the pipe's end (a frame cut short included)."""
+        """The next frame (waiting for it), and every further frame there by then, up to
+        :data:`GROUP`; empty at the pipe's end (a frame cut short included). While exchanges
+        keep coming, "by then" is :data:`_LINGER_S` after the first."""
         first = self.take(wait=True)
         if first is None:
             return []
+        if time.monotonic() - self.last < _BUSY_S:
+            time.sleep(_LINGER_S)
         frames = [first]
         while len(frames) < GROUP and (frame := self.take(wait=False)) is not None:
             frames.append(frame)
+        self.last = time.monotonic()
         return frames
 
     def take(self, *, wait: bool) -> bytes | None:
