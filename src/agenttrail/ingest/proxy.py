@@ -242,7 +242,7 @@ class Proxy:
             started=started,
         )
         headers = _forwarded(scope["headers"], _SET_AGAIN)
-        exchange = await self._forward(exchange, url, headers, send, receive, start)
+        exchange = await self._forward(exchange, url, headers, send, receive, start, recorded)
         if recorded:
             self.capture.record(exchange)
 
@@ -254,9 +254,11 @@ class Proxy:
         send: Send,
         receive: Receive,
         start: float,
+        recorded: bool,
     ) -> HttpExchange:
         """Send the request upstream and its answer back; returns the exchange as it ended
-        (its duration from ``start``, a ``time.perf_counter`` reading)."""
+        (its duration from ``start``, a ``time.perf_counter`` reading). Whether the client
+        left before the end of a bounded answer is asked only when it is ``recorded``."""
         assert self._client is not None
         request = httpx.Request(
             exchange.method, url, headers=headers, content=exchange.request_body
@@ -287,7 +289,7 @@ class Proxy:
                 error = f"upstream {self.upstream} failed mid-response: {_cause(e)}"
             else:
                 done = True
-                if bounded and await _left(receive):
+                if bounded and recorded and await _left(receive):
                     gone = True  # uvicorn's send() is silent once the client has gone
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
