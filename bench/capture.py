@@ -248,6 +248,39 @@ def _handovers(folder: Path, n: int) -> tuple[float, float]:
     return own, rest
 
 
+def _paced(folder: Path, n: int, gap_s: float) -> tuple[float, float]:
+    """CPU seconds per exchange of the writer process and of the agent's whole process
+    (``Capture.record``, the answers' reader, the flush at the end), for ``n`` exchanges
+    handed over one every ``gap_s`` seconds, as an agent making calls back to back does
+    (the same loop of sleeps alone is subtracted), once the writer process has started:
+    CPU figures, steadier than a difference of two per-call figures on a shared machine.
+    Best of :data:`REPEATS`."""
+    from _serve import cpu_s
+
+    from agenttrail.ingest.capture import Capture
+
+    exchanges = _exchanges((n + 1) * REPEATS)
+    writer = agent = float("inf")
+    for r, at in enumerate(range(0, len(exchanges), n + 1)):
+        start = time.process_time()
+        for _ in range(n):
+            time.sleep(gap_s)
+        idle = time.process_time() - start
+        with Capture(folder / f"paced{r}.db", writer="process") as capture:
+            capture.record(exchanges[at])  # the writer process starts
+            capture.flush()
+            pid = capture._writer.pid  # type: ignore[union-attr]
+            assert pid is not None
+            before, start = cpu_s(pid), time.process_time()
+            for exchange in exchanges[at + 1 : at + n + 1]:
+                capture.record(exchange)
+                time.sleep(gap_s)  # the call the agent makes meanwhile
+            capture.flush()
+            spent = time.process_time() - start - idle
+            writer, agent = min(writer, (cpu_s(pid) - before) / n), min(agent, spent / n)
+    return writer, agent
+
+
 def _first_chunks(client: Any, streams: int, flush: Callable[[], object]) -> list[float]:
     """Seconds from ``create`` to the first chunk, per stream; ``flush`` runs between two
     streams, untimed (an agent reads a reply before its next call)."""
@@ -350,6 +383,13 @@ def main() -> None:
                 f"the writer process: {writer_s / max(written, 1) * 1e6:.0f} µs of CPU per "
                 f"exchange (all its life, start-up included, over {written} exchanges)"
             )
+            for gap_ms in (1.5, 20.0):
+                writer_s, agent_s = _paced(Path(folder), args.calls, gap_ms / 1000)
+                print(
+                    f"{args.calls} exchanges handed over one every {gap_ms} ms: the writer "
+                    f"process {writer_s * 1e6:.0f} µs of CPU per exchange, the agent's "
+                    f"process {agent_s * 1e6:.0f} µs"
+                )
             print(f"load average at the end: {load_average()}")
     finally:
         server.terminate()

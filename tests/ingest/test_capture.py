@@ -13,7 +13,6 @@ import gzip
 import json
 import logging
 import os
-import pickle
 import signal
 import sqlite3
 import subprocess
@@ -28,6 +27,7 @@ import pytest
 
 from agenttrail.errors import InputError
 from agenttrail.ingest.capture import Capture, HttpExchange, session
+from agenttrail.ingest.capture._http import from_wire, to_wire
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event, NewSession
 from tests.formats._recordings import (
@@ -372,8 +372,8 @@ def test_a_writer_process_that_cannot_start_loses_the_exchange_and_never_hangs(
 def test_an_exchange_that_cannot_reach_the_writer_process_is_lost_alone(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # A header value pickle cannot carry (a lock): that exchange is lost, logged and counted;
-    # the next is written.
+    # A header value that is not text (a lock) cannot cross: that exchange is lost, logged
+    # and counted; the next is written.
     first, second = recorded(TOOL_ERROR)
     odd = exchange_of(first, request_headers=[("user-agent", threading.Lock())])
     with Capture(tmp_path / "capture.db", writer="process") as capture:
@@ -449,15 +449,16 @@ def test_an_exchange_that_fails_in_a_group_loses_only_itself(tmp_path: Path) -> 
 def test_an_exchange_crosses_to_the_writer_process_without_its_credentials(
     tmp_path: Path,
 ) -> None:
-    # What the agent's process pickles for its writer process holds no key (the headers go
-    # as the few a record keeps), and is written as the exchange itself is.
+    # What the agent's process sends its writer process holds no key (the headers go as the
+    # few a record keeps, the URL without its credentials), and is written as the exchange
+    # itself is.
     exchange = exchange_of(recorded(TOOL_ERROR)[0])
     joint = "&" if "?" in exchange.url else "?"
     exchange = dataclasses.replace(exchange, url=f"{exchange.url}{joint}key={KEY}")
-    sent = pickle.dumps(exchange)
+    sent = to_wire(exchange, None)
     assert KEY.encode() not in sent
     with Capture(tmp_path / "a.db", writer="thread") as a, Capture(tmp_path / "b.db") as b:
         assert a.write_group([(exchange, None)]) == [None]
-        assert b.write_group([(pickle.loads(sent), None)]) == [None]
+        assert b.write_group([from_wire(sent)]) == [None]
     with open_store(tmp_path / "a.db") as one, open_store(tmp_path / "b.db") as other:
         assert payloads(only_session(one)) == payloads(only_session(other))

@@ -321,6 +321,18 @@ def test_an_upstream_that_does_not_answer_in_time_is_a_504_naming_the_limit(
         assert limit in error["message"]
 
 
+@contextlib.contextmanager
+def _posted(proxy: Running, body: dict[str, Any]) -> Iterator[socket.socket]:
+    """A raw connection to the proxy that has sent a Chat Completions request of ``body``:
+    a client that can hang up whenever the test says (closed on exit)."""
+    sent = json.dumps(body).encode()
+    head = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    with socket.create_connection(("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))) as sock:
+        sock.settimeout(10)
+        sock.sendall(f"{head}content-length: {len(sent)}\r\n\r\n".encode() + sent)
+        yield sock
+
+
 class _Counted(list[bytes]):
     """A stream's events that count how many the upstream has taken to send."""
 
@@ -340,11 +352,7 @@ def test_client_gone_mid_stream_closes_upstream_and_logs_incomplete(
     # A stream far longer than the test: its first events, then the same event 10,000 times.
     endless = _Counted([*events[:3], *[events[3]] * 10_000])
     upstream.script(Reply(200, b"", item.reply.headers, events=endless, event_gap_s=GAP_S))
-    body = json.dumps(item.body).encode()
-    head = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-    with socket.create_connection(("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))) as sock:
-        sock.settimeout(10)
-        sock.sendall(f"{head}content-length: {len(body)}\r\n\r\n".encode() + body)
+    with _posted(proxy, item.body) as sock:
         received = b""
         while received.count(b"data:") < 3:
             received += sock.recv(65536)
@@ -357,6 +365,43 @@ def test_client_gone_mid_stream_closes_upstream_and_logs_incomplete(
     assert endless.taken == taken < 100
     # What arrived is kept: the assistant's message so far, with its first tool call.
     assert _of(proxy.events(), "tool_call")
+
+
+def test_client_gone_during_a_bounded_answer_is_logged_and_the_proxy_goes_on(
+    upstream: Upstream, proxy: Running
+) -> None:
+    # A JSON answer of announced length, sent by the upstream in five parts 0.2 s apart; the
+    # client reads the first part and hangs up. Such an answer is relayed without a task
+    # watching for the client, so the proxy must still find out that it left.
+    first, second = recorded(CHAT_TOOLS)
+    body = first.reply.body
+    parts = [body[i : i + len(body) // 5 + 1] for i in range(0, len(body), len(body) // 5 + 1)]
+    headers = {**first.reply.headers, "content-length": str(len(body))}
+    upstream.script(Reply(200, b"", headers, events=parts, event_gap_s=0.2))
+    with _posted(proxy, first.body) as sock:
+        received = b""
+        while b"\r\n\r\n" not in received or received.endswith(b"\r\n\r\n"):
+            received += sock.recv(65536)
+        assert received.startswith(b"HTTP/1.1 200") and b"content-length:" in received.lower()
+    [error] = proxy.logged("error", "the disconnect to be logged")
+    assert error["errorType"] == "incomplete_stream" and error["incomplete"] is True
+    assert f"the client disconnected after {len(body):,} bytes" in error["message"]
+    # Nothing half-written: the exchange is all there, its error last; the user's message,
+    # and the assistant's answer as the upstream gave it (its tool calls, in order).
+    [session] = proxy.store.sessions()
+    events = [dict(e.payload) for e in proxy.store.read(session.id)]
+    assert events[-1]["type"] == "error"
+    calls = json.loads(body)["choices"][0]["message"]["tool_calls"]
+    assert [c["id"] for c in _of(proxy.store.read(session.id), "tool_call")] == [
+        c["id"] for c in calls
+    ]
+    users = [m["content"] for m in events if m.get("type") == "message" and m["role"] == "user"]
+    assert users == [first.body["messages"][-1]["content"]]
+    # The proxy goes on: the next request passes through and is logged.
+    upstream.script(second.reply)
+    response = httpx.post(f"{proxy.url}/v1/chat/completions", json=second.body)
+    assert (response.status_code, response.content) == (200, second.reply.body)
+    assert len(proxy.logged("tool_result", "the next exchange to be logged", 2)) == 2
 
 
 def test_malformed_upstream_answer_passes_through_and_is_logged(

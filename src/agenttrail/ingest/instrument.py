@@ -18,7 +18,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -107,27 +106,30 @@ def _httpx_of(http: Any) -> ModuleType | None:
 class _Exchange:
     """One exchange in flight: the request, the response once it came, the body so far."""
 
-    __slots__ = ("capture", "done", "parts", "request", "response", "session", "start", "started")
+    __slots__ = (
+        "capture",
+        "done",
+        "parts",
+        "request",
+        "response",
+        "session",
+        "start",
+        "started",
+        "url",
+    )
 
-    def __init__(self, capture: Capture, request: Any, session: NewSession | None) -> None:
+    def __init__(
+        self, capture: Capture, request: Any, url: str, session: NewSession | None
+    ) -> None:
         self.capture = capture
         self.request = request
+        self.url = url
         self.session = session
         self.started = time.time()
         self.start = time.perf_counter()
         self.response: Any = None
         self.parts: list[bytes] = []
         self.done = False
-
-    @contextmanager
-    def failing(self) -> Iterator[None]:
-        """Around a step that may fail (sending, reading the body): a failure ends the
-        exchange as incomplete, with the error, and goes on to the caller unchanged."""
-        try:
-            yield
-        except Exception as e:
-            self.end(complete=False, error=e)
-            raise
 
     def answered(self, response: Any, tee: type[Any]) -> Any:
         """``response``, its body stream replaced by ``tee`` over it (same bytes, kept)."""
@@ -144,19 +146,19 @@ class _Exchange:
         try:
             exchange = HttpExchange(
                 method=request.method,
-                url=str(request.url),
+                url=self.url,
                 request_headers=request.headers,
                 request_body=request.content,
                 status=None if response is None else response.status_code,
                 response_headers=() if response is None else response.headers,
-                response_body=b"".join(self.parts),
+                response_body=parts[0] if len(parts := self.parts) == 1 else b"".join(parts),
                 started=self.started,
                 duration_s=time.perf_counter() - self.start,
                 error=None if error is None else f"{type(error).__name__}: {error}",
                 complete=complete,
             )
         except Exception:  # never the caller's problem (docs/capture.md)
-            self.capture.lost(str(request.method), str(request.url))
+            self.capture.lost(str(request.method), self.url)
             return
         self.capture.record(exchange, session=self.session)
 
@@ -173,10 +175,10 @@ def _begin(capture: Capture, request: Any) -> _Exchange | None:
     """The exchange to record for ``request``, or ``None`` when it is not a conversation call
     (or its body is a stream not yet read, which no conversation call is)."""
     try:
-        if request.method != "POST" or not Capture.wants(str(request.url)):
+        if request.method != "POST" or not Capture.wants(url := str(request.url)):
             return None
         request.content  # noqa: B018  (raises when the body is an unread stream)
-        return _Exchange(capture, request, current_session())
+        return _Exchange(capture, request, url, current_session())
     except Exception:  # what capture cannot read it passes on untouched
         return None
 
@@ -190,12 +192,16 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
         """The response body, passed through chunk by chunk and kept."""
 
         def __iter__(self) -> Iterator[bytes]:
-            keep = self.exchange.parts.append
-            with self.exchange.failing():
+            exchange = self.exchange
+            keep = exchange.parts.append
+            try:
                 for chunk in self.inner:
                     keep(chunk)
                     yield chunk
-            self.exchange.end(complete=True)
+            except Exception as e:  # ends the exchange as incomplete; the caller gets it as is
+                exchange.end(complete=False, error=e)
+                raise
+            exchange.end(complete=True)
 
         def close(self) -> None:
             try:
@@ -207,12 +213,16 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
         """The response body of an async client, passed through chunk by chunk and kept."""
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            keep = self.exchange.parts.append
-            with self.exchange.failing():
+            exchange = self.exchange
+            keep = exchange.parts.append
+            try:
                 async for chunk in self.inner:
                     keep(chunk)
                     yield chunk
-            self.exchange.end(complete=True)
+            except Exception as e:  # as Tee
+                exchange.end(complete=False, error=e)
+                raise
+            exchange.end(complete=True)
 
         async def aclose(self) -> None:
             try:
@@ -231,8 +241,11 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
             exchange = _begin(self.agenttrail_capture, request)
             if exchange is None:
                 return self.inner.handle_request(request)
-            with exchange.failing():
+            try:
                 response = self.inner.handle_request(request)
+            except Exception as e:  # no response: recorded, and the caller gets it as is
+                exchange.end(complete=False, error=e)
+                raise
             return exchange.answered(response, Tee)
 
         def close(self) -> None:
@@ -256,8 +269,11 @@ def _transports(module: ModuleType) -> tuple[type[Any], type[Any]]:
             exchange = _begin(self.agenttrail_capture, request)
             if exchange is None:
                 return await self.inner.handle_async_request(request)
-            with exchange.failing():
+            try:
                 response = await self.inner.handle_async_request(request)
+            except Exception as e:  # as RecordingTransport
+                exchange.end(complete=False, error=e)
+                raise
             return exchange.answered(response, AsyncTee)
 
         async def aclose(self) -> None:

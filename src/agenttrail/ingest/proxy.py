@@ -159,6 +159,10 @@ def _forwarded(
     ]
 
 
+_SET_AGAIN = frozenset({b"host", b"content-length"})
+"""Request headers the upstream request sets for its own connection."""
+
+
 def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in headers]
 
@@ -229,17 +233,17 @@ class Proxy:
         url = self.upstream.copy_with(
             raw_path=self._prefix + raw_path + (b"?" + query if query else b"")
         )
+        recorded = Capture.wants(target := str(url))
         exchange = HttpExchange(
             method=scope["method"],
-            url=str(url),
-            request_headers=_text(scope["headers"]),
+            url=target,
+            request_headers=_text(scope["headers"]) if recorded else (),  # decoded if kept
             request_body=bytes(body),
             started=started,
         )
-        headers = _forwarded(scope["headers"], frozenset({b"host", b"content-length"}))
-        exchange = await self._forward(exchange, url, headers, send, receive)
-        exchange = dataclasses.replace(exchange, duration_s=time.perf_counter() - start)
-        if Capture.wants(exchange.url):
+        headers = _forwarded(scope["headers"], _SET_AGAIN)
+        exchange = await self._forward(exchange, url, headers, send, receive, start, recorded)
+        if recorded:
             self.capture.record(exchange)
 
     async def _forward(
@@ -249,8 +253,12 @@ class Proxy:
         headers: list[tuple[bytes, bytes]],
         send: Send,
         receive: Receive,
+        start: float,
+        recorded: bool,
     ) -> HttpExchange:
-        """Send the request upstream and its answer back; returns the exchange as it ended."""
+        """Send the request upstream and its answer back; returns the exchange as it ended
+        (its duration from ``start``, a ``time.perf_counter`` reading). Whether the client
+        left before the end of a bounded answer is asked only when it is ``recorded``."""
         assert self._client is not None
         request = httpx.Request(
             exchange.method, url, headers=headers, content=exchange.request_body
@@ -260,16 +268,16 @@ class Proxy:
         except httpx.TimeoutException:
             limit = f"{self.timeout_s:g} s ({TIMEOUT_ENV}, --timeout)"
             detail = f"upstream {self.upstream} did not answer within {limit}"
-            return await self._fail(exchange, send, 504, "Gateway Timeout", detail)
+            return await self._fail(exchange, send, 504, "Gateway Timeout", detail, start)
         except httpx.HTTPError as e:
             detail = f"upstream {self.upstream} did not answer: {_cause(e)}"
-            return await self._fail(exchange, send, 502, "Bad Gateway", detail)
+            return await self._fail(exchange, send, 502, "Bad Gateway", detail, start)
         chunks: list[bytes] = []
         error: str | None = None
         done = gone = False
 
         async def relay() -> None:
-            nonlocal error, done
+            nonlocal error, done, gone
             start = {"type": "http.response.start", "status": response.status_code}
             start["headers"] = _forwarded(response.headers.raw, frozenset())
             await send(start)
@@ -281,10 +289,13 @@ class Proxy:
                 error = f"upstream {self.upstream} failed mid-response: {_cause(e)}"
             else:
                 done = True
+                if bounded and recorded and await _left(receive):
+                    gone = True  # uvicorn's send() is silent once the client has gone
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+        bounded = _bounded(response)
         try:
-            if _bounded(response):
+            if bounded:
                 await relay()
             else:
                 async with anyio.create_task_group() as tasks:
@@ -312,17 +323,36 @@ class Proxy:
             status=response.status_code,
             response_headers=_text(response.headers.raw),
             response_body=b"".join(chunks),
+            duration_s=time.perf_counter() - start,
             error=error,
             complete=error is None,
         )
 
     async def _fail(
-        self, exchange: HttpExchange, send: Send, status: int, title: str, detail: str
+        self,
+        exchange: HttpExchange,
+        send: Send,
+        status: int,
+        title: str,
+        detail: str,
+        start: float,
     ) -> HttpExchange:
         from agenttrail.server.problems import problem  # the server's RFC 9457 shape
 
         await problem(status, title, detail)({"type": "http"}, _no_receive, send)
-        return dataclasses.replace(exchange, error=detail, complete=False)
+        duration_s = time.perf_counter() - start
+        return dataclasses.replace(exchange, duration_s=duration_s, error=detail, complete=False)
+
+
+async def _left(receive: Receive) -> bool:
+    """True when the client has disconnected, asked without waiting: the request has been
+    read, so ``receive()`` answers at once only with the disconnect (uvicorn's ``send()``
+    says nothing of it). What a bounded answer checks before its end, instead of a task
+    watching all along (docs/benchmarks.md, Proxy)."""
+    with anyio.move_on_after(0):
+        message = await receive()
+        return bool(message["type"] == "http.disconnect")
+    return False
 
 
 async def _no_receive() -> Message:

@@ -45,6 +45,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +194,7 @@ class Capture:
     def wants(url: str) -> bool:
         """True when ``url`` is an endpoint capture records (Chat Completions, Responses,
         Messages); other exchanges (embeddings, files, token counting) are not recorded."""
-        return any(reader.accepts(url) for reader in READERS)
+        return _wanted(url)
 
     def record(self, exchange: HttpExchange, *, session: str | NewSession | None = None) -> bool:
         """Queue ``exchange`` to be written and return at once; never raises.
@@ -269,6 +270,13 @@ class Capture:
             ValueError: a body whose ``Content-Encoding`` cannot be undone.
         """
         return self._appender.write(exchange, _as_session(session))
+
+
+@lru_cache(maxsize=256)
+def _wanted(url: str) -> bool:
+    """:meth:`Capture.wants`, remembered: a client calls the same few URLs again and again,
+    and parsing one is a few microseconds on the agent's path."""
+    return any(reader.accepts(url) for reader in READERS)
 
 
 def _writer_kind(chosen: str | None, *, own_log: bool) -> str:

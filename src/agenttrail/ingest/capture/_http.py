@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import pickle
 import re
+import struct
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -30,10 +33,12 @@ __all__ = [
     "Headers",
     "HttpExchange",
     "decoded",
+    "from_wire",
     "kept_headers",
     "named",
     "record_of",
     "redacted_url",
+    "to_wire",
 ]
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -71,28 +76,6 @@ class HttpExchange:
     """False when the response body was cut short: a stream interrupted, or abandoned by the
     caller before its end."""
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled (to cross to capture's writer process) with only the headers capture reads
-        (:data:`KEPT_HEADERS`, ``Content-Encoding``) as plain pairs and the URL without
-        credentials (:func:`redacted_url`): no credential leaves the agent's process, and
-        the pickle is small and quick to make."""
-        return (
-            HttpExchange,
-            (
-                self.method,
-                redacted_url(self.url),
-                _read_headers(self.request_headers),
-                self.request_body,
-                self.status,
-                _read_headers(self.response_headers),
-                self.response_body,
-                self.started,
-                self.duration_s,
-                self.error,
-                self.complete,
-            ),
-        )
-
 
 KEPT_HEADERS = frozenset(
     {
@@ -117,10 +100,25 @@ _ENCODING = "content-encoding"
 """Not kept in a record, but read to decode the body it comes with."""
 
 
+_READ_RAW = frozenset(name.encode() for name in (*KEPT_HEADERS, _ENCODING))
+
+
 def _read_headers(headers: Headers) -> list[tuple[str, str]]:
-    """The pairs of ``headers`` that a record or a body's decoding reads."""
+    """The pairs of ``headers`` that a record or a body's decoding reads. httpx's ``Headers``
+    are filtered on their raw bytes (``.raw``) and only the pairs kept are decoded (UTF-8,
+    else ISO-8859-1), without httpx decoding them all."""
+    raw = getattr(headers, "raw", None)
+    if isinstance(raw, list):
+        return [(low.decode(), _text(v)) for n, v in raw if (low := n.lower()) in _READ_RAW]
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     return [(n, v) for n, v in pairs if (low := n.lower()) in KEPT_HEADERS or low == _ENCODING]
+
+
+def _text(value: bytes) -> str:
+    try:
+        return value.decode()
+    except UnicodeDecodeError:
+        return value.decode("iso-8859-1")
 
 
 def kept_headers(headers: Headers) -> dict[str, str]:
@@ -135,8 +133,10 @@ def kept_headers(headers: Headers) -> dict[str, str]:
     return kept
 
 
+@lru_cache(maxsize=256)
 def redacted_url(url: str) -> str:
-    """``url`` without user, password and credential query parameters (:data:`SECRET_PARAMS`)."""
+    """``url`` without user, password and credential query parameters (:data:`SECRET_PARAMS`);
+    remembered for the few URLs a client calls again and again."""
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -214,3 +214,84 @@ def record_of(exchange: HttpExchange) -> tuple[dict[str, Any], dict[str, Any]]:
         "body": parsed if isinstance(parsed, dict) else request_text,  # parsed once
     }
     return {"request": request, "response": response}, parsed if isinstance(parsed, dict) else {}
+
+
+_WIRE = struct.Struct("<iddB7I")
+"""The fixed part of an exchange on the pipe to capture's writer process (:func:`to_wire`):
+status (-1: none), started, duration, flags (:data:`_COMPLETE`, :data:`_ERRORED`), then
+the lengths of the seven parts that follow it: method, URL, error, request headers, response
+headers, session (a pickle; empty: none), request body; the response body is the rest."""
+
+_COMPLETE, _ERRORED = 1, 2
+
+
+def to_wire(exchange: HttpExchange, session: object) -> bytes:
+    """``exchange`` (and the session it goes to) as it crosses to capture's writer process:
+    only the headers capture reads (:data:`KEPT_HEADERS`, ``Content-Encoding``) and the URL
+    without credentials (:func:`redacted_url`), so that no credential leaves the agent's
+    process; the bodies as they are, behind a small fixed header (no pickling of objects on
+    the agent's path; a session given, rare, is pickled). :func:`from_wire` reads it back.
+
+    Raises:
+        TypeError, AttributeError, ValueError: a header that is not text, or a session
+            that cannot be pickled.
+    """
+    error = exchange.error
+    parts = (
+        exchange.method.encode(),
+        redacted_url(exchange.url).encode(),
+        b"" if error is None else error.encode(errors="surrogatepass"),
+        _header_lines(exchange.request_headers),
+        _header_lines(exchange.response_headers),
+        b"" if session is None else pickle.dumps(session, protocol=pickle.HIGHEST_PROTOCOL),
+        exchange.request_body,
+    )
+    status = -1 if exchange.status is None else exchange.status
+    flags = (_COMPLETE if exchange.complete else 0) | (0 if error is None else _ERRORED)
+    fixed = _WIRE.pack(
+        status, exchange.started, exchange.duration_s, flags, *(len(part) for part in parts)
+    )
+    return b"".join((fixed, *parts, exchange.response_body))
+
+
+def from_wire(data: bytes) -> tuple[HttpExchange, Any]:
+    """The exchange and session :func:`to_wire` made ``data`` of."""
+    status, started, duration_s, flags, *sizes = _WIRE.unpack_from(data)
+    parts, at = [], _WIRE.size
+    for size in sizes:
+        parts.append(data[at : at + size])
+        at += size
+    method, url, error, sent, received, session, request_body = parts
+    exchange = HttpExchange(
+        method=method.decode(),
+        url=url.decode(),
+        request_headers=_header_pairs(sent),
+        request_body=request_body,
+        status=None if status < 0 else status,
+        response_headers=_header_pairs(received),
+        response_body=data[at:],
+        started=started,
+        duration_s=duration_s,
+        error=error.decode(errors="surrogatepass") if flags & _ERRORED else None,
+        complete=bool(flags & _COMPLETE),
+    )
+    return exchange, pickle.loads(session) if session else None
+
+
+def _header_lines(headers: Headers) -> bytes:
+    """The headers capture reads (:func:`_read_headers`) as ``name:value`` lines (a field
+    value holds no CR or LF: RFC 9110 §5.5)."""
+    lines = []
+    for name, value in _read_headers(headers):
+        if not isinstance(value, str):
+            raise TypeError(f"header {name!r}: {type(value).__name__}, not text")
+        lines.append(f"{name}:{value}\r\n")
+    return "".join(lines).encode()
+
+
+def _header_pairs(lines: bytes) -> list[tuple[str, str]]:
+    pairs = []
+    for line in lines.decode().split("\r\n")[:-1]:
+        name, _, value = line.partition(":")
+        pairs.append((name, value))
+    return pairs

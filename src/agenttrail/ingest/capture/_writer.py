@@ -36,6 +36,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from agenttrail.ingest.capture._http import HttpExchange, from_wire, to_wire
 from agenttrail.log.redact import redacting_logger
 
 __all__ = ["WRITER_ENV", "ProcessWriter", "Writer", "serve_child"]
@@ -54,12 +55,28 @@ _PIPE_BYTES = 1 << 20
 default), so that a burst of exchanges is taken at once."""
 
 _FRAME = struct.Struct(">I")
-"""A frame on the pipe to the writer process: its length, then a pickle of a list of items (the
-first frame: the child's capture arguments)."""
+"""A frame on the pipe to the writer process: its length, then one exchange as
+:func:`._http.to_wire` makes it (the first frame: a pickle of the child's capture
+arguments)."""
+
+Queued = tuple[HttpExchange, Any]
+"""What a process writer is handed: an exchange and the session it goes to (or ``None``)."""
 
 GROUP = 64
 """Most items written in one transaction: those waiting when a writer takes the next, up to
 this many (a commit's cost is shared by the group; its wait is not made unbounded)."""
+
+_LINGER_S = 0.02
+"""While exchanges keep coming (the previous group was taken less than :data:`_BUSY_S`
+before the next arrived), the writer process waits this long after the first of a group
+before it takes the rest: a group of many shares one transaction and one durable commit, and
+the agent's pipe writes meanwhile wake no one. An exchange after a quiet spell is written at
+once. What it delays is only when an exchange becomes durable (and a ``flush``), never the
+agent."""
+
+_BUSY_S = 0.1
+"""A group taken less than this many seconds after the previous one means the agent is busy:
+the writer lingers (:data:`_LINGER_S`) to group more."""
 
 _CHILD = "from agenttrail.ingest.capture._writer import serve_child; serve_child()"
 """What the writer process runs (``python -c``; ``-m`` would import the module twice)."""
@@ -235,11 +252,21 @@ class ProcessWriter(_Counts):
         put queues too (the child gets the items in the order they were put)."""
         self._last = time.monotonic()
 
-    def put(self, item: Any) -> bool:
-        """Hand ``item`` to the child, or queue it; False (and nothing queued) when the
-        writer is :attr:`size` behind. Never waits."""
+    def put(self, item: Queued) -> bool:
+        """Hand ``item`` to the child (:func:`._http.to_wire`: the agent's process pickles no
+        object), or queue it; False (and nothing queued) when the writer is :attr:`size`
+        behind. Never waits. One that cannot cross (a header that is not text) is lost alone
+        (logged, counted), never stuck."""
         if self._owner != os.getpid():
             self._start_over()
+        try:
+            data = to_wire(*item)
+        except Exception:
+            _LOG.exception("agenttrail capture: an exchange could not be handed over")
+            with self.done:
+                self.crashed += 1
+            return True
+        frame = _FRAME.pack(len(data)) + data
         with self.done:
             if not self.admit():
                 return False
@@ -252,13 +279,7 @@ class ProcessWriter(_Counts):
             child = self._child
             if self._handed or child is None or child.dead:
                 self._handed += 1
-                self.queue.put(item)
-                return True
-            try:
-                frame = pickle.dumps([item], protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # an exchange that cannot cross to the child: lost, never stuck
-                _LOG.exception("agenttrail capture: an exchange could not be handed over")
-                self.lose(1)
+                self.queue.put(frame)
                 return True
             child.sent += 1
             if not child.take(frame):
@@ -303,10 +324,10 @@ class ProcessWriter(_Counts):
                     child.end()
                 return
 
-    def _hand(self, items: list[Any]) -> None:
-        """Put queued ``items`` in one frame into a live child's outbox, starting a child if
-        none runs; what cannot be pickled, or finds no child, is lost (logged, counted)."""
-        frame, kept = _pickled(items)
+    def _hand(self, items: list[bytes]) -> None:
+        """Put queued ``items`` (frames) into a live child's outbox, starting a child if none
+        runs; what finds no child is lost (logged, counted)."""
+        frame, kept = b"".join(items), items
         while True:  # a child that is alive when the items are counted as sent to it
             with self.done:
                 child = self._child
@@ -359,18 +380,27 @@ class _Child:
             import fcntl
 
             fcntl.fcntl(self.fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
-        config = pickle.dumps([writer.config], protocol=pickle.HIGHEST_PROTOCOL)
+        config = pickle.dumps(writer.config, protocol=pickle.HIGHEST_PROTOCOL)
         with contextlib.suppress(OSError):  # an empty pipe takes it; a dead child: the reader
             _write_all(self.fd, _FRAME.pack(len(config)) + config)
         os.set_blocking(self.fd, False)
         threading.Thread(target=self._read, name="agenttrail-capture-acks", daemon=True).start()
 
-    def take(self, frame: bytes) -> bool:
-        """Add ``frame`` (a pickle of items) to the outbox and write the outbox as far as the
-        pipe takes it now (the caller holds the writer's ``done``); True when all of it is
-        written, or the child is gone (its reader counts what it had not answered)."""
-        if frame:
-            self.outbox += _FRAME.pack(len(frame)) + frame
+    def take(self, frames: bytes) -> bool:
+        """Add ``frames`` to the outbox and write the outbox as far as the pipe takes it now
+        (the caller holds the writer's ``done``); True when all of it is written, or the
+        child is gone (its reader counts what it had not answered)."""
+        if frames and not self.outbox and not self.dead:  # the usual case: no copy
+            try:
+                written = os.write(self.fd, frames)
+            except BlockingIOError:
+                written = 0
+            except OSError:  # a broken pipe: the child is gone, its reader sees it
+                return True
+            if written == len(frames):
+                return True
+            frames = frames[written:]
+        self.outbox += frames
         while self.outbox and not self.dead:
             try:
                 del self.outbox[: os.write(self.fd, self.outbox)]
@@ -429,12 +459,14 @@ def serve_child() -> None:
         os.nice(_NICE)
     frames = _Frames(sys.stdin.fileno())
     config = frames.take(wait=True)
-    if not config:
+    if config is None:
         return
-    capture = Capture(**config[0], writer="thread")  # its writer never starts: no put here
+    capture = Capture(
+        **pickle.loads(config), writer="thread"
+    )  # its writer never starts: no put here
     try:
         while group := frames.group():
-            whys = capture.write_group(group)
+            whys = capture.write_group([from_wire(frame) for frame in group])
             answers = b"".join(
                 b"+\n" if why is None else b"-" + why.replace("\n", " ").encode() + b"\n"
                 for why in whys
@@ -452,30 +484,33 @@ class _Frames:
         self.fd = fd
         self.buffer = bytearray()
         self.ended = False
+        self.last = float("-inf")
+        """When the previous group was taken (``time.monotonic``)."""
 
-    def group(self) -> list[Any]:
-        """The items of the next frame (waiting for it), and of every further frame already
-        there, up to :data:`GROUP` items; empty at the pipe's end (a frame cut short
-        included)."""
-        items: list[Any] = []
-        while len(items) < GROUP:
-            taken = self.take(wait=not items)
-            if taken is None:
-                break
-            items += taken
-        return items
+    def group(self) -> list[bytes]:
+        """The next frame (waiting for it), and every further frame there by then, up to
+        :data:`GROUP`; empty at the pipe's end (a frame cut short included). While exchanges
+        keep coming, "by then" is :data:`_LINGER_S` after the first."""
+        first = self.take(wait=True)
+        if first is None:
+            return []
+        if time.monotonic() - self.last < _BUSY_S:
+            time.sleep(_LINGER_S)
+        frames = [first]
+        while len(frames) < GROUP and (frame := self.take(wait=False)) is not None:
+            frames.append(frame)
+        self.last = time.monotonic()
+        return frames
 
-    def take(self, *, wait: bool) -> list[Any] | None:
-        """The items of the next frame; ``None`` when none is there (``wait``: at the pipe's
-        end)."""
+    def take(self, *, wait: bool) -> bytes | None:
+        """The next frame; ``None`` when none is there (``wait``: at the pipe's end)."""
         while True:
             if len(self.buffer) >= _FRAME.size:
                 (size,) = _FRAME.unpack_from(self.buffer)
                 if len(self.buffer) >= _FRAME.size + size:
                     frame = bytes(self.buffer[_FRAME.size : _FRAME.size + size])
                     del self.buffer[: _FRAME.size + size]
-                    items: list[Any] = pickle.loads(frame)
-                    return items
+                    return frame
             if self.ended or not (wait or select.select([self.fd], [], [], 0)[0]):
                 return None
             chunk = os.read(self.fd, 1 << 16)
@@ -493,23 +528,6 @@ def _waiting(items: queue.SimpleQueue[Any], timeout: float | None = None) -> lis
         except queue.Empty:
             break
     return group
-
-
-def _pickled(items: list[Any]) -> tuple[bytes, list[Any]]:
-    """A frame of ``items`` and the items in it: one that cannot be pickled is left out and
-    lost alone (logged, counted), never stuck."""
-    try:
-        return pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL), items
-    except Exception:
-        kept = []
-        for item in items:
-            try:
-                pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                _LOG.exception("agenttrail capture: an exchange could not be handed over")
-            else:
-                kept.append(item)
-        return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), kept
 
 
 def _write_all(fd: int, data: bytes) -> None:
