@@ -128,6 +128,27 @@ class Event:
     digest: bytes | None = field(default=None, repr=False)
     """Chain v2: ``SHA-256(salt ‖ data)``, what the chain hash commits to; ``None`` in v1."""
 
+    @classmethod
+    def stored(
+        cls,
+        session_id: str,
+        seq: int,
+        created_at: str,
+        data: bytes,
+        hash: bytes,
+        salt: bytes | None,
+        digest: bytes | None,
+    ) -> Event:
+        """``Event(session_id, seq, created_at, data, hash, salt, digest)``, the same event,
+        made for the store's reads without the frozen dataclass's ``__init__``, which sets
+        each field through ``object.__setattr__``: about 1.5 µs an event against 0.5 µs,
+        and a whole-session read makes one per row."""
+        event = object.__new__(cls)
+        fields = event.__dict__
+        fields["session_id"], fields["seq"], fields["created_at"] = session_id, seq, created_at
+        fields["data"], fields["hash"], fields["salt"], fields["digest"] = data, hash, salt, digest
+        return event
+
     @property
     def erased(self) -> bool:
         """True when the payload was erased (``agenttrail erase``): its bytes and salt are
