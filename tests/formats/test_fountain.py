@@ -24,7 +24,7 @@ from screenplain.types import Action, Dialog, Slug, Transition
 
 from agenttrail import Recorder
 from agenttrail.formats import detect, fountain
-from agenttrail.formats.fountain import fountain_from_events
+from agenttrail.formats.fountain import _escaping, fountain_from_events
 from agenttrail.ingest.importer import import_paths
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import LogStore, open_store
@@ -199,6 +199,69 @@ def test_any_text_reads_back_byte_for_byte(texts: list[str], names: list[str]) -
         _, back = _write_and_read(store, sid, Path(tmp))
         assert _messages(back) == _messages(original)
         assert _pairing_shape(back) == _pairing_shape(original)
+
+
+# One line of words, or one made of what the escaping rules look at: the starts of headings,
+# guards and routing records, escapes, notes, boneyards, line ends, blank lines.
+_LINE_PIECES = st.sampled_from(
+    [
+        "int",
+        "EXT",
+        "I/E",
+        "est ",
+        "Est.",
+        "FADE TO",
+        ".x",
+        "THE END",
+        "La Fin.",
+        "Forwarding to ",
+        "@m ",
+        "\\",
+        "\\u{41}",
+        "[[",
+        "]]",
+        "/*",
+        "*/",
+        " -",
+        "-",
+        "#",
+        "TO:",
+        "IN:",
+        "!",
+        "(",
+        ">",
+        "~",
+        "=",
+        "—",
+        ":",
+        ".",
+        " ",
+        "\n",
+        "\u2028",
+        "\x85",
+        "\u202e",
+        "\ud800",
+        "ABC",
+        "x",
+    ]
+)
+_DIALOGUE_TEXT = st.text(st.characters(codec=None, categories=None), max_size=30) | st.lists(
+    _LINE_PIECES | st.text("abcdefghij XYZ?,'0123456789", max_size=8), max_size=8
+).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=_DIALOGUE_TEXT, agent=st.booleans(), mention=st.sampled_from([None, "m", "LLAMA3"]))
+def test_a_plain_line_is_written_as_the_full_rules_write_it(
+    text: str, agent: bool, mention: str | None
+) -> None:
+    """dialogue_lines' fast path (a one-line text no test flags) gives what the full rules
+    give, which the tests above read back through three parsers."""
+    if not text or text.startswith("\n"):
+        return  # the rules for leading empty lines come first, on both paths
+    assert _escaping.dialogue_lines(text, mention=mention, agent=agent) == (
+        _escaping._flagged_lines(text, mention=mention, agent=agent)
+    )
 
 
 def test_long_arguments_are_cut_with_their_sha256(tmp_path: Path) -> None:

@@ -64,6 +64,24 @@ def test_appends_get_seq_1_2_3_and_read_back_in_order(store: LogStore) -> None:
     assert store.get_session(sid).head_hash == read[-1].hash
 
 
+def test_events_read_are_the_events_the_dataclass_makes(store: LogStore) -> None:
+    # The store builds its events without Event's __init__ (Event.stored): each must still be
+    # the event the constructor makes from the same fields, erased ones included.
+    sid = store.create_session(NewSession()).id
+    store.append_batch(sid, [NewEvent(events.message("user", f"m{i}")) for i in range(3)])
+    store.erase(sid, [2], by="me", reason="test")
+    read = list(store.read(sid))
+    fields = [{f.name: getattr(e, f.name) for f in dataclasses.fields(Event)} for e in read]
+    assert read == [Event(**f) for f in fields]
+    assert {hash(e) for e in read} == {hash(Event(**f)) for f in fields}
+    assert [type(f["data"]) for f in fields] == [bytes] * 4
+    assert [e.erased for e in read] == [False, True, False, False]
+    assert [e.type for e in read] == ["message", "erased", "message", "erasure"]
+    assert dataclasses.replace(read[0], seq=9).payload == read[0].payload
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        read[0].seq = 5  # type: ignore[misc]
+
+
 def test_read_pages_through_more_rows_than_one_page(store: LogStore) -> None:
     sid = store.create_session(NewSession()).id
     n = READ_PAGE_ROWS * 2 + 7

@@ -493,7 +493,8 @@ def fountain(
     output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
-        text = fountain_from_events(found, held_whole(store.read(found.id)), dialect=dialect)
+        with held_whole(store.read(found.id)) as events:
+            text = fountain_from_events(found, events, dialect=dialect)
     if output is None:
         sys.stdout.write(text)
     else:
@@ -528,7 +529,9 @@ def replay(
 
     with open_log(db) as store:
         found = find_session(store, session)
-        result = replay_events(held_whole(store.read(found.id)), format, upto_seq=upto)
+        with held_whole(store.read(found.id)) as events:
+            result = replay_events(events, format, upto_seq=upto)
+            text = result.json(indent=2)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
-    sys.stdout.write(result.json(indent=2) + "\n")
+    sys.stdout.write(text + "\n")

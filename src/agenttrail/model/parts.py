@@ -137,7 +137,8 @@ def whole_messages(events: Iterable[Event]) -> list[Event]:
     chosen = list(events)
     parts = MessageParts()
     for event in chosen:
-        parts.add(event)
+        if "messageId" in event.payload:  # no other event is a part or a part's call
+            parts.add(event)
     if not parts.any_whole() and all(a.seq < b.seq for a, b in pairwise(chosen)):
         return chosen  # no message in parts: the events as they are, in their order
     by_seq = {event.seq: event for event in chosen}

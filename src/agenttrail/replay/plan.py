@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Literal
 
 from agenttrail.errors import InputError
@@ -112,6 +113,8 @@ class Plan:
 
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
+_USER, _SYSTEM, _TRIGGER = Actor.USER.value, Actor.SYSTEM.value, Actor.TRIGGER.value
+"""The actors as text, looked up once (an enum member's ``value`` is a descriptor call)."""
 
 
 def _id(value: Any) -> str | None:
@@ -138,7 +141,7 @@ def select(events: Iterable[Event], upto_seq: int | None) -> list[Event]:
     if upto_seq is not None and upto_seq < 0:
         raise InputError(f"upto_seq must be 0 or more, not {upto_seq}")
     chosen = sorted(
-        (e for e in events if upto_seq is None or e.seq <= upto_seq), key=lambda e: e.seq
+        (e for e in events if upto_seq is None or e.seq <= upto_seq), key=attrgetter("seq")
     )
     sessions = sorted({e.session_id for e in chosen})
     if len(sessions) > 1:
@@ -153,20 +156,20 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
         InputError: as :func:`select`.
     """
     chosen = select(events, upto_seq)
+    calls = [event for event in chosen if event.type == "tool_call"]
+    results = [event for event in chosen if _is_result(event)]
     notes: list[Note] = []
     tools: dict[str, None] = {}
     agent_calls: dict[str, Call] = {}
     user_calls: dict[str, Event] = {}
     dropped_calls: set[int] = set()
-    for event in chosen:
-        if event.type != "tool_call":
-            continue
+    for event in calls:
         payload = event.payload
         name = payload.get("name")
         if isinstance(name, str) and name:
             tools.setdefault(name)
         call_id = _id(payload.get("id"))
-        if event.actor == Actor.USER.value:
+        if event.actor == _USER:
             if call_id is not None:
                 user_calls.setdefault(call_id, event)
             continue
@@ -200,11 +203,9 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
 
     agent_results: dict[int, Call] = {}
     action_results: dict[int, Event] = {}
-    for event in chosen:
-        if not _is_result(event):
-            continue
+    for event in results:
         result_id = _result_id(event)
-        by_user = event.actor == Actor.USER.value
+        by_user = event.actor == _USER
         if result_id is None:
             notes.append(Note(event.seq, "missing_id", "result with no call id: not sent"))
         elif result_id in agent_calls and not (by_user and result_id in user_calls):
@@ -244,7 +245,7 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
         payload = event.payload
         role = payload.get("role") if kind == "message" else None
         if kind == "tool_call":
-            if event.actor == Actor.USER.value:
+            if event.actor == _USER:
                 items.append(UserItem("action", event))
                 open_turn = None
             elif event.seq not in dropped_calls:
@@ -253,7 +254,7 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
                     open_turn = AssistantTurn(None)
                     items.append(open_turn)
                 open_turn.calls.append(call)
-        elif _is_result(event):
+        elif kind == "tool_result" or role == "tool":  # _is_result, role already read
             if event.seq in action_results:
                 items.append(UserItem("action_result", event, action_results[event.seq]))
                 open_turn = None
@@ -270,11 +271,7 @@ def plan(events: Iterable[Event], upto_seq: int | None = None) -> Plan:
         elif kind == "message" and role == "user":
             actor = event.actor
             user_kind: UserKind = (
-                "runtime"
-                if actor == Actor.SYSTEM.value
-                else "trigger"
-                if actor == Actor.TRIGGER.value
-                else "user"
+                "runtime" if actor == _SYSTEM else "trigger" if actor == _TRIGGER else "user"
             )
             retried = _retried(items, user_kind, event) if failures else None
             if retried is not None:

@@ -234,6 +234,29 @@ def dialogue_lines(text: str, *, mention: str | None = None, agent: bool = False
         return [BLANK_LINES.format(count=count), *after]
     if len(text) > LINE_CHARS:
         return _long_dialogue_lines(text, mention=mention, agent=agent)
+    if _plain_line(text, agent=agent):
+        return [text]
+    return _flagged_lines(text, mention=mention, agent=agent)
+
+
+def _plain_line(text: str, *, agent: bool) -> bool:
+    """True for a one-line text (not empty, at most :data:`LINE_CHARS`) that none of
+    :func:`_flagged_lines`' tests flags, so that it returns the text as its one line: no
+    escape, no note or boneyard (nor, then, a line only of them), no line that may need a
+    guard (a one-line text is tested at its start only), no routing record. Most short
+    messages are such a line."""
+    return (
+        "\n" not in text
+        and not _INLINE_LINES.search(text)
+        and not _PAIR.search(text)
+        and not _MAY_NEED_GUARD.match(text)
+        and not (agent and text.startswith("Forwarding to "))
+    )
+
+
+def _flagged_lines(text: str, *, mention: str | None, agent: bool) -> list[str]:
+    """:func:`dialogue_lines` of a text that is not empty, does not start with a line feed
+    and is at most :data:`LINE_CHARS` long."""
     # Most messages need nothing or little: test the whole text once, then touch only what a
     # test found (the same rules as line by line, at a fraction of the cost).
     escaped = _INLINE_LINES.sub(_one, text) if _INLINE_LINES.search(text) else text

@@ -182,7 +182,7 @@ def check_chain_version(session_id: str, version: Any) -> int:
 def event_of(session_id: str, row: Row) -> Event:
     """The :class:`Event` of a stored row ``(seq, created_at, payload, hash, salt, digest)``."""
     seq, created_at, data, digest, salt, payload_hash = row
-    return Event(
+    return Event.stored(
         session_id,
         seq,
         created_at,
