@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from agenttrail.ingest.importer import import_paths
-from agenttrail.log.store import SNAPSHOT_SESSIONS, LogStore, open_store
+from agenttrail.log.store import SNAPSHOT_EVENTS, SNAPSHOT_SESSIONS, LogStore, open_store
 from agenttrail.model import NewEvent, NewSession
 from agenttrail.server import create_app, mint_token
 from tests.conftest import REALDATA, serving
@@ -106,3 +106,20 @@ def test_sessions_past_a_page_are_listed_in_order(store: LogStore) -> None:
         assert [s["id"] for s in summaries] == ids
         edge = slice(SNAPSHOT_SESSIONS - 2, SNAPSHOT_SESSIONS + 2)  # both sides of the page
         assert summaries[edge] == _each(http, ids[edge])
+
+
+def test_long_sessions_are_paged_by_events(store: LogStore) -> None:
+    """Pages are cut at ``SNAPSHOT_EVENTS`` events too, and a session longer than that is
+    read from the store itself: the list still answers each session's summary, in order."""
+    half = SNAPSHOT_EVENTS // 2 + 1
+    for sid, length in (("a", 1), ("b", half), ("c", half), ("d", SNAPSHOT_EVENTS + 1), ("e", 2)):
+        said = [
+            NewEvent({"type": "message", "role": "user", "content": f"{sid} {i}"})
+            for i in range(length)
+        ]
+        store.append_batch(sid, said, create=NewSession(sid))
+    ids = [s.id for s in store.sessions()]
+    for http in _served(store):
+        summaries = http.get("/v1/summaries").json()["summaries"]
+        assert summaries == _each(http, ids)
+    assert {s["id"]: s["events"] for s in summaries}["d"] == SNAPSHOT_EVENTS + 1

@@ -8,7 +8,7 @@ and as ``?token=`` on the live WebSocket. The routes here are thin: rows come fr
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures below, whose
 # ``Auth`` is local to add_viewer, so the annotations must be evaluated where they are written.
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from agenttrail.errors import InputError
-from agenttrail.log.store import SNAPSHOT_SESSIONS, LogStore
+from agenttrail.log.store import SNAPSHOT_EVENTS, SNAPSHOT_SESSIONS, LogStore
 from agenttrail.model import Session
 from agenttrail.model.search import SearchFilter
 from agenttrail.server.auth import Grant
@@ -138,20 +138,38 @@ def summaries_of(
 ) -> list[dict[str, Any]]:
     """The summary of each session, as ``…/summary`` gives it, with its ``id``, in order.
 
-    Read a page of :data:`~agenttrail.log.store.SNAPSHOT_SESSIONS` sessions at a time from a
-    snapshot (:meth:`~agenttrail.log.store.LogStore.snapshot`): six statements a page where
-    the store would run about sixteen a session.
+    Read a page of sessions at a time from a snapshot
+    (:meth:`~agenttrail.log.store.LogStore.snapshot`): six statements a page where the store
+    would run about sixteen a session. A page holds at most
+    :data:`~agenttrail.log.store.SNAPSHOT_SESSIONS` sessions and
+    :data:`~agenttrail.log.store.SNAPSHOT_EVENTS` events (the snapshot holds its rows in
+    memory); a session longer than that is read from the store.
 
     Raises:
         StoreError: the rows cannot be read.
     """
     found: list[dict[str, Any]] = []
-    for at in range(0, len(sessions), SNAPSHOT_SESSIONS):
-        page = sessions[at : at + SNAPSHOT_SESSIONS]
+    for page in _pages(sessions):
         ids = [s.id for s in page]
-        reader = store.snapshot(ids)
+        long = len(page) == 1 and page[0].head_seq > SNAPSHOT_EVENTS
+        reader = store if long else store.snapshot(ids)
         overviews = indexes.overviews(reader, ids)
         for session, overview in zip(page, overviews, strict=True):
             usage = usage_totals_of(session, reader.read(session.id)).record()
             found.append({"id": session.id, **overview, "usage": usage})
     return found
+
+
+def _pages(sessions: list[Session]) -> Iterator[list[Session]]:
+    """``sessions`` in order, in pages of at most ``SNAPSHOT_SESSIONS`` sessions and
+    ``SNAPSHOT_EVENTS`` events; a session longer than that is a page of its own."""
+    page: list[Session] = []
+    events = 0
+    for session in sessions:
+        if page and (len(page) == SNAPSHOT_SESSIONS or events + session.head_seq > SNAPSHOT_EVENTS):
+            yield page
+            page, events = [], 0
+        page.append(session)
+        events += session.head_seq
+    if page:
+        yield page

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DATABASE",
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "SNAPSHOT_EVENTS",
     "SNAPSHOT_SESSIONS",
     "AppendListener",
     "Appended",
@@ -80,6 +81,12 @@ SNAPSHOT_SESSIONS = 400
 """Most sessions in one :meth:`LogStore.snapshot`: its statements' ``IN`` lists stay well
 under SQLite's bound on parameters (999 before SQLite 3.32), and its rows are a page of a
 list of sessions, not the log."""
+
+SNAPSHOT_EVENTS = 10_000
+"""Most events one :meth:`LogStore.snapshot` is asked to hold: it reads its sessions' rows,
+payloads included, into memory at once, so a page of sessions is cut at this many events,
+and a longer session is read from the store itself, a chain page at a time (memory flat in
+session length, as every whole-session read)."""
 
 
 @dataclass(frozen=True)
