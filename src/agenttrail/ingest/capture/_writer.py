@@ -461,9 +461,8 @@ def serve_child() -> None:
     config = frames.take(wait=True)
     if config is None:
         return
-    capture = Capture(
-        **pickle.loads(config), writer="thread"
-    )  # its writer never starts: no put here
+    # A thread writer that never starts: the child writes its groups itself, puts nothing.
+    capture = Capture(**pickle.loads(config), writer="thread")
     try:
         while group := frames.group():
             whys = capture.write_group([from_wire(frame) for frame in group])

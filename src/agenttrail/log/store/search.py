@@ -4,8 +4,7 @@ Tables ``search_events`` (one row per indexed event: its text, and that text fol
 matching) and ``search_marks`` (each session's watermark), from ``schema/*-0003.sql`` and
 ``*-0005.sql``. The text is computed above the store; the store only keeps the rows, matches
 substrings of the folded text and drops the rows of a session that retention removed. What
-differs per
-backend is how a substring is found through an index: SQLite's FTS5 trigram table
+differs per backend is how a substring is found through an index: SQLite's FTS5 trigram table
 (``MATCH`` on a quoted phrase, https://www.sqlite.org/fts5.html#the_trigram_tokenizer),
 PostgreSQL's pg_trgm GIN index (``LIKE``, https://www.postgresql.org/docs/current/pgtrgm.html
 #PGTRGM-INDEX). A query shorter than three characters has no trigram: it is found through an
