@@ -290,3 +290,51 @@ def test_show_and_export_say_a_result_was_erased(tmp_path: Path) -> None:
         {"seq": 2, "type": "tool_call", "id": "call_1"},
         {"seq": 3, "type": "tool_result", "toolCallId": "call_1"},
     ]
+
+
+def test_erasing_takes_the_text_out_of_the_search_index(db_url: str) -> None:
+    # The index keeps a copy of each event's text (docs/search.md): an erasure must take it
+    # too, or search would still find, and the file still hold, what was erased.
+    from agenttrail.views.search import search
+
+    with open_store(db_url) as store:
+        _session(store)
+        assert [m.session_id for m in search(store, "elm street", store.sessions())] == ["s"]
+        store.erase("s", [2], by="dpo", reason="personal data")
+        assert search(store, "elm street", store.sessions()) == []
+        assert search(store, "Springfield", store.sessions()) == []
+        # the rest stays found, and the erased event is not indexed again
+        assert [m.session_id for m in search(store, "thanks", store.sessions())] == ["s"]
+        store.append("s", events.message("user", "Springfield again"))
+        [match] = search(store, "springfield", store.sessions())
+        assert [hit.seq for hit in match.hits] == [6]
+
+
+def test_the_erased_text_leaves_the_sqlite_search_index(tmp_path: Path) -> None:
+    db = tmp_path / "agenttrail.db"
+    with open_store(db) as store:
+        _session(store)
+        for n in range(50):  # more index rows than the erased one, in several segments
+            store.append("s", events.message("user", f"note {n}"))
+            assert run_cli("search", "note", "--db", str(db)).returncode == 0
+    folded = SECRET.lower().encode()
+    assert folded in db.read_bytes() + _wal(db)  # the index's folded copy
+    segments = _fts_blocks(db)
+    done = run_cli("erase", "s", "2", "--reason", "x", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    for path in (db, db.with_name(db.name + "-wal")):
+        if path.exists():
+            assert SECRET.encode() not in path.read_bytes(), path.name
+            assert folded not in path.read_bytes(), path.name
+    # FTS5 keeps a deleted row's trigrams in its segments until they merge: every segment
+    # block that existed before the erasure is gone (merged into new ones, pages zeroed).
+    assert segments and not segments & _fts_blocks(db)
+    assert run_cli("search", "note 7", "--db", str(db)).returncode == 0
+
+
+def _fts_blocks(db: Path) -> set[int]:
+    """The ids of the trigram table's segment blocks (``search_text_data``; ids 1 and 10 are
+    its averages and structure records, https://www.sqlite.org/fts5.html)."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT id FROM search_text_data WHERE id > 10").fetchall()
+    return {int(r[0]) for r in rows}

@@ -161,6 +161,7 @@ class ArchiveBase(Backend[C]):
             for seq in wanted:
                 conn.execute(self.sql.insert_erasure, (session_id, seq, appended.seq))
                 conn.execute(self.sql.erase_row, (b"", session_id, seq))
+            self._drop_rows(conn, session_id, wanted)  # the search index's copy of the text
             return Erasure(session_id, wanted, appended.seq)
 
         done = self._write("erase", tx)

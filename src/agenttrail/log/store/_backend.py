@@ -191,6 +191,12 @@ class Backend(ABC, Generic[C]):
         """
 
     @abstractmethod
+    def _drop_rows(self, tx: C, session_id: str, seqs: Sequence[int] | None = None) -> None:
+        """Delete a session's rows of the search index, or with ``seqs`` those events' rows
+        only (an erasure: the index's copy of their text leaves with them;
+        ``log/store/search.py``)."""
+
+    @abstractmethod
     def _scrub(self) -> None:
         """After an erasure committed: make the erased bytes leave the database's files
         where the backend can (SQLite: checkpoint and truncate the WAL; docs/log-format.md,

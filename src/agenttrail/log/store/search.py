@@ -64,7 +64,7 @@ class _Backend(Protocol):
 
     def _match(self, folded: str) -> tuple[str, str, list[Any]]: ...
 
-    def _drop_rows(self, tx: Any, session_id: str) -> None: ...
+    def _drop_rows(self, tx: Any, session_id: str, seqs: Sequence[int] | None = None) -> None: ...
 
     def _index_grams(self, tx: Any, session_id: str, rows: Sequence[IndexRow]) -> None: ...
 
@@ -203,10 +203,26 @@ class _SearchBase:
         ]
 
 
-def _drop_index_rows(tx: Any, param: str, session_id: str) -> None:
-    """Delete a session's rows of ``search_events`` and ``search_marks``."""
-    tx.execute(f"DELETE FROM search_events WHERE session_id = {param}", (session_id,))
-    tx.execute(f"DELETE FROM search_marks WHERE session_id = {param}", (session_id,))
+def _drop_index_rows(tx: Any, param: str, session_id: str, seqs: Sequence[int] | None) -> int:
+    """Delete a session's rows of ``search_events`` and ``search_marks``; with ``seqs``, only
+    the rows of those events (erased: their text leaves the index), the watermark kept, so
+    they are not indexed again. Returns the number of ``search_events`` rows deleted."""
+    if seqs is None:
+        tx.execute(f"DELETE FROM search_marks WHERE session_id = {param}", (session_id,))
+        return int(
+            tx.execute(
+                f"DELETE FROM search_events WHERE session_id = {param}", (session_id,)
+            ).rowcount
+        )
+    return sum(
+        int(
+            tx.execute(
+                f"DELETE FROM search_events WHERE session_id = {param} AND seq = {param}",
+                (session_id, seq),
+            ).rowcount
+        )
+        for seq in seqs
+    )
 
 
 def grams(folded: str) -> str:
@@ -250,19 +266,31 @@ class SQLiteSearch(_SearchBase):
             [(ids[r.seq], grams(r.folded)) for r in rows],
         )
 
-    def _drop_rows(self, tx: Any, session_id: str) -> None:
-        """A session's index rows, and their grams (a contentless FTS5 table forgets a row
-        only when told its tokens again: https://www.sqlite.org/fts5.html#contentless_tables)."""
+    def _drop_rows(self, tx: Any, session_id: str, seqs: Sequence[int] | None = None) -> None:
+        """A session's index rows (with ``seqs``, those events' only: see
+        :func:`_drop_index_rows`), and their grams (a contentless FTS5 table forgets a row
+        only when told its tokens again: https://www.sqlite.org/fts5.html#contentless_tables).
+
+        An FTS5 table keeps a deleted row's tokens in its index segments, marked deleted,
+        until the segments are merged. For an erasure that would leave the erased text's
+        trigrams in the file, so after dropping erased rows both FTS5 tables are merged whole
+        (``'optimize'``, https://www.sqlite.org/fts5.html#the_optimize_command): the old
+        segments are freed, and ``secure_delete`` zeroes their pages (docs/log-format.md,
+        Erasure). It rewrites the index: a cost paid per erasure, in proportion to the log."""
+        which = "" if seqs is None else f" AND seq IN ({', '.join('?' * len(seqs))})"
         tx.executemany(
             "INSERT INTO search_grams (search_grams, rowid, grams) VALUES ('delete', ?, ?)",
             [
                 (i, grams(f))
                 for i, f in tx.execute(
-                    "SELECT id, folded FROM search_events WHERE session_id = ?", (session_id,)
+                    f"SELECT id, folded FROM search_events WHERE session_id = ?{which}",
+                    (session_id, *(seqs or ())),
                 )
             ],
         )
-        _drop_index_rows(tx, "?", session_id)
+        if _drop_index_rows(tx, "?", session_id, seqs) and seqs is not None:
+            for table in ("search_text", "search_grams"):
+                tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
 class PostgresSearch(_SearchBase):
@@ -312,5 +340,5 @@ class PostgresSearch(_SearchBase):
 
         return self._read(run)
 
-    def _drop_rows(self, tx: Any, session_id: str) -> None:
-        _drop_index_rows(tx, "%s", session_id)
+    def _drop_rows(self, tx: Any, session_id: str, seqs: Sequence[int] | None = None) -> None:
+        _drop_index_rows(tx, "%s", session_id, seqs)
