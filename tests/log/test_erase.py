@@ -215,6 +215,14 @@ def test_every_reader_shows_an_erased_event_as_erased(tmp_path: Path) -> None:
     assert "erased seq 2 by me: leak" in shown
     exported = [json.loads(line) for line in run_cli("export", "s", "--db", db).stdout.splitlines()]
     assert [e["actor"] for e in exported if e["payload"]["type"] == "erasure"] == ["system"]
+    # The erased event reads as the store's note, so as the system too: who wrote it is gone.
+    assert [e["actor"] for e in exported if e.get("erased")] == ["system"]
+    assert "│ system │ erased" in shown
+    # Fountain writes both as show does (docs/fountain-format.md, Other events), not as JSON.
+    fountain = run_cli("fountain", "s", "--db", db).stdout
+    assert "[[erased: erased seq 2 by me: leak]]" in fountain
+    assert "[[erasure: erased seq 2 by me: leak]]" in fountain
+    assert "payload erased" not in fountain
 
 
 def _tool_session(store: LogStore) -> None:
@@ -275,10 +283,16 @@ def test_show_and_export_say_a_result_was_erased(tmp_path: Path) -> None:
     assert "2→3" in shown and "its result — erased seq 3 by ops: personal data" in shown
     md = run_cli("export", "t", "--format", "md", "--db", db).stdout
     assert (
-        "### 2→3 · agent · erased seq 2 by ops: personal data\n\n"
+        "### 2→3 · system · erased seq 2 by ops: personal data\n\n"
         "its result — erased seq 3 by ops: personal data\n"
     ) in md
     assert "### 3 ·" not in md and SECRET not in md  # the result is on its call's entry
+    fountain = run_cli("fountain", "t", "--db", db).stdout
+    assert (  # a dash in a note's text is escaped (docs/fountain-format.md, Escaping)
+        "[[erased: erased seq 2 by ops: personal data; "
+        "its result \\— erased seq 3 by ops: personal data]]"
+    ) in fountain
+    assert fountain.count("[[erased:") == 1  # the result is on its call's note
     with open_store(db) as store:
         kept = list(store.read("t"))[4].payload["kept"]
         rows = IndexCache().page(store, "t", after_seq=0, limit=10).rows

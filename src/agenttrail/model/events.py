@@ -44,7 +44,7 @@ from typing import Any, Generic, Self, TypeVar, overload
 
 from agenttrail.codec import decode_payload
 from agenttrail.errors import InputError
-from agenttrail.model.reading import erased_payload
+from agenttrail.model.reading import ERASED, erased_payload
 
 __all__ = [
     "Actor",
@@ -182,7 +182,8 @@ def event_actor(payload: Payload) -> str:
     """The actor of a payload: stored when known, else derived from its shape.
 
     Rule (docs/specs.md, The log: Actors): a user message is ``user``, an
-    error and an erasure (the store's own record of ``agenttrail erase``) are ``system``,
+    error, an erasure (the store's own record of ``agenttrail erase``) and an erased event
+    (read as the store's note: who wrote it went with its payload) are ``system``,
     everything else is ``agent``. Derived at read time, never backfilled.
     """
     stored = payload.get("actor")
@@ -191,7 +192,7 @@ def event_actor(payload: Payload) -> str:
     kind = payload.get("type")
     if kind == "message" and payload.get("role") == "user":
         return Actor.USER.value
-    if kind in ("error", "erasure"):
+    if kind in ("error", "erasure", ERASED):
         return Actor.SYSTEM.value
     return Actor.AGENT.value
 

@@ -19,8 +19,9 @@ from agenttrail.formats.fountain._escaping import (
     text_from_dialogue,
 )
 from agenttrail.formats.fountain._reader import FLOATING_TIMES, role_of_cue
-from agenttrail.model import Event, events, payload_attachments, tool_status
-from agenttrail.views.pairing import Pairing
+from agenttrail.model import Event, context_text, events, payload_attachments, tool_status
+from agenttrail.model.reading import ERASED
+from agenttrail.views.pairing import Pairing, erased_lines
 from agenttrail.views.units import size_text
 
 __all__ = [
@@ -236,6 +237,10 @@ def note_of(event: Event, pairing: Pairing, *, whole: bool = False) -> str | Non
         return f"error: {note_field(p.get('message', ''))}"
     if kind == "annotation":
         return _annotation_note(p, whole=whole)
+    if kind == ERASED:  # as show writes it: who erased it and why, and a call's result
+        return f"erased: {note_field('; '.join(erased_lines(event, pairing)))}"
+    if kind == "erasure" and (said := context_text(p)) is not None:
+        return f"erasure: {note_field(said[0])}"
     rest = json_line({k: v for k, v in p.items() if k != "type"})
     return f"event {note_field(kind or 'untyped')}: {note_field(_cut(rest, ARGS_NOTE_CHARS))}"
 
