@@ -272,6 +272,38 @@ def test_actors_runs_context_and_anomalies_read_as_the_specs_say(viewer: Viewer)
     _shot(page, "showcase-light")
 
 
+def test_an_erased_result_reads_as_erased_on_its_call(viewer: Viewer) -> None:
+    # agenttrail erase (docs/log-format.md, Erasure): the call keeps its result's row, which
+    # says erased, by whom and why, in a pill of its own; the erased text is nowhere.
+    secret = "Jane Roe, 12 Elm Street"
+    sid = _new_session(
+        viewer.store,
+        "erased",
+        [
+            events.message("user", "read my notes"),
+            events.tool_call("call_1", "read_file", {"path": "notes.txt"}),
+            events.tool_result("call_1", output=f"notes: {secret}"),
+            events.message("user", f"and this: {secret}"),
+        ],
+    )
+    viewer.store.erase(sid, [3, 4], by="ops", reason="personal data")
+    page = viewer.open(sid)
+    pill = _row(page, 2).locator(".pill")
+    expect(pill).to_have_text("erased")
+    expect(pill).to_have_attribute("title", "erased seq 3 by ops: personal data")
+    style = pill.evaluate(
+        "p => [getComputedStyle(p).borderStyle, getComputedStyle(p).backgroundColor]"
+    )
+    assert style[0] == "dashed" and style[1] != "rgba(0, 0, 0, 0)", style
+    _row(page, 2).locator(".tool-head").click()
+    expect(_row(page, 2).locator("pre.result")).to_have_text("erased seq 3 by ops: personal data")
+    # the erased message is the store's note, a quiet aside of the system's
+    expect(_row(page, 4)).to_have_class(_has_class("row--aside"))
+    expect(_row(page, 4)).to_contain_text("erased seq 4 by ops: personal data")
+    assert secret not in (page.locator("#rows").text_content() or "")
+    _shot(page, "erased")
+
+
 # -- live ------------------------------------------------------------------------------------
 
 

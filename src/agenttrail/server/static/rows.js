@@ -44,7 +44,7 @@ function anomalyMark(row) {
 }
 
 function statusPill(status, detail, anomaly) {
-  const labels = { ok: "ok", error: "error", pending: "no result", unpaired: "unpaired" };
+  const labels = { ok: "ok", error: "error", pending: "no result", unpaired: "unpaired", erased: "erased" };
   const title =
     status === "pending"
       ? "call with no result: still running, or never recorded"

@@ -282,7 +282,9 @@ def tool_row(
         row.update(_result_fields(result.payload, full))
         if result.erased:
             note = safe(erased or f"erased seq {result.seq}")
-            row.update(status="erased", result_text=note, result_chars=len(note))
+            row.update(
+                status="erased", status_detail=note, result_text=note, result_chars=len(note)
+            )
         row["result_seq"] = result.seq
         row["duration_ms"] = _duration(payload, result.payload)
         row["result"] = {
