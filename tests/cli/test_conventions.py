@@ -15,8 +15,13 @@ import sys
 import termios
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agenttrail.cli._listing import tsv_field
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import open_store
+from agenttrail.views.safe import safe
 from tests.conftest import REALDATA, read_terminal, run_cli, run_cli_subprocess
 
 SPOTTER = REALDATA / "claude-code-spotter" / "short.jsonl"
@@ -266,3 +271,11 @@ def test_show_at_80_columns_cuts_long_event_labels_before_the_text(tmp_path: Pat
     assert "file-history-sn…" in narrow
     wide = _on_terminal(120, "show", "d6e0bada", "--db", db)
     assert "file-history-snapshot" in wide
+
+
+@given(st.one_of(st.none(), st.integers(), st.text(), st.text(st.characters(codec=None))))
+def test_a_tsv_field_is_the_safe_text_with_tabs_and_newlines_escaped(value: object) -> None:
+    # The rule of tsv_field's docstring, composed the plain way: its fast path for text with
+    # nothing to escape (str.isprintable) must give the same field for any value.
+    plain = "" if value is None else safe(str(value)).replace("\t", "\\t").replace("\n", "\\n")
+    assert tsv_field(value) == plain

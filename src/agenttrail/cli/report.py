@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 from datetime import date
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -15,10 +15,11 @@ from agenttrail.cli._listing import is_terminal, list_table, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
-from agenttrail.providers.prices import PRICE_SOURCE
-from agenttrail.views.diff import Change, Divergence, diff_sessions
 from agenttrail.views.safe import safe
 from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
+
+if TYPE_CHECKING:  # the price table and diff load only in the commands that use them
+    from agenttrail.views.diff import Change, Divergence
 
 __all__ = ["diff", "usage"]
 
@@ -74,6 +75,8 @@ def usage(
             for key, t in groups.items()
         )
         return
+    from agenttrail.providers.prices import PRICE_SOURCE
+
     table = list_table(caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
     table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
     for name in ("calls", "input", "output", "cache read", "cache write", "cost"):
@@ -130,6 +133,8 @@ def diff(
     with open_log(db) as store:
         first, second = find_session(store, a), find_session(store, b)
         a_events, b_events = list(store.read(first.id)), list(store.read(second.id))
+    from agenttrail.views.diff import diff_sessions
+
     result = diff_sessions(a_events, b_events)
     if json:
         out.print(json_line({"a": first.id, "b": second.id, **result.record()}), markup=False)

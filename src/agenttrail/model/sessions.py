@@ -90,6 +90,40 @@ class Session:
     """How the session's events are chained: 1 (payload bytes) or 2 (salted digests, session
     fields in the genesis: docs/log-format.md, Chain v2)."""
 
+    @classmethod
+    def stored(
+        cls,
+        id: str,
+        title: str | None,
+        agent: str | None,
+        user: str | None,
+        workspace: str | None,
+        started: str | None,
+        metadata: dict[str, Any],
+        created_at: str,
+        head_seq: int,
+        head_hash: bytes,
+        chain_version: int,
+    ) -> Session:
+        """``Session(...)`` with these fields, made for the store's reads without the frozen
+        dataclass's ``__init__`` (``object.__setattr__`` per field): a list of 10,000
+        sessions makes one per row (as :meth:`agenttrail.model.Event.stored`)."""
+        session = object.__new__(cls)
+        session.__dict__.update(
+            id=id,
+            title=title,
+            agent=agent,
+            user=user,
+            workspace=workspace,
+            started=started,
+            metadata=metadata,
+            created_at=created_at,
+            head_seq=head_seq,
+            head_hash=head_hash,
+            chain_version=chain_version,
+        )
+        return session
+
     def record(self) -> dict[str, Any]:
         """The session as JSON (``agenttrail sessions --json``, the REST API): its fields,
         with its head as ``events`` (the head seq) and ``head`` (the head hash in hex)."""

@@ -25,7 +25,6 @@ from typing import Any, Literal
 from agenttrail.model import Event, Session, usage_of
 from agenttrail.model.parts import whole_messages
 from agenttrail.model.reading import USAGE_KINDS
-from agenttrail.providers.prices import PRICE_SOURCE, long_cache_writes, price_of
 
 __all__ = [
     "GROUPS",
@@ -103,6 +102,10 @@ def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: 
     model = meta.get("model")
     if not isinstance(model, str) or not model:
         return Cost(None, "USD", "unpriced")
+    # The price table loads on the first priced call: `sessions` and the CLI's start-up
+    # import this module without pricing anything.
+    from agenttrail.providers.prices import PRICE_SOURCE, long_cache_writes, price_of
+
     provider = meta.get("provider")
     amount = price_of(
         model,

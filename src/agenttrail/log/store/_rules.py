@@ -120,25 +120,26 @@ def session_from_row(values: Sequence[Any]) -> Session:
     """
     session_id = values[0]
     try:
-        metadata = json.loads(values[6])
+        metadata = {} if values[6] == "{}" else json.loads(values[6])  # most rows: none
     except (TypeError, ValueError):
         metadata = None
     if not isinstance(metadata, dict):
         raise SessionRowDamaged(session_id, "metadata is not a JSON object")
     head_seq, head_hash = stored_head(session_id, values[8], values[9])
     version = check_chain_version(session_id, values[10])
-    return Session(
-        id=session_id,
-        title=values[1],
-        agent=values[2],
-        user=values[3],
-        workspace=values[4],
-        started=values[5],
-        metadata=metadata,
-        created_at=values[7],
-        head_seq=head_seq,
-        head_hash=head_hash,
-        chain_version=version,
+    title, agent, user, workspace, started = values[1:6]
+    return Session.stored(
+        session_id,
+        title,
+        agent,
+        user,
+        workspace,
+        started,
+        metadata,
+        values[7],
+        head_seq,
+        head_hash,
+        version,
     )
 
 
