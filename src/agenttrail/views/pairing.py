@@ -241,11 +241,16 @@ def pair_tool_calls(events: Iterable[Event]) -> Pairing:
     by_seq: dict[int, Event] = {}
     refs: list[ToolRef] = []
     erased: dict[int, str] = {}
-    for event in events:
-        refs += tool_refs(event)
-        if event.erased or tool_ref(event) is not None:
+    for event in events:  # one test of its type per event: a long session is mostly others
+        ref = tool_ref(event)
+        if ref is not None:
+            refs.append(ref)
             by_seq[event.seq] = event
-        erased.update(erased_notes(event))
+        elif event.type == "erasure":
+            refs += tool_refs(event)
+            erased.update(erased_notes(event))
+        elif event.erased:
+            by_seq[event.seq] = event
     seqs = pair_refs(ref for ref in refs if ref.seq in by_seq)  # an erased event not given
     return Pairing(
         result_of={call: by_seq[result] for call, result in seqs.result_seq.items()},
