@@ -143,7 +143,9 @@ class Hub:
             self._subscribers[session_id] = set()
             head = await anyio.to_thread.run_sync(self.store.head, session_id)
             self._published.setdefault(session_id, head[0] if head else 0)
-        self._subscribers[session_id].add(sub)
+        # Not [session_id]: while the head was read, another subscriber of the session may
+        # have come and gone, and its unsubscribe dropped the (then empty) set.
+        self._subscribers.setdefault(session_id, set()).add(sub)
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
