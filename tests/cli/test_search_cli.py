@@ -83,6 +83,11 @@ def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Pat
     text = run_cli("search", "wetter", "--db", db, "--session", "s-jan").stdout
     assert text == "s-jan\t1\tmessage\tWie ist das Wetter in Köln?\n"
     assert run_cli("search", "nowhere", "--db", db).stdout == ""
+    # a session found by its own fields has a line too, as on a terminal (it had none)
+    text = run_cli("search", "title s-feb", "--db", db).stdout
+    assert text == "s-feb\t\tsession\tmatches title\n"
+    text = run_cli("search", "bo", "--db", db).stdout.splitlines()
+    assert text[0] == "s-feb\t\tsession\tmatches user"
 
 
 def test_the_console_script_searches(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.ingest.importer import import_paths
-from agenttrail.log.store import LogStore
+from agenttrail.log.store import LogStore, open_store
+from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.views.diff import diff_sessions
 from tests.conftest import REALDATA, run_cli
 
@@ -119,3 +120,22 @@ def test_diff_names_cost_as_every_command_does(db_path: Path, tmp_path: Path) ->
     # the transcript reports no usage: no cost at all (it printed `cost -`), as show's header
     assert b.endswith("· no usage reported"), b
     assert "usage:" not in run_cli("show", "test-session-id", "--db", db).stdout
+
+
+def test_the_text_counts_steps_as_a_reader_says_them(db_path: Path) -> None:
+    # "alike for the first 0 steps" and "1 more steps" were printed as written
+    db = str(db_path)
+    with open_store(db) as store:
+        for sid, texts in (("a", ["first", "x"]), ("b", ["other", "more", "x"])):
+            store.create_session(NewSession(id=sid, title=sid))
+            roles = ["user"] * (len(texts) - 1) + ["assistant"]
+            store.append_batch(
+                sid, [NewEvent(events.message(r, t)) for r, t in zip(roles, texts, strict=True)]
+            )
+    lines = run_cli("diff", "a", "b", "--db", db).stdout.splitlines()
+    assert lines[2:5] == [
+        "they part at:",
+        "  A seq 1 (turn 1): user message",
+        "  B seq 1 (turn 1): user message and 1 more step",
+    ]
+    assert "identical: all 2 steps alike" in run_cli("diff", "a", "a", "--db", db).stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agenttrail.views.units import duration_text, size_text
+from agenttrail.views.units import counted, duration_text, size_text
 
 
 def test_durations_read_as_a_person_reads_them() -> None:
@@ -58,3 +58,12 @@ def test_a_size_at_a_unit_boundary_moves_to_the_larger_unit() -> None:
     ]
     with pytest.raises(ValueError, match="never negative, not -1"):
         size_text(-1)
+
+
+def test_a_count_of_one_takes_the_singular() -> None:
+    assert [counted(n, "model call") for n in (0, 1, 2, 12_345)] == [
+        "0 model calls",
+        "1 model call",
+        "2 model calls",
+        "12,345 model calls",
+    ]

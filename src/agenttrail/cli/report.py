@@ -16,6 +16,7 @@ from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.views.safe import safe
+from agenttrail.views.units import counted
 from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
 
 if TYPE_CHECKING:  # the price table and diff load only in the commands that use them
@@ -159,16 +160,17 @@ def diff(
 
 def _print_first(first: Divergence | None, prefix: int) -> None:
     if first is None:
-        out.print(f"identical: all {prefix} steps alike", markup=False)
+        out.print(f"identical: all {counted(prefix, 'step')} alike", markup=False)
         return
-    out.print(f"alike for the first {prefix} steps; they part at:", markup=False)
+    alike = f"alike for the first {counted(prefix, 'step')}; " if prefix else ""
+    out.print(f"{alike}they part at:", markup=False)
     for name, steps in (("A", first.a), ("B", first.b)):
         where = (
             f"seq {steps[0].seq} (turn {steps[0].turn}): {steps[0].label()}"
             if steps
             else "nothing here"
         )
-        extra = f" and {len(steps) - 1} more steps" if len(steps) > 1 else ""
+        extra = f" and {counted(len(steps) - 1, 'more step')}" if len(steps) > 1 else ""
         out.print(safe(f"  {name} {where}{extra}"), markup=False)
     for change in first.changes:
         _print_change(change)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -13,7 +14,7 @@ from agenttrail.cli._options import DbOption, JsonOption
 from agenttrail.codec import json_line
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.safe import safe
-from agenttrail.views.search import HITS_PER_SESSION, search
+from agenttrail.views.search import HITS_PER_SESSION, SessionMatch, search
 from agenttrail.views.session_list import checked_time
 
 __all__ = ["search_command"]
@@ -53,7 +54,8 @@ def search_command(
     Events appended since the last search are indexed first. Prints each matching session
     with its first matching events and a snippet of each; --json prints one object per
     session. In a pipe, one tab-separated line per matching event: session, seq, type,
-    snippet.
+    snippet; a session whose own fields match has a line first: session, (empty), session,
+    matches title, user.
 
     Example:
 
@@ -77,7 +79,7 @@ def search_command(
     if not found:  # said on stderr: stdout stays what matched (nothing), for a pipe
         err.print(f"no match for {query!r}", markup=False)
     if not is_terminal():
-        print_tsv((m.session_id, h.seq, h.type, h.snippet) for m in found for h in m.hits)
+        print_tsv(_tsv_lines(found))
         return
     for match in found:
         also = f"  (matches {', '.join(match.fields)})" if match.fields else ""
@@ -85,3 +87,13 @@ def search_command(
         out.print(f"[bold]{escape(safe(match.session_id))}[/bold]  {count}{also}")
         for hit in match.hits:
             out.print(f"  {hit.seq:>6}  {escape(hit.type or '-'):<12} {escape(hit.snippet)}")
+
+
+def _tsv_lines(found: list[SessionMatch]) -> Iterator[tuple[object, ...]]:
+    """A search's lines in a pipe: a session matched by its own fields first gets a line of
+    its own (seq empty, type ``session``), as on a terminal; then one per matching event."""
+    for match in found:
+        if match.fields:
+            yield match.session_id, None, "session", f"matches {', '.join(match.fields)}"
+        for hit in match.hits:
+            yield match.session_id, hit.seq, hit.type, hit.snippet

@@ -40,7 +40,7 @@ from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, erased_lines, pair_tool_calls
 from agenttrail.views.terminal import ANNOTATION_CHARS
-from agenttrail.views.units import size_text
+from agenttrail.views.units import counted, size_text
 from agenttrail.views.usage import Totals, usage_totals_of
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def _facts(session: Session, events: list[Event]) -> list[tuple[str, str]]:
         cost = usage.cost_text()
         if usage.sources:
             cost += f" ({', '.join(sorted(usage.sources))})"
-        facts.append(("usage", f"{usage.calls} model calls · {usage.tokens_text()}"))
+        facts.append(("usage", f"{counted(usage.calls, 'model call')} · {usage.tokens_text()}"))
         facts.append(("cost", cost))
     facts.append(("head", f"seq {session.head_seq}, hash {session.head_hash.hex()}"))
     return facts

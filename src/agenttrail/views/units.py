@@ -8,7 +8,7 @@ the REST API keep exact byte counts."""
 
 from __future__ import annotations
 
-__all__ = ["duration_text", "size_text"]
+__all__ = ["counted", "duration_text", "size_text"]
 
 
 def duration_text(ms: float) -> str:
@@ -65,3 +65,9 @@ def size_text(size: int) -> str:
     while round(value, 1) >= 1024 and unit < len(_IEC_UNITS) - 1:
         value, unit = value / 1024, unit + 1
     return f"{value:.1f}".removesuffix(".0") + f" {_IEC_UNITS[unit]}"
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, the noun plural (an ``s`` added) unless the count is one, the
+    count with thousands separators: ``1 step``, ``0 steps``, ``12,345 model calls``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

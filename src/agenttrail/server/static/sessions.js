@@ -19,7 +19,7 @@ export function usageTotals(usage) {
   const kinds = Object.entries(usage.tokens).filter(([, n]) => n !== null);
   const tokens = kinds.reduce((sum, [, n]) => sum + n, 0);
   const sources = usage.cost_sources.length ? ` (${usage.cost_sources.join(", ")})` : "";
-  const title = `${usage.calls} model calls: ${kinds.map(([k, n]) => `${count(n)} ${k.replace("_", " ")}`).join(", ")}; cost ${usage.cost_text}${sources}`;
+  const title = `${count(usage.calls)} model call${usage.calls === 1 ? "" : "s"}: ${kinds.map(([k, n]) => `${count(n)} ${k.replace("_", " ")}`).join(", ")}; cost ${usage.cost_text}${sources}`;
   return { tokens, cost: usage.cost_text, short: shortCost(usage), title };
 }
 
