@@ -313,3 +313,20 @@ def test_a_price_is_the_price_tables_own_for_any_counts(model: str, provider: st
         )
         expected = calc_price(usage, model, provider_id=provider, genai_request_timestamp=at)
         assert price_of(model, provider, at=at, **counts) == expected.total_price, (counts, at)
+
+
+def test_days_are_listed_in_calendar_order_whatever_the_sessions_order(store: LogStore) -> None:
+    # sessions listed newest first gave days out of order (a new user's check of issue 20)
+    late = _session(store, "late", [_meta("gpt-4o-mini")])
+    store.create_session(NewSession(id="early"))
+    store.append(
+        "early",
+        events.message("assistant", "hi", meta=_meta("gpt-4o-mini")),
+        created_at="2025-01-01T10:00:00.000000Z",
+    )
+    calls = [
+        *calls_of(store.get_session(late), store.read(late)),
+        *calls_of(store.get_session("early"), store.read("early")),
+    ]
+    days = list(totals_by(calls, "day"))
+    assert days == sorted(days) and days[0] == "2025-01-01"

@@ -266,8 +266,8 @@ def _key(call: Call, by: Group) -> str:
 def totals_by(calls: Iterable[Call], by: Group) -> dict[str, Totals]:
     """Totals of calls grouped by ``by`` (:data:`GROUPS`): session id, model, the session's
     agent, the UTC day of the call (``YYYY-MM-DD``) or turn (``<session id>#<seq of the user
-    message that opened it>``); keys in first-seen order."""
+    message that opened it>``); keys in first-seen order, days in calendar order."""
     groups: dict[str, Totals] = {}
     for call in calls:
         groups.setdefault(_key(call, by), Totals()).add(call)
-    return groups
+    return dict(sorted(groups.items())) if by == "day" else groups
