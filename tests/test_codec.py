@@ -154,12 +154,13 @@ def test_indented_json_is_what_the_standard_library_writes(value: object, indent
     assert indented_json(value, indent) == expected
 
 
-def test_indented_json_of_text_holding_its_own_placeholders_and_escapes() -> None:
-    # indenting sets escaped backslashes and quotes aside as \x00 and \x01: data holding
-    # those characters, escapes next to each other and long strings must still come out as
-    # the standard library writes them
+def test_indented_json_of_text_holding_escaped_quotes_and_backslashes() -> None:
+    # indenting splits the text at every quote and joins again where a quote was escaped:
+    # runs of backslashes before quotes, quotes next to each other, structure characters
+    # in strings and long strings must still come out as the standard library writes them
     value = {
         "a\x00": ["\x00\x01", '\\"', '\\\\"', "\\", '"', "x\\", "[{,:}]", "", {}, []],
+        '\\"\\': ['\\"\\"', '""\\\\\\"', "\\" * 7, '\\\\"' * 3, {'"': "\\"}],
         "k" * 3000: [{"n": 12, "f": 1.5e300, "t": True, "z": None, "s": '"' * 500}] * 3,
     }
     for indent in (0, 1, 2, 4):

@@ -23,7 +23,7 @@ import math
 import re
 from datetime import UTC, datetime
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, compress, count, repeat
 from typing import Any
 
 import cbor2
@@ -340,31 +340,55 @@ def indented_json(value: object, indent: int) -> str:
     (its pure-Python one walks every node), so the compact text is encoded in C and then
     indented outside its strings.
 
-    In compact JSON text a quote or a backslash inside a string is always escaped (``\\"``,
-    ``\\\\``) and a control character never appears raw, so with those two escapes set aside
-    as ``\\x01`` and ``\\x00`` every ``"`` bounds a string: splitting on it alternates the
-    text between strings and the runs between them (``:``, ``,``, ``}]},{``, ``:12,``). A
-    run's indentation depends only on the run and the depth it starts at, so each distinct
-    (run, depth) is indented once, in Python, and the rest (splitting, the running depth,
-    the look-ups, joining) runs in C: the cost no longer depends on the nodes in Python.
+    In compact JSON text a control character never appears raw and a quote inside a string
+    is always escaped (``\\"``), so splitting on ``"`` alternates the text between strings
+    and the runs between them (``:``, ``,``, ``}]},{``, ``:12,``), once the pieces that an
+    escaped quote split are joined again (:func:`_split_at_quotes`). A run's indentation
+    depends only on the run and the depth it starts at, so each distinct (run, depth) is
+    indented once, in Python, and the rest (splitting, the running depth, the look-ups,
+    joining) runs in C: the cost no longer depends on the nodes in Python.
 
     Raises:
         ValueError: ``value`` holds NaN or an infinity; TypeError: it is not JSON-ready.
     """
     compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    escaped = "\\" in compact
-    if escaped:
-        compact = compact.replace("\\\\", "\x00").replace('\\"', "\x01")
-    pieces = compact.split('"')
-    del compact  # the text is held three times at most (a long replay's is tens of MB)
+    pieces = _split_at_quotes(compact)
+    del compact  # the text is held twice at most (a long replay's is tens of MB)
     runs = pieces[0::2]
     steps = {run: _depth_step(run) for run in set(runs)}
     depths = accumulate(map(steps.__getitem__, runs), initial=0)  # where each run starts
     pieces[0::2] = map(_Runs(indent).__getitem__, zip(runs, depths, strict=False))  # one more depth
     del runs
-    text = '"'.join(pieces)
-    del pieces
-    return text.replace("\x01", '\\"').replace("\x00", "\\\\") if escaped else text
+    return '"'.join(pieces)
+
+
+def _split_at_quotes(compact: str) -> list[str]:
+    """Compact JSON text split at the quotes that open and close its strings: runs outside
+    strings at even indexes, string contents at odd ones.
+
+    A quote inside a string is escaped: it follows an odd number of backslashes (an escaped
+    backslash is two), and only a string's content can end in a backslash. So the text is
+    split at every quote (in C), the pieces ending in a backslash are found (in C), and only
+    where such a piece ends in an odd number of them is it joined to the next.
+    """
+    pieces = compact.split('"')
+    if '\\"' not in compact:
+        return pieces
+    ends = compress(count(), map(str.endswith, pieces, repeat("\\")))
+    escaped = [i for i in ends if (len(pieces[i]) - len(pieces[i].rstrip("\\"))) % 2]
+    if not escaped:
+        return pieces
+    first = last = escaped[0]
+    out = pieces[:first]
+    for i in escaped[1:]:
+        if i != last + 1:  # the string that ends at piece last + 1 is whole
+            out.append('"'.join(pieces[first : last + 2]))
+            out += pieces[last + 2 : i]
+            first = i
+        last = i
+    out.append('"'.join(pieces[first : last + 2]))
+    out += pieces[last + 2 :]
+    return out
 
 
 class _Runs(dict[tuple[str, int], str]):

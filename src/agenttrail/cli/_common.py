@@ -125,15 +125,18 @@ def read_whole() -> Iterator[None]:
 def held_whole(events: Iterable[Event]) -> Iterator[list[Event]]:
     """A session's events read whole for a command that renders them at once (``fountain``,
     ``replay``), each payload decoded, with Python's cyclic garbage collector paused until
-    the ``with`` block ends (then restored as it was).
+    the ``with`` block ends (then restored as it was), and what is alive then set aside
+    from it (:func:`gc.freeze`) if the block ends without an error.
 
     Such a command holds every event until it exits, and each of the collector's passes
     walks every object held: a full collection walks the whole session again, and each of
     the many younger collections triggered while a session is read walks what was just
     made. At 100,000 events that was about a third of ``fountain``'s CPU time (decoding
     alone took 2.4 times as long with the collector on, rendering 1.3 times). Reference
-    counting still frees everything acyclic as usual; a cycle made meanwhile is collected
-    after the block.
+    counting still frees everything acyclic as usual. The command writes what it rendered
+    after the block, and the collector's first pass once enabled walked everything made in
+    it (0.1–0.15 s at 100,000 events); set aside, a cycle made in the block is never
+    collected, which a command that then exits does not miss.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -142,6 +145,7 @@ def held_whole(events: Iterable[Event]) -> Iterator[list[Event]]:
         for event in held:
             _ = event.payload
         yield held
+        gc.freeze()
     finally:
         if enabled:
             gc.enable()

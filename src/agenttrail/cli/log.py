@@ -534,4 +534,5 @@ def replay(
             text = result.json(indent=2)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(text)  # not text + "\n": a second copy of tens of MB
+    sys.stdout.write("\n")
