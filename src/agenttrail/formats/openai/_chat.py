@@ -79,7 +79,9 @@ class ChatCompletions:
                 raise self.builder.fail(
                     f"expected a string, not {type_name(value)}", f"{where}.{name}"
                 )
-        calls = tuple((c[0], c[1]) for c in self.calls(message, where, parse=False))
+        calls: tuple[tuple[str | None, str], ...] = ()
+        if "tool_calls" in message or "function_call" in message:  # most messages make none
+            calls = tuple((c[0], c[1]) for c in self.calls(message, where, parse=False))
         return (role, comparable(message.get("content")), calls, message.get("tool_call_id"))
 
     def calls(self, message: dict[str, Any], where: str, *, parse: bool = True) -> list[Call]:
