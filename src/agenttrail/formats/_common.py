@@ -495,6 +495,11 @@ class PrefixTips:
         """The last history's prints, each with the digest of the conversation up to it."""
 
     def __call__(self, prints: list[Hashable]) -> list[str]:
+        return [d.hex()[:32] for d in self.digests(prints)]
+
+    def digests(self, prints: list[Hashable]) -> list[bytes]:
+        """The digest of each prefix of ``prints`` (element ``k - 1``: the first ``k``), whose
+        first 32 hex digits are its tip."""
         same = 0
         for (before, _), now in zip(self.chain, prints, strict=False):
             if before != now:
@@ -506,4 +511,4 @@ class PrefixTips:
             digest = conversation_step(digest, p)
             chain.append((p, digest))
         self.chain = chain
-        return [d.hex()[:32] for _, d in chain]
+        return [d for _, d in chain]

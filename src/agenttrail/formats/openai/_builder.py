@@ -218,10 +218,14 @@ class Builder:
 
     # -- what both APIs' messages share
 
-    def arguments(self, value: Any, where: str) -> tuple[Any, Any]:
+    def arguments(self, value: Any, where: str, *, parse: bool = True) -> tuple[Any, Any]:
         """``(input, raw arguments)``: a JSON string parsed when it parses (strictly:
-        :func:`~agenttrail.formats._common.loads`), kept raw beside."""
+        :func:`~agenttrail.formats._common.loads`), kept raw beside; ``parse`` False: the
+        type checked only, and the input of a string ``None`` (what a comparison key needs).
+        """
         if isinstance(value, str):
+            if not parse:
+                return None, value
             try:
                 return loads(value), value
             except ValueError:  # not JSON, NaN or 1e999 included: the input is the text

@@ -79,11 +79,15 @@ class ChatCompletions:
                 raise self.builder.fail(
                     f"expected a string, not {type_name(value)}", f"{where}.{name}"
                 )
-        calls = tuple((c[0], c[1]) for c in self.calls(message, where))
+        calls: tuple[tuple[str | None, str], ...] = ()
+        if "tool_calls" in message or "function_call" in message:  # most messages make none
+            calls = tuple((c[0], c[1]) for c in self.calls(message, where, parse=False))
         return (role, comparable(message.get("content")), calls, message.get("tool_call_id"))
 
-    def calls(self, message: dict[str, Any], where: str) -> list[Call]:
-        """``(id, name, input, raw arguments, tool type)`` of each call in an assistant message."""
+    def calls(self, message: dict[str, Any], where: str, *, parse: bool = True) -> list[Call]:
+        """``(id, name, input, raw arguments, tool type)`` of each call in an assistant message;
+        ``parse`` False: the arguments' JSON not parsed (input ``None``), for :meth:`key`,
+        which reads the ids and names only, for every message of every request."""
         found: list[Call] = []
         calls = message.get("tool_calls")
         if calls is not None and not isinstance(calls, list):
@@ -109,7 +113,7 @@ class ChatCompletions:
                 found.append((call_id or "", name, spec.get("input"), None, kind))
             else:
                 parsed, raw = self.builder.arguments(
-                    spec.get("arguments"), f"{at}.{spec_name}.arguments"
+                    spec.get("arguments"), f"{at}.{spec_name}.arguments", parse=parse
                 )
                 found.append((call_id or "", name, parsed, raw, None))
         legacy = message.get("function_call")
@@ -117,7 +121,9 @@ class ChatCompletions:
             at = f"{where}.function_call"
             if not isinstance(legacy, dict):
                 raise self.builder.fail(f"expected an object, not {type_name(legacy)}", at)
-            parsed, raw = self.builder.arguments(legacy.get("arguments"), f"{at}.arguments")
+            parsed, raw = self.builder.arguments(
+                legacy.get("arguments"), f"{at}.arguments", parse=parse
+            )
             found.append((None, self.name(legacy, at), parsed, raw, None))
         return found
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agenttrail.formats._common import conversation_start, conversation_step, prefix_tips
+from agenttrail.formats._common import PrefixTips, conversation_step
 from agenttrail.limits import count_limit
 from agenttrail.log.store import EventLog
 from agenttrail.model import NewEvent
@@ -116,15 +116,16 @@ class Resumable:
     number: int
 
 
-def state_tips(provider: str, state: list[frozenset[Hashable]]) -> list[str]:
+def state_tips(state: list[frozenset[Hashable]], prefixes: PrefixTips) -> list[str]:
     """The tips a conversation's state may be continued from: one per print its last message
     may be sent back as (a response with several choices has several); the first is the one
-    written into keys."""
+    written into keys. ``prefixes``: its provider's, which the request just read went through
+    (:meth:`Index.find`), so that only the messages it did not have are hashed."""
     if not state:
         return []
-    digest = conversation_start(provider)
-    for accepted in state[:-1]:
-        digest = conversation_step(digest, min(accepted, key=repr))
+    history = [next(iter(a)) if len(a) == 1 else min(a, key=repr) for a in state[:-1]]
+    before = prefixes.digests(history)
+    digest = before[-1] if before else prefixes.start
     return [conversation_step(digest, p).hex()[:32] for p in sorted(state[-1], key=repr)]
 
 
@@ -144,13 +145,16 @@ class Index:
         self.by_response: dict[str, Followed] = {}
         self.recent: OrderedDict[int, Followed] = OrderedDict()
         self.recovered = False
+        self._prefixes: dict[str, PrefixTips] = {}
+        """Each provider's prefix digests of the last history seen: a tool loop's next request
+        repeats it, and only what it adds is hashed."""
 
     def find(
         self, scope: str | None, provider: str, prints: list[Hashable]
     ) -> tuple[Followed | Resumable | None, int]:
         """The conversation a request with ``prints`` continues and how many of its prints are
         already in it; ``(None, 0)`` when it continues none."""
-        tips = prefix_tips(provider, prints)
+        tips = self._prefix_tips(provider)(prints)
         for k in range(len(tips), 0, -1):
             found = self.tips.get((scope, tips[k - 1]))
             if found is not None:
@@ -162,7 +166,7 @@ class Index:
         responses it read; returns the tip its events' keys carry."""
         for tip in followed.tips:
             self.tips.pop((followed.scope, tip), None)
-        followed.tips = state_tips(provider, followed.conversation.state())
+        followed.tips = state_tips(followed.conversation.state(), self._prefix_tips(provider))
         for tip in followed.tips:
             self.tips[(followed.scope, tip)] = followed
         for response_id in response_ids:
@@ -174,6 +178,12 @@ class Index:
             _, oldest = self.recent.popitem(last=False)
             self.forget(oldest)
         return followed.tips[0] if followed.tips else "0" * 32
+
+    def _prefix_tips(self, provider: str) -> PrefixTips:
+        prefixes = self._prefixes.get(provider)
+        if prefixes is None:
+            prefixes = self._prefixes[provider] = PrefixTips(provider)
+        return prefixes
 
     def forget(self, followed: Followed) -> None:
         """Stop following ``followed`` (evicted, or its state no longer matches the log)."""
