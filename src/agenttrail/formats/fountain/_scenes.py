@@ -22,7 +22,6 @@ from agenttrail.formats.fountain._elements import (
 )
 from agenttrail.formats.fountain._escaping import cue_line, escape_inline
 from agenttrail.model import Event, prose_text, text_of
-from agenttrail.model.reading import ERASED
 from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 
@@ -167,8 +166,8 @@ def _write_turn(
     for shown in reading_order(scene.events):
         event = shown.event
         kind = event.type
-        if kind in ("tool_result", ERASED) and event.seq in pairing.call_of:
-            continue  # its status is on its call's note (an erased result's too)
+        if event.seq in pairing.call_of:  # a result, or an erased one kept paired
+            continue  # its status is on its call's note
         note = None if kind == "message" else note_of(event, pairing)
         if note is not None:
             notes.append(note)

@@ -203,26 +203,25 @@ class _SearchBase:
         ]
 
 
+def _index_rows(param: str, session_id: str, seqs: Sequence[int] | None) -> tuple[str, list[Any]]:
+    """The condition (and its parameters) that picks a session's rows of ``search_events``,
+    or with ``seqs`` those events' rows only."""
+    if seqs is None:
+        return f"session_id = {param}", [session_id]
+    return f"session_id = {param} AND seq IN ({', '.join([param] * len(seqs))})", [
+        session_id,
+        *seqs,
+    ]
+
+
 def _drop_index_rows(tx: Any, param: str, session_id: str, seqs: Sequence[int] | None) -> int:
     """Delete a session's rows of ``search_events`` and ``search_marks``; with ``seqs``, only
     the rows of those events (erased: their text leaves the index), the watermark kept, so
     they are not indexed again. Returns the number of ``search_events`` rows deleted."""
     if seqs is None:
         tx.execute(f"DELETE FROM search_marks WHERE session_id = {param}", (session_id,))
-        return int(
-            tx.execute(
-                f"DELETE FROM search_events WHERE session_id = {param}", (session_id,)
-            ).rowcount
-        )
-    return sum(
-        int(
-            tx.execute(
-                f"DELETE FROM search_events WHERE session_id = {param} AND seq = {param}",
-                (session_id, seq),
-            ).rowcount
-        )
-        for seq in seqs
-    )
+    where, params = _index_rows(param, session_id, seqs)
+    return int(tx.execute(f"DELETE FROM search_events WHERE {where}", params).rowcount)
 
 
 def grams(folded: str) -> str:
@@ -277,14 +276,13 @@ class SQLiteSearch(_SearchBase):
         (``'optimize'``, https://www.sqlite.org/fts5.html#the_optimize_command): the old
         segments are freed, and ``secure_delete`` zeroes their pages (docs/log-format.md,
         Erasure). It rewrites the index: a cost paid per erasure, in proportion to the log."""
-        which = "" if seqs is None else f" AND seq IN ({', '.join('?' * len(seqs))})"
+        where, params = _index_rows("?", session_id, seqs)
         tx.executemany(
             "INSERT INTO search_grams (search_grams, rowid, grams) VALUES ('delete', ?, ?)",
             [
                 (i, grams(f))
                 for i, f in tx.execute(
-                    f"SELECT id, folded FROM search_events WHERE session_id = ?{which}",
-                    (session_id, *(seqs or ())),
+                    f"SELECT id, folded FROM search_events WHERE {where}", params
                 )
             ],
         )
