@@ -23,7 +23,13 @@ same run, against the same server.
 - the hand-over alone: CPU per exchange of ``Capture.record`` in this thread (pickling, the
   pipe write) and of this process's other threads (the reader of the writer's answers), also
   measured directly: on a loaded machine the difference of the per-call figures above is
-  noisier than the overhead itself.
+  noisier than the overhead itself;
+- with ``--instructions``, only: the instructions the agent's process executes per call, with
+  and without, counted by valgrind's callgrind (the client in a process of its own, the
+  writer process not traced), as the difference of a run of ``--calls / 5`` calls and one of
+  ``--calls / 5 + --calls`` calls, so that start-up cancels out. A count of instructions is
+  the same in every run whatever else the machine does, where CPU time on a shared VM moves
+  by more than the overhead; it takes minutes (valgrind runs Python about 50 times slower).
 
 Each measurement runs :data:`REPEATS` times and keeps its best (a shared VM's noise only ever
 slows a run down). Results: docs/benchmarks.md.
@@ -306,10 +312,15 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--streams", type=int, default=100)
+    parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--client", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.serve)
+        return
+    if args.client:
+        _client_run(*args.client)
         return
 
     import openai
@@ -323,6 +334,9 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
     try:
         _wait(port)
+        if args.instructions:
+            _instructions(port, args.calls)
+            return
         with tempfile.TemporaryDirectory() as folder:
             base = f"http://127.0.0.1:{port}/v1"
             plain = openai.OpenAI(api_key="sk-bench", base_url=base, max_retries=0)
@@ -394,6 +408,68 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def _client_run(mode: str, calls: str, port: str) -> None:
+    """``--client``: ``calls`` new conversations through a client of its own, instrumented
+    (``live``) or not (``plain``), flushed at the end (what valgrind counts)."""
+    import openai
+
+    import agenttrail
+    from agenttrail.ingest.instrument import capture_of
+
+    client = openai.OpenAI(
+        api_key="sk-bench", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0
+    )
+    flush: Callable[[], object] = lambda: None  # noqa: E731
+    with tempfile.TemporaryDirectory() as folder:
+        if mode == "live":
+            client = agenttrail.instrument(client, log=Path(folder) / "bench.db")
+            capture = capture_of(client)
+            assert capture is not None
+            flush = capture.flush
+        _calls(client, int(calls), flush)
+        client.close()
+
+
+_CALLGRIND = ("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null")
+
+
+def _instructions(port: int, calls: int) -> None:
+    """``--instructions``: the agent's process's instructions per call, with and without."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+    few = max(calls // 5, 1)
+    runs = {
+        (mode, n): subprocess.Popen(
+            [*_CALLGRIND, sys.executable, __file__, "--client", mode, str(n), str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for mode in ("plain", "live")
+        for n in (few, few + calls)
+    }
+    counted: dict[tuple[str, int], int] = {}
+    for key, run in runs.items():
+        _, err = run.communicate()
+        found = re.search(r"Collected : (\d+)", err)
+        if run.returncode != 0 or found is None:
+            raise SystemExit(f"valgrind {key}: {err.strip().splitlines()[-1:]}")
+        counted[key] = int(found.group(1))
+    per_call = {
+        mode: (counted[mode, few + calls] - counted[mode, few]) / calls
+        for mode in ("plain", "live")
+    }
+    plain, live = per_call["plain"], per_call["live"]
+    print(
+        f"instructions of the agent's process per call (callgrind, {calls} calls): without "
+        f"{plain:,.0f}, with {live:,.0f}, overhead {live - plain:+,.0f} "
+        f"({(live / plain - 1) * 100:+.2f} %)"
+    )
 
 
 def _report(what: str, plain: Timing, live: Timing, n: int) -> None:
