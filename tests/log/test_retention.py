@@ -16,6 +16,7 @@ from agenttrail.log.store import open_store
 from agenttrail.model import NewSession, events
 from tests.conftest import owner_connection, postgres_schema, run_cli
 from tests.evidence.test_traces import _session
+from tests.log.test_erase import _fts_blocks, _wal
 
 
 def test_retain_removes_old_sessions_with_their_traces_and_leaves_tombstones(db_url: str) -> None:
@@ -111,3 +112,31 @@ def test_the_retain_command(db_url: str) -> None:
     assert run_cli("sessions", "--json", "--db", db_url).stdout == ""
     bad = run_cli("retain", "--older-than", "-1", "--db", db_url)
     assert bad.returncode == 2 and "0 days or more" in bad.stderr
+
+
+def test_a_removed_sessions_text_leaves_the_sqlite_search_index(tmp_path: Path) -> None:
+    db = tmp_path / "agenttrail.db"
+    secret = "Jane Roe, 12 Elm Street, Springfield"
+    with open_store(db) as store:
+        old = Recorder.start(store, session_id="old", started="2020-01-01T00:00:00.000000Z")
+        old.append(events.message("user", secret), created_at="2020-01-01T00:00:01.000000Z")
+        kept = Recorder.start(store, session_id="kept")
+        for n in range(30):  # index rows written in several segments
+            kept.append(events.message("user", f"note {n}"))
+            assert run_cli("search", "note", "--db", str(db)).returncode == 0
+    folded = secret.lower().encode()
+    assert folded in db.read_bytes() + _wal(db)  # the index's folded copy
+    segments = _fts_blocks(db)
+    with open_store(db) as store:
+        stones = retain(store, 365, now=datetime(2026, 11, 29, tzinfo=UTC))
+    assert [s.session_id for s in stones] == ["old"]
+    for path in (db, db.with_name(db.name + "-wal")):
+        if path.exists():
+            assert secret.encode() not in path.read_bytes(), path.name
+            assert folded not in path.read_bytes(), path.name
+    # FTS5 keeps a deleted row's trigrams in its segments until they merge: every segment
+    # block that existed before the removal is gone (merged into new ones, pages zeroed).
+    assert segments and not segments & _fts_blocks(db)
+    found = run_cli("search", "note 7", "--json", "--db", str(db))
+    assert found.returncode == 0 and '"kept"' in found.stdout
+    assert run_cli("search", "elm street", "--db", str(db)).stdout == ""

@@ -45,11 +45,15 @@ def retain(
     reason: str = "retention schedule",
     now: datetime | None = None,
 ) -> list[Tombstone]:
-    """Remove every session past the schedule, each in its own transaction, with a tombstone.
+    """Remove every session past the schedule, each in its own transaction, with a tombstone;
+    then, once, make their text leave the database's files (:meth:`Archive.scrub`).
 
     Returns:
         The tombstones written, one per removed session.
     """
     due = due_for_removal(store, older_than_days, now=now)
     reason = f"{reason} (older than {older_than_days:g} days)"
-    return [store.remove_session(session.id, reason=reason) for session in due]
+    stones = [store.remove_session(session.id, reason=reason) for session in due]
+    if stones:
+        store.scrub()
+    return stones

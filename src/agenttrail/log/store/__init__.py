@@ -359,6 +359,14 @@ class Archive(LogReader, Protocol):
         """Remove a whole session with its events and trace rows, leaving a tombstone."""
         ...
 
+    def scrub(self) -> None:
+        """After sessions were removed, make their text leave the database's files where the
+        backend can. SQLite: the search index's FTS5 tables are merged whole, since FTS5 keeps
+        a deleted row's tokens in its segments until they merge, and the WAL is checkpointed
+        and truncated. PostgreSQL: nothing (``VACUUM FULL``, docs/log-format.md, Erasure).
+        A rewrite of the index, in proportion to the log: once after a batch of removals."""
+        ...
+
     def tombstones(self) -> list[Tombstone]:
         """Every tombstone, oldest first."""
         ...

@@ -63,6 +63,13 @@ class ArchiveBase(Backend[C]):
             raise SessionNotFound(session_id)
         return Tombstone(session_id, row[0], bytes(row[1]), deleted_at, reason)
 
+    def scrub(self) -> None:
+        """After sessions were removed: make their text leave the database's files where the
+        backend can (``Archive.scrub``): the search index rewritten, then what erasures scrub
+        (:meth:`Backend._scrub`)."""
+        self._write("scrub", self._merge_index)
+        self._scrub()
+
     def tombstones(self) -> list[Tombstone]:
         """Every tombstone, oldest first."""
         rows = self._query(self.sql.tombstones)

@@ -193,8 +193,11 @@ class Backend(ABC, Generic[C]):
     @abstractmethod
     def _drop_rows(self, tx: C, session_id: str, seqs: Sequence[int] | None = None) -> None:
         """Delete a session's rows of the search index, or with ``seqs`` those events' rows
-        only (an erasure: the index's copy of their text leaves with them;
-        ``log/store/search.py``)."""
+        only (an erasure: the index's copy of their text leaves with them; ``search.py``)."""
+
+    @abstractmethod
+    def _merge_index(self, tx: C) -> None:
+        """Rewrite the search index so no deleted row's text stays in it (``search.py``)."""
 
     @abstractmethod
     def _scrub(self) -> None:

@@ -287,8 +287,13 @@ class SQLiteSearch(_SearchBase):
             ],
         )
         if _drop_index_rows(tx, "?", session_id, seqs) and seqs is not None:
-            for table in ("search_text", "search_grams"):
-                tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+            self._merge_index(tx)
+
+    def _merge_index(self, tx: Any) -> None:
+        """Merge both FTS5 tables whole (``'optimize'``): the segments that kept deleted rows'
+        tokens are freed, and ``secure_delete`` zeroes their pages."""
+        for table in ("search_text", "search_grams"):
+            tx.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
 
 class PostgresSearch(_SearchBase):
@@ -340,3 +345,7 @@ class PostgresSearch(_SearchBase):
 
     def _drop_rows(self, tx: Any, session_id: str, seqs: Sequence[int] | None = None) -> None:
         _drop_index_rows(tx, "%s", session_id, seqs)
+
+    def _merge_index(self, tx: Any) -> None:
+        """Nothing: PostgreSQL's deleted index rows stay in its files until ``VACUUM FULL``
+        (docs/log-format.md, Erasure)."""
