@@ -114,6 +114,24 @@ def test_bad_input_is_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> N
     assert not (tmp_path / "log.db").exists()
 
 
+def test_a_usage_error_is_one_line_naming_the_option_and_the_help(tmp_path: Path) -> None:
+    db = str(tmp_path / "log.db")
+    for args, said, where in (
+        (["show", "s", "--since", "0", "--db", db], "'--since': 0 is not in the range", "show"),
+        (["retain", "--older-than", "abc", "--db", db], "'abc' is not a valid float", "retain"),
+        (["search", "--db", db], "Missing argument 'QUERY'", "search"),
+        (["nosuchcommand"], "No such command 'nosuchcommand'", ""),
+    ):
+        result = run_cli_subprocess(*args)
+        assert result.returncode == 2, args
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, args
+        assert said in result.stderr, result.stderr
+        assert f"(agenttrail {where} --help)".replace("  ", " ") in result.stderr
+        assert result.stdout == ""
+    bare = run_cli_subprocess()  # no command: the help, as before, and no error line
+    assert bare.returncode == 2 and "Usage: agenttrail" in bare.stdout and bare.stderr == ""
+
+
 def test_a_failed_check_is_exit_1(tmp_path: Path) -> None:
     db = tmp_path / "log.db"
     assert run_cli_subprocess("import", str(SIMONW), "--db", str(db)).returncode == 0

@@ -41,8 +41,8 @@ def __getattr__(name: str) -> Any:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (``agenttrail`` console script).
 
-    Usage errors are Typer's own (a usage line, exit 2); an :class:`AgentTrailError` becomes
-    one ``error: …`` line on stderr and the error's exit code.
+    A usage error (an unknown option, a value out of range) and an :class:`AgentTrailError`
+    each become one ``error: …`` line on stderr and the error's exit code (2 for usage).
     """
     # Die quietly when the reader of our output goes away (`agenttrail export … | head`),
     # as Unix tools do, instead of a broken-pipe error at exit. `serve` ignores SIGPIPE
@@ -52,17 +52,27 @@ def main(argv: list[str] | None = None) -> int:
         # what the app's eager --version option prints, without importing Typer and Rich
         sys.stdout.write(f"agenttrail {__version__}\n")
         return 0
+    import typer
+
     from agenttrail.cli._app import app
     from agenttrail.cli._common import err
+    from agenttrail.log.redact import redacted_text
 
     try:
-        app(args=argv, prog_name="agenttrail")
+        code = app(args=argv, prog_name="agenttrail", standalone_mode=False)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except AgentTrailError as e:
-        from agenttrail.log.redact import redacted_text
-
         # The message can quote input (a URL given with its key, a line of a file).
         err.print(f"error: {redacted_text(str(e))}", markup=False)
         return e.exit_code
-    return 0
+    except typer.TyperException as e:  # Click's usage errors, raised as such without standalone
+        where = getattr(getattr(e, "ctx", None), "command_path", "agenttrail")
+        message = redacted_text(e.format_message()).replace("\n", " ")
+        if message:  # none when the help was printed instead (no command given)
+            err.print(f"error: {message} ({where} --help)", markup=False)
+        return e.exit_code
+    except typer.Abort:  # Ctrl-D at a prompt
+        err.print("error: aborted", markup=False)
+        return 1
+    return code if isinstance(code, int) else 0
