@@ -4,6 +4,7 @@ codes and pipes. Every other CLI test calls ``agenttrail.cli.main`` in-process
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -130,6 +131,19 @@ def test_a_usage_error_is_one_line_naming_the_option_and_the_help(tmp_path: Path
         assert result.stdout == ""
     bare = run_cli_subprocess()  # no command: the help, as before, and no error line
     assert bare.returncode == 2 and "Usage: agenttrail" in bare.stdout and bare.stderr == ""
+
+
+def test_a_window_past_the_last_event_says_so(tmp_path: Path) -> None:
+    db = str(tmp_path / "log.db")
+    assert run_cli_subprocess("import", str(SIMONW), "--db", db).returncode == 0
+    listed = json.loads(run_cli_subprocess("sessions", "--json", "--db", db).stdout)
+    sid, last = listed["id"], listed["events"]
+    for extra in ([], ["--json"]):
+        result = run_cli_subprocess("show", sid, "--since", str(last + 1), *extra, "--db", db)
+        assert result.returncode == 0
+        assert f"no events from seq {last + 1}: the last is seq {last}" in result.stderr
+    whole = run_cli_subprocess("show", sid, "--since", str(last), "--db", db)
+    assert "no events" not in whole.stderr
 
 
 def test_a_failed_check_is_exit_1(tmp_path: Path) -> None:

@@ -370,6 +370,8 @@ def show(
     with open_log(db) as store:
         found = find_session(store, session)
         first = since or (max(1, found.head_seq - tail + 1) if tail is not None else 1)
+        if first > max(found.head_seq, 1):
+            err.print(f"no events from seq {first}: the last is seq {found.head_seq}", markup=False)
         if json:
             _print_rows(store, found, first, full)
             return
