@@ -72,6 +72,16 @@ def test_sessions_at_80_columns_keep_ids_and_titles_readable(tmp_path: Path) -> 
     assert SPOTTER_ID in wide and "mix phx.server doesnt seem to start" in wide
 
 
+def test_sessions_with_short_titles_keep_whole_ids_at_80_columns(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        record_sample(store)  # the id quickstart prints, and a 14-character title
+    shown = _on_terminal(80, "sessions", "--db", str(db))
+    [row] = [line for line in shown.splitlines() if "Harvey Session" in line]
+    assert row.startswith(SAMPLE_SESSION_ID + " "), shown
+    assert all(len(line.rstrip()) <= 80 for line in shown.splitlines()), shown
+
+
 def test_lists_in_a_pipe_are_tab_separated_lines(tmp_path: Path) -> None:
     db = _log(tmp_path)
     piped = run_cli_subprocess("sessions", "--usage", "--db", db)

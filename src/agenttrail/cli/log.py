@@ -226,9 +226,10 @@ def sessions(
 
 
 TITLE_COLUMNS = 24
-"""Columns the title keeps on a terminal: when whole ids and start times leave it fewer, ids
-are cut to a unique prefix, then start times to the date (a title folded into a column of a
-few letters is unreadable, as `sessions` printed at 80 columns before)."""
+"""Columns the title keeps on a terminal (fewer when no title is that long): when whole ids
+and start times leave it fewer, ids are cut to a unique prefix, then start times to the date
+(a title folded into a column of a few letters is unreadable, as `sessions` printed at 80
+columns before)."""
 
 ID_PREFIX = 8
 """Shortest id prefix shown (git's abbreviated hashes start at 7)."""
@@ -237,6 +238,7 @@ ID_PREFIX = 8
 def _print_session_table(
     rows: list[Session], ids: list[str], totals: dict[str, Totals] | None
 ) -> None:
+    from rich.cells import cell_len
     from rich.text import Text
 
     from agenttrail.cli._listing import list_table
@@ -257,20 +259,22 @@ def _print_session_table(
             extra.append(("-" if tokens is None else f"{tokens:,}", totals[s.id].cost_text()))
         widths += [max([6, *(len(t) for t, _ in extra)]), max([4, *(len(c) for _, c in extra)])]
     gaps = 2 * len(widths)  # two spaces before each column but the first, and the title's
+    titles = [cell_len(safe(_first_line(s.title))) for s in rows]
+    title_room = min(TITLE_COLUMNS, max([len("title"), *titles]))
     prefix = None
-    if _room(widths, gaps) < TITLE_COLUMNS:
+    if _room(widths, gaps) < title_room:
         prefix = _unique_prefix([s.id for s in rows], ids)
         widths[0] = min(widths[0], prefix)
-    date_only = _room(widths, gaps) < TITLE_COLUMNS
+    date_only = _room(widths, gaps) < title_room
     if date_only:
         widths[1] = 10  # YYYY-MM-DD
     # still short of room: the events column goes (with --usage, tokens say more of a
     # session's size), then agent names are cut (to 5 columns at least)
-    with_events = _room(widths, gaps) >= TITLE_COLUMNS
+    with_events = _room(widths, gaps) >= title_room
     if not with_events:
         gaps -= 2
         widths[3] = 0
-    agent_width = max(5, min(widths[2], widths[2] - (TITLE_COLUMNS - _room(widths, gaps))))
+    agent_width = max(5, min(widths[2], widths[2] - (title_room - _room(widths, gaps))))
     table = list_table()
     table.add_column("id", no_wrap=True)  # whole or a unique prefix: either can be copied
     table.add_column("started", no_wrap=True)
