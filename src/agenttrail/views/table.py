@@ -242,18 +242,23 @@ def _print_plain(
     head, bottom = frame[:-1], frame[-1]
     write = console.file.write
     write("\n".join(head if table.show_header else head[:1]) + "\n")
+    # a line: the left edge and padding, the cells each padded to its width and joined by
+    # the padding either side of a divider (the same between any two), the right edge
+    start = box.mid_left + layout[0][2]
+    between = " " * table.padding[1] + box.mid_vertical + " " * table.padding[3]
+    end = layout[-1][3] + box.mid_right + "\n"
     for row in rows():
         cells = [
             _cell_lines(console, cell, column, width)
             for (column, width, _, _), cell in zip(layout, row, strict=True)
         ]
-        height = max(len(lines) for lines in cells)
-        for n in range(height):
-            parts = [
-                lpad + (lines[n] if n < len(lines) else " " * width) + rpad
-                for (_, width, lpad, rpad), lines in zip(layout, cells, strict=True)
-            ]
-            write(box.mid_left + box.mid_vertical.join(parts) + box.mid_right + "\n")
+        height = max(map(len, cells))
+        if height == 1:
+            write(start + between.join([lines[0] for lines in cells]) + end)
+            continue
+        for (_, width, _, _), lines in zip(layout, cells, strict=True):
+            lines += [" " * width] * (height - len(lines))
+        write("".join([start + between.join(parts) + end for parts in zip(*cells, strict=True)]))
     write(bottom + "\n")
     return True
 

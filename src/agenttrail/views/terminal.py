@@ -296,17 +296,18 @@ def print_session(
     def rows() -> Iterator[TableRow]:
         ahead: deque[Event] = deque()
         stream = iter(log.read(session.id, after_seq=since - 1))
+        found: dict[int, Event] = {}  # the result of the row being written, if any
+        pairing = Pairing(result_of=found, anomalies=seqs.anomalies, erased=erased)
         while True:
             event = ahead.popleft() if ahead else next(stream, None)
             if event is None:
                 return
             if event.seq in seqs.call_seq:
                 continue  # shown on its call's row
-            found: dict[int, Event] = {}
+            found.clear()
             result_seq = seqs.result_seq.get(event.seq)
             if result_seq is not None:
                 found[event.seq] = _result(log, session.id, result_seq, ahead, stream)
-            pairing = Pairing(result_of=found, anomalies=seqs.anomalies, erased=erased)
             yield _row(
                 Shown(event), pairing, full=full, broken_at=broken_at, one_day=len(days) <= 1
             )
@@ -324,41 +325,59 @@ class _Shapes:
     def __init__(self, since: int) -> None:
         self.since = since
         """The first seq shown: the shapes are those of seq ``since`` on, in seq order."""
-        self.kinds: dict[tuple[int, int, str, str, bool], int] = {}
-        """Each shape → its number."""
+        self.kinds: dict[tuple[int | str, str, str, bool], int] = {}
+        """Each shape (``created_at``'s length when it is printable ASCII, else itself; the
+        actor, the label, whether the row can show a paired result) → its number."""
+        self.widths: list[tuple[int, int, int, int, bool]] = []
+        """Each shape's widths: its time's on one day and over days, its actor's and its
+        label's; whether its row can show a paired result."""
         self.shape_of = array("I")
         """Event ``since + i``'s shape number (seqs are gapless)."""
 
     def add(self, event: Event) -> None:
         """Note the shape of the next event (any before seq :attr:`since` is left out)."""
-        if event.seq >= self.since:
-            kind = (
-                cell_width(_time_text(event, True)),
-                cell_width(_time_text(event, False)),
-                event.actor,
-                row_label(event)[0],
-                event.type in _PAIRED_TYPES,
+        if event.seq < self.since:
+            return
+        created, label = event.created_at, row_label(event)[0]
+        paired = event.type in _PAIRED_TYPES
+        stamp = len(created) if created.isascii() and created.isprintable() else created
+        kind = (stamp, event.actor, label, paired)
+        number = self.kinds.get(kind)
+        if number is None:
+            number = self.kinds[kind] = len(self.widths)
+            self.widths.append(
+                (
+                    cell_width(_time_text(event, True)),
+                    cell_width(_time_text(event, False)),
+                    cell_width(safe(event.actor)),
+                    cell_width(label),
+                    paired,
+                )
             )
-            self.shape_of.append(self.kinds.setdefault(kind, len(self.kinds)))
+        self.shape_of.append(number)
 
     def widest(self, seqs: SeqPairing, *, one_day: bool) -> list[int]:
         """The widest cell of each column (:func:`print_table`'s ``widest``; the text
         column's 0) over the rows shown: a result paired with its call has none."""
-        kinds = list(self.kinds)
-        shown = [False] * len(kinds)
-        seq_width = 0
+        shown = [False] * len(self.widths)
+        seq_width, last = 0, None  # the last seq shown alone is the widest
         for seq, shape in enumerate(self.shape_of, start=self.since):
             if seq in seqs.call_seq:
                 continue  # shown on its call's row
             shown[shape] = True
-            paired = seqs.result_seq.get(seq) if kinds[shape][4] else None
-            seq_width = max(seq_width, cell_width(_seq_text(seq, paired)))
+            result = seqs.result_seq.get(seq) if self.widths[shape][4] else None
+            if result is None:
+                last = seq
+            else:
+                seq_width = max(seq_width, cell_width(_seq_text(seq, result)))
+        if last is not None:
+            seq_width = max(seq_width, cell_width(_seq_text(last, None)))
         widest = [seq_width, 0, 0, 0, 0]
-        for (day, days, actor, label, _), is_shown in zip(kinds, shown, strict=True):
+        for (day, days, actor, label, _), is_shown in zip(self.widths, shown, strict=True):
             if is_shown:
                 widest[1] = max(widest[1], day if one_day else days)
-                widest[2] = max(widest[2], cell_width(safe(actor)))
-                widest[3] = max(widest[3], cell_width(label))
+                widest[2] = max(widest[2], actor)
+                widest[3] = max(widest[3], label)
         return widest
 
 
