@@ -247,11 +247,18 @@ def _print_plain(
     start = box.mid_left + layout[0][2]
     between = " " * table.padding[1] + box.mid_vertical + " " * table.padding[3]
     end = layout[-1][3] + box.mid_right + "\n"
+    # a StyledText of one line of printable ASCII that fits (most cells but the text
+    # column's) is padded to its width here; any other cell is laid out by _cell_lines
+    simple = [(c.justify in ("left", "default"), c.justify == "right") for c in table.columns]
     for row in rows():
-        cells = [
-            _cell_lines(console, cell, column, width)
-            for (column, width, _, _), cell in zip(layout, row, strict=True)
-        ]
+        cells = []
+        for (column, width, _, _), (left, right), cell in zip(layout, simple, row, strict=True):
+            if type(cell) is StyledText and (left or right):
+                plain = cell.plain
+                if len(plain) <= width and plain.isascii() and plain.isprintable():
+                    cells.append([plain.rstrip().rjust(width) if right else plain.ljust(width)])
+                    continue
+            cells.append(_cell_lines(console, cell, column, width))
         height = max(map(len, cells))
         if height == 1:
             write(start + between.join([lines[0] for lines in cells]) + end)
@@ -356,8 +363,6 @@ def _cell_lines(console: Console, cell: RenderableType, column: Column, width: i
         no_wrap, justify = cell.no_wrap or column.no_wrap, cell.justify or column.justify
     if "\t" in plain or justify not in ("left", "right", "default"):
         return _rendered_lines(console, cell, column, width)
-    if len(plain) <= width and "\n" not in plain and _one_cell_each(plain):  # a line that fits
-        return [plain.rstrip().rjust(width) if justify == "right" else plain.ljust(width)]
     overflow = overflow or "fold"
     out: list[str] = []
     for line in plain.split("\n"):
