@@ -4,15 +4,19 @@ from the first chunk on.
 Rich lays a :class:`rich.table.Table` out from all its cells at once: it holds every row and
 every rendered line until the last is measured, which for a long session (100,000 rows) costs
 gigabytes and minutes before anything is printed. :func:`print_table` measures the columns
-that size to their content in a first pass over the rows (widths only: no row is kept), then
-prints the rows in chunks whose columns are fixed to those widths, each chunk without the
-edges that join it to its neighbours. The lines are those of the whole table printed at once
-(``tests/views/test_table.py`` checks that against Rich itself).
+that size to their content in a first pass over the rows (widths only: no row is kept), or
+takes their widest cells from a caller that knows them without building the rows (``show``
+measures them as it first reads the session), then prints the rows in chunks whose columns
+are fixed to those widths, each chunk without the edges that join it to its neighbours. The
+lines are those of the whole table printed at once (``tests/views/test_table.py`` checks
+that against Rich itself).
 
 Without colour (a file or a pipe: Rich writes plain text), laying a row out through Rich's
 renderables costs about a millisecond, most of the time of ``agenttrail show``; the rows are
 then laid out here, as Rich lays them out (its word division, ``rich._wrap.divide_line``, and
-its rules for cropping, ellipsis and padding), and the header and edges come from Rich.
+its rules for cropping, ellipsis and padding), and the header and edges come from Rich. A
+cell given as :class:`StyledText` is then read as its plain text alone: the Rich ``Text`` it
+stands for is built only to print in colour.
 """
 
 from __future__ import annotations
