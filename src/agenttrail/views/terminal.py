@@ -56,7 +56,8 @@ def render_session(
         events: the session's events in seq order (an API message stored in growing parts
             is shown once, :func:`agenttrail.model.parts.whole_messages`). The rows are
             printed a chunk at a time (:func:`agenttrail.views.table.print_table`).
-        full: show whole tool results instead of their first :data:`RESULT_LINES` lines.
+        full: show whole tool results instead of their first lines
+            (:data:`agenttrail.views.terminal_text.RESULT_LINES`).
         broken_at: the first seq whose chain does not verify, marked on its row.
         since: print only the rows from this seq on (a call is paired with its result
             wherever either falls, so a window reads as the whole session does there).
@@ -252,7 +253,8 @@ def print_session(
     since: int = 1,
 ) -> None:
     """:func:`render_session` of a session in ``log``, read as it is printed: what is held is
-    which call pairs with which result (a few integers per tool call), never the events.
+    which call pairs with which result (a few integers per tool call) and a shape number
+    per event (4 bytes, :class:`_Shapes`), never the events.
 
     The session is read twice: for what pairs with what, its usage, whether any message
     is stored in parts or split into runs (then it is printed by :func:`render_session`,
