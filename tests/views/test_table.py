@@ -18,8 +18,17 @@ from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import open_store
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.parts import whole_messages
-from agenttrail.views.table import print_table
-from agenttrail.views.terminal import READ_AHEAD, print_session, render_session, transcript_table
+from agenttrail.views.order import reading_order
+from agenttrail.views.pairing import pair_tool_calls
+from agenttrail.views.table import StyledText, cell_width, print_table
+from agenttrail.views.terminal import (
+    READ_AHEAD,
+    _template,
+    _transcript_rows,
+    print_session,
+    render_session,
+    transcript_table,
+)
 from tests.conftest import REALDATA
 
 # Every transcript file of the real data that import reads (SOURCES.md lists them).
@@ -104,7 +113,10 @@ def test_show_of_a_large_session_prints_what_rich_prints(tmp_path: Path) -> None
     _same_as_rich(db, "big", 120, colour=False)
 
 
-_CELL = st.text(st.sampled_from([*"ab c\t\n[]:-", "界", "é", "\u0301", "😀", " "]), max_size=60)
+_CELL = st.text(
+    st.sampled_from([*"ab c\t\n[]:-", "界", "é", "—", "…", "\u0301", "😀", " "]),
+    max_size=60,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -135,6 +147,94 @@ def test_chunks_print_what_rich_prints(
     streamed = _console(width, colour=colour)
     print_table(streamed, template(), cells, chunk_rows=chunk)
     assert _printed(streamed) == _printed(expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(_CELL, _CELL, _CELL, _CELL), max_size=7),
+    width=st.integers(20, 90),
+    colour=st.booleans(),
+)
+def test_styled_cells_with_their_widths_given_print_what_rich_prints(
+    rows: list[tuple[str, str, str, str]], width: int, colour: bool
+) -> None:
+    """StyledText cells (laid out from their plain text without colour, the short ones
+    padded without dividing them) and ``widest`` given by the caller (:func:`cell_width`,
+    the rows built once) print what Rich prints for the Text those cells stand for."""
+
+    def template() -> Table:
+        table = Table(expand=True, pad_edge=False)
+        table.add_column("n", justify="right", no_wrap=True)
+        table.add_column("label", no_wrap=True, overflow="ellipsis", max_width=6)
+        table.add_column("text", ratio=1, overflow="fold")
+        return table
+
+    def cells() -> list[tuple[StyledText, StyledText, StyledText]]:
+        built = []
+        for a, b, c, d in rows:
+            text = StyledText(c, style="red")
+            text.append(d, style="bold")
+            built.append((StyledText(a), StyledText(b, style="dim"), text))
+        return built
+
+    whole = template()
+    for a, b, c, d in rows:
+        text = Text(c, style="red")
+        text.append(d, style="bold")
+        whole.add_row(Text(a), Text(b, style="dim"), text)
+    expected = _console(width, colour=colour)
+    expected.print(whole)
+    widest = [max((cell_width(row[i].plain) for row in cells()), default=0) for i in range(3)]
+    called = 0
+
+    def once() -> list[tuple[StyledText, StyledText, StyledText]]:
+        nonlocal called
+        called += 1
+        return cells()
+
+    streamed = _console(width, colour=colour)
+    print_table(streamed, template(), once, widest=widest, chunk_rows=3)
+    assert _printed(streamed) == _printed(expected)
+    assert called == 1
+
+
+def test_a_window_of_a_session_with_erasures_prints_what_rich_prints(tmp_path: Path) -> None:
+    """``show --since`` measures the rows it prints, not the session's: a window whose seqs
+    are narrower than the session's, and erased calls and results (kept paired by their
+    erasure record), against Rich printing the same rows as one table."""
+    db = tmp_path / "log.db"
+    batch = [
+        NewEvent(events.tool_call("c0", "look", {}), "2026-01-01T09:00:00.000000Z"),
+        NewEvent(events.tool_result("c0", "look", output="x"), "2026-01-02T09:00:00.000000Z"),
+    ]
+    for turn in range(1, 30):
+        for payload in (
+            events.message("user", f"question {turn}", character="A LONG NAME" * (turn == 1)),
+            events.tool_call(f"c{turn}", "look", {"n": turn}),
+            events.tool_result(f"c{turn}", "look", output="seen " * turn),
+        ):
+            batch.append(NewEvent(payload, "2026-01-03T10:00:00.000000Z"))
+    with open_store(str(db), create=True) as store:
+        store.append_batch("w", batch, create=NewSession("w", "window", "x"))
+        store.erase("w", [6, 10, 11], by="me", reason="test")
+        session = store.get_session("w")
+        for since in (1, 5, 12, 80):
+            for width in (60, 120):
+                streamed = _console(width, colour=False)
+                print_session(streamed, session, store, since=since)
+                held = list(store.read("w"))
+                whole = _template(width)
+                for row in _transcript_rows(
+                    reading_order(held),
+                    pair_tool_calls(held),
+                    full=False,
+                    broken_at=None,
+                    since=since,
+                ):
+                    whole.add_row(*row)
+                expected = _console(width, colour=False)
+                expected.print(whole)
+                assert _printed(streamed).endswith(_printed(expected))
 
 
 def test_show_of_a_large_session_with_usage_heads_it_as_the_whole_session_does(

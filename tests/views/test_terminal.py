@@ -13,13 +13,12 @@ from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event, NewEvent, NewSession, events
 from agenttrail.views.safe import safe
-from agenttrail.views.terminal import (
+from agenttrail.views.terminal import render_session, transcript_table
+from agenttrail.views.terminal_text import (
     ANNOTATION_CHARS,
     ARGS_CHARS,
     RESULT_CHARS,
     RESULT_LINES,
-    render_session,
-    transcript_table,
 )
 from tests.conftest import REALDATA
 

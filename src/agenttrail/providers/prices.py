@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import cache
 from importlib.metadata import version
+from types import ModuleType
 
 __all__ = ["PRICE_SOURCE", "PUBLISHED", "long_cache_writes", "price_of"]
 
@@ -65,14 +67,13 @@ def price_of(
     prompt as ``input_tokens`` with the cache reads and writes as parts of it, so they are
     added back here, and it applies each kind's own rate.
     """
-    from genai_prices import Usage, calc_price  # the table is large: load it on first use
-    from genai_prices.data_snapshot import get_snapshot
-
+    genai_prices, data_snapshot = _genai_prices()
+    Usage, calc_price = genai_prices.Usage, genai_prices.calc_price
     provider_id = _PROVIDERS.get(provider or "")
     long = min(cache_write_1h, cache_write)
     counts = (input, output, cache_read, cache_write - long, long)
     try:
-        _, found = get_snapshot().find_provider_model(model, None, provider_id, None)
+        _, found = data_snapshot.get_snapshot().find_provider_model(model, None, provider_id, None)
     except LookupError:
         return None
     prices = found.get_prices(at)
@@ -93,7 +94,20 @@ def price_of(
             Decimal(0),
         )
     usage = Usage(**_usage(*counts))
-    return calc_price(usage, model, provider_id=provider_id, genai_request_timestamp=at).total_price
+    amount: Decimal = calc_price(
+        usage, model, provider_id=provider_id, genai_request_timestamp=at
+    ).total_price
+    return amount
+
+
+@cache
+def _genai_prices() -> tuple[ModuleType, ModuleType]:
+    """``genai_prices`` and its ``data_snapshot``, imported on the first price asked (the
+    table is large) and kept: an import statement in :func:`price_of` cost 8 µs a call."""
+    import genai_prices
+    import genai_prices.data_snapshot
+
+    return genai_prices, genai_prices.data_snapshot
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from agenttrail.model import (
 from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import ANOMALY_TEXT, erased_lines, pair_tool_calls
-from agenttrail.views.terminal import ANNOTATION_CHARS
+from agenttrail.views.terminal_text import ANNOTATION_CHARS
 from agenttrail.views.units import counted, size_text
 from agenttrail.views.usage import Totals, usage_totals_of
 

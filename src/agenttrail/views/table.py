@@ -4,15 +4,19 @@ from the first chunk on.
 Rich lays a :class:`rich.table.Table` out from all its cells at once: it holds every row and
 every rendered line until the last is measured, which for a long session (100,000 rows) costs
 gigabytes and minutes before anything is printed. :func:`print_table` measures the columns
-that size to their content in a first pass over the rows (widths only: no row is kept), then
-prints the rows in chunks whose columns are fixed to those widths, each chunk without the
-edges that join it to its neighbours. The lines are those of the whole table printed at once
-(``tests/views/test_table.py`` checks that against Rich itself).
+that size to their content in a first pass over the rows (widths only: no row is kept), or
+takes their widest cells from a caller that knows them without building the rows (``show``
+measures them as it first reads the session), then prints the rows in chunks whose columns
+are fixed to those widths, each chunk without the edges that join it to its neighbours. The
+lines are those of the whole table printed at once (``tests/views/test_table.py`` checks
+that against Rich itself).
 
 Without colour (a file or a pipe: Rich writes plain text), laying a row out through Rich's
 renderables costs about a millisecond, most of the time of ``agenttrail show``; the rows are
 then laid out here, as Rich lays them out (its word division, ``rich._wrap.divide_line``, and
-its rules for cropping, ellipsis and padding), and the header and edges come from Rich.
+its rules for cropping, ellipsis and padding), and the header and edges come from Rich. A
+cell given as :class:`StyledText` is then read as its plain text alone: the Rich ``Text`` it
+stands for is built only to print in colour.
 """
 
 from __future__ import annotations
@@ -28,10 +32,46 @@ from rich.measure import Measurement
 from rich.table import Column, Table
 from rich.text import Text
 
-__all__ = ["CHUNK_ROWS", "print_table"]
+__all__ = ["CHUNK_ROWS", "StyledText", "cell_width", "print_table"]
 
 CHUNK_ROWS = 200
 """Rows laid out and printed together: enough that Rich's per-table cost is spread thin."""
+
+
+class StyledText:
+    """Text kept as the calls that would build a Rich :class:`~rich.text.Text`: a first
+    string in a base style, then strings appended each in its style. :func:`print_table`
+    lays it out from :attr:`plain` alone when there is no colour, and builds the ``Text``
+    (:meth:`__rich__`) only to draw it in colour: a ``Text`` costs microseconds a string,
+    Rich stripping control codes from each again.
+
+    The strings must hold none of the control codes Rich strips (BEL, BS, VT, FF, CR), or
+    :attr:`plain` would keep what the ``Text`` drops: text from the log passes
+    :func:`agenttrail.views.safe.safe`, which escapes them.
+    """
+
+    __slots__ = ("_runs", "style")
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        self.style = style
+        """The base style, under every string (``Text(text, style=style)``)."""
+        self._runs: list[tuple[str, str]] = [(text, "")]
+
+    def append(self, text: str, style: str = "") -> None:
+        """Add ``text`` in ``style`` (``Text.append``)."""
+        self._runs.append((text, style))
+
+    @property
+    def plain(self) -> str:
+        """The text without styles."""
+        runs = self._runs
+        return runs[0][0] if len(runs) == 1 else "".join(text for text, _ in runs)
+
+    def __rich__(self) -> Text:
+        text = Text(self._runs[0][0], style=self.style)
+        for run, style in self._runs[1:]:
+            text.append(run, style=style)
+        return text
 
 
 def print_table(
@@ -39,6 +79,7 @@ def print_table(
     template: Table,
     rows: Callable[[], Iterable[Sequence[RenderableType]]],
     *,
+    widest: Sequence[int] | None = None,
     chunk_rows: int = CHUNK_ROWS,
 ) -> None:
     """Print ``template``'s columns with the rows ``rows()`` yields, a chunk at a time.
@@ -47,10 +88,16 @@ def print_table(
         console: where to print (its width is the table's, as for ``console.print``).
         template: a table with its columns and settings and no rows; a column with a
             ``ratio`` takes the width left (``expand=True``), the others are measured.
-        rows: called twice, yielding the same rows each time: once to measure, once to print.
+        rows: yields the rows; called twice, yielding the same rows each time (once to
+            measure, once to print), unless ``widest`` is given.
+        widest: the widest cell of each column, in cells (:func:`cell_width`; any value
+            for a column with a ratio or a width), when the caller knows them without
+            building the rows: then ``rows`` is called once.
         chunk_rows: rows laid out per chunk.
     """
-    widths = _measured_widths(console, template, rows())
+    if widest is None:
+        widest = _widest_cells(console, template, rows())
+    widths = _measured_widths(console, template, widest)
     if _plain(console, template) and _print_plain(console, _fixed(template, widths, True), rows):
         return
     chunk: list[Sequence[RenderableType]] = []
@@ -63,34 +110,47 @@ def print_table(
     _print_chunk(console, _fixed(template, widths, first), chunk, first, last=True)
 
 
-def _measured_widths(
+def cell_width(text: str) -> int:
+    """The width Rich measures a ``Text`` of ``text`` at, in cells: its widest line
+    (``Text.__rich_measure__``'s maximum)."""
+    if _one_cell_each(text):
+        return len(text)
+    return max(map(_cells, text.splitlines()), default=0)
+
+
+def _widest_cells(
     console: Console, template: Table, rows: Iterable[Sequence[RenderableType]]
-) -> list[int | None]:
-    """The content width of each column without a ratio (``None`` for those with one), as
-    Rich measures it: the widest of the header and every cell, clamped to the column's
-    ``min_width`` and ``max_width``."""
+) -> list[int]:
+    """The widest cell of each column without a ratio or a width (0 for the others), as
+    Rich measures a cell (:func:`cell_width` for text)."""
     options = console.options.update_width(console.width - template._extra_width)
     measured = [c.ratio is None and c.width is None for c in template.columns]
-    widest = [
-        Measurement.get(console, options, c.header).maximum if template.show_header else 0
-        for c in template.columns
-    ]
+    widest = [0] * len(template.columns)
     for row in rows:
         for i, cell in enumerate(row):
             if not measured[i]:
                 continue
-            if isinstance(cell, Text):  # Text.__rich_measure__'s maximum, without its minimum
-                lines = cell.plain.splitlines()
-                width = min(max(map(_cells, lines), default=0), options.max_width)
+            if isinstance(cell, Text | StyledText):
+                width = cell_width(cell.plain)
             else:
                 width = Measurement.get(console, options, cell).maximum
             if width > widest[i]:
                 widest[i] = width
+    return widest
+
+
+def _measured_widths(console: Console, template: Table, widest: Sequence[int]) -> list[int | None]:
+    """The content width of each column without a ratio (``None`` for those with one), as
+    Rich measures it: the widest of the header and the ``widest`` cell (no wider than the
+    table's room), clamped to the column's ``min_width`` and ``max_width``."""
+    options = console.options.update_width(console.width - template._extra_width)
     widths: list[int | None] = []
-    for column, is_measured, width in zip(template.columns, measured, widest, strict=True):
-        if not is_measured:
+    for column, cells in zip(template.columns, widest, strict=True):
+        if column.ratio is not None or column.width is not None:
             widths.append(column.width)
             continue
+        header = Measurement.get(console, options, column.header) if template.show_header else None
+        width = max(0 if header is None else header.maximum, min(cells, options.max_width))
         if column.max_width is not None:
             width = min(width, column.max_width)
         if column.min_width is not None:
@@ -186,18 +246,30 @@ def _print_plain(
     head, bottom = frame[:-1], frame[-1]
     write = console.file.write
     write("\n".join(head if table.show_header else head[:1]) + "\n")
+    # a line: the left edge and padding, the cells each padded to its width and joined by
+    # the padding either side of a divider (the same between any two), the right edge
+    start = box.mid_left + layout[0][2]
+    between = " " * table.padding[1] + box.mid_vertical + " " * table.padding[3]
+    end = layout[-1][3] + box.mid_right + "\n"
+    # a StyledText of one line of printable ASCII that fits (most cells but the text
+    # column's) is padded to its width here; any other cell is laid out by _cell_lines
+    simple = [(c.justify in ("left", "default"), c.justify == "right") for c in table.columns]
     for row in rows():
-        cells = [
-            _cell_lines(console, cell, column, width)
-            for (column, width, _, _), cell in zip(layout, row, strict=True)
-        ]
-        height = max(len(lines) for lines in cells)
-        for n in range(height):
-            parts = [
-                lpad + (lines[n] if n < len(lines) else " " * width) + rpad
-                for (_, width, lpad, rpad), lines in zip(layout, cells, strict=True)
-            ]
-            write(box.mid_left + box.mid_vertical.join(parts) + box.mid_right + "\n")
+        cells = []
+        for (column, width, _, _), (left, right), cell in zip(layout, simple, row, strict=True):
+            if type(cell) is StyledText and (left or right):
+                plain = cell.plain
+                if len(plain) <= width and plain.isascii() and plain.isprintable():
+                    cells.append([plain.rstrip().rjust(width) if right else plain.ljust(width)])
+                    continue
+            cells.append(_cell_lines(console, cell, column, width))
+        height = max(map(len, cells))
+        if height == 1:
+            write(start + between.join([lines[0] for lines in cells]) + end)
+            continue
+        for (_, width, _, _), lines in zip(layout, cells, strict=True):
+            lines += [" " * width] * (height - len(lines))
+        write("".join([start + between.join(parts) + end for parts in zip(*cells, strict=True)]))
     write(bottom + "\n")
     return True
 
@@ -215,17 +287,19 @@ _TRAILING_SPACE = re.compile(r"\s+$")
 _WORD = re.compile(r"\s*\S+\s*")
 
 
-def _divide(line: str, width: int, *, fold: bool) -> list[int]:
+def _divide(line: str, width: int, *, fold: bool, cells: Callable[[str], int]) -> list[int]:
     """``rich._wrap.divide_line``: the offsets to break ``line`` at so that each piece fits
-    ``width`` cells, a word longer than a line folded (``fold``) or left to be cropped; a
-    word of printable ASCII is measured and chopped without Rich's per-character tables."""
+    ``width`` cells, a word longer than a line folded (``fold``) or left to be cropped;
+    ``cells`` measures a piece (``len`` when each character is one cell, else
+    :func:`_cells`), so that a word is measured and chopped without Rich's per-character
+    tables."""
     breaks: list[int] = []
     offset = 0
     for match in _WORD.finditer(line):
         start, word = match.start(), match.group()
-        length = _cells(word.rstrip())
+        length = cells(word.rstrip())
         if width - offset >= length:
-            offset += _cells(word)
+            offset += cells(word)
         elif length > width:
             if fold:
                 pieces = _chop(word, width)
@@ -235,51 +309,74 @@ def _divide(line: str, width: int, *, fold: bool) -> list[int]:
                     start += len(piece)
                 if start:
                     breaks.append(start)
-                offset = _cells(pieces[-1])
+                offset = cells(pieces[-1])
             else:
                 if start:
                     breaks.append(start)
-                offset = _cells(word)
+                offset = cells(word)
         elif offset and start:
             breaks.append(start)
-            offset = _cells(word)
+            offset = cells(word)
     return breaks
 
 
 def _chop(word: str, width: int) -> list[str]:
     """``rich.cells.chop_cells``: ``word`` in pieces of ``width`` cells; by slicing when
     every character is one cell (Rich splits it into graphemes, a millisecond a line)."""
-    if (word.isascii() and word.isprintable()) or all(
-        get_character_cell_size(c) == 1 for c in set(word)
-    ):
+    if _one_cell_each(word):
         return [word[at : at + width] for at in range(0, len(word), width)]
     return chop_cells(word, width)
 
 
 def _cells(text: str) -> int:
-    """Terminal cells ``text`` takes (``rich.cells.cell_len``; printable ASCII is one each)."""
-    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+    """Terminal cells ``text`` takes (``rich.cells.cell_len``)."""
+    return len(text) if _one_cell_each(text) else cell_len(text)
+
+
+_PRINTABLE_ASCII = frozenset(map(chr, range(0x20, 0x7F)))
+
+_JOINERS = frozenset("\u200d\ufe0f")
+"""The zero width joiner and variation selector 16, which change the width of what they
+join (``rich.cells.cell_len``)."""
+
+
+def _one_cell_each(text: str) -> bool:
+    """Whether every character of ``text`` takes one cell, so that its cells are its length
+    (Rich's ``get_character_cell_size`` of each other than printable ASCII: ``—``, ``…``
+    and the like are one cell, but Rich measures them a character at a time)."""
+    if text.isascii():
+        return text.isprintable()
+    return all(
+        c not in _JOINERS and get_character_cell_size(c) == 1
+        for c in set(text).difference(_PRINTABLE_ASCII)
+    )
 
 
 def _cell_lines(console: Console, cell: RenderableType, column: Column, width: int) -> list[str]:
     """A cell as lines of exactly ``width`` cells, as Rich lays a ``Text`` out in a column
     (``Text.wrap`` then ``Lines.justify``)."""
-    if isinstance(cell, str):
-        cell = console.render_str(cell)
-    if not isinstance(cell, Text) or "\t" in cell.plain:
+    if isinstance(cell, StyledText):
+        plain, overflow = cell.plain, column.overflow
+        no_wrap, justify = column.no_wrap, column.justify
+    else:
+        if isinstance(cell, str):
+            cell = console.render_str(cell)
+        if not isinstance(cell, Text):
+            return _rendered_lines(console, cell, column, width)
+        plain, overflow = cell.plain, cell.overflow or column.overflow
+        no_wrap, justify = cell.no_wrap or column.no_wrap, cell.justify or column.justify
+    if "\t" in plain or justify not in ("left", "right", "default"):
         return _rendered_lines(console, cell, column, width)
-    overflow = cell.overflow or column.overflow or "fold"
-    no_wrap = cell.no_wrap or column.no_wrap
-    justify = cell.justify or column.justify
-    if justify not in ("left", "right", "default"):
-        return _rendered_lines(console, cell, column, width)
+    overflow = overflow or "fold"
     out: list[str] = []
-    for line in cell.plain.split("\n"):
-        if no_wrap or (line.isascii() and line.isprintable() and len(line) <= width):
+    for line in plain.split("\n"):
+        simple = _one_cell_each(line)
+        cells = len if simple else _cells
+        if no_wrap or (simple and len(line) <= width):
             pieces = [line]  # it fits: divide_line would not break it
         else:
             pieces = []
-            breaks = _divide(line, width, fold=overflow == "fold")
+            breaks = _divide(line, width, fold=overflow == "fold", cells=cells)
             for start, end in zip([0, *breaks], [*breaks, len(line)], strict=True):
                 piece = line[start:end]
                 if len(piece) > width:  # Text.rstrip_end: trailing space past the width goes
@@ -290,7 +387,7 @@ def _cell_lines(console: Console, cell: RenderableType, column: Column, width: i
         for piece in pieces:
             if justify == "right":
                 piece = piece.rstrip()
-            length = _cells(piece)
+            length = cells(piece)
             if length > width:
                 if overflow == "ellipsis":
                     piece = set_cell_size(piece, width - 1) + "…"
