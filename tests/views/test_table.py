@@ -119,6 +119,15 @@ _CELL = st.text(
 )
 
 
+def _three_columns() -> Table:
+    """A right-aligned number, a label cut with an ellipsis, and the text taking the rest."""
+    table = Table(expand=True, pad_edge=False)
+    table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("label", no_wrap=True, overflow="ellipsis", max_width=6)
+    table.add_column("text", ratio=1, overflow="fold")
+    return table
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     rows=st.lists(st.tuples(_CELL, _CELL, _CELL), max_size=7),
@@ -129,23 +138,16 @@ _CELL = st.text(
 def test_chunks_print_what_rich_prints(
     rows: list[tuple[str, str, str]], width: int, chunk: int, colour: bool
 ) -> None:
-    def template() -> Table:
-        table = Table(expand=True, pad_edge=False)
-        table.add_column("n", justify="right", no_wrap=True)
-        table.add_column("label", no_wrap=True, overflow="ellipsis", max_width=6)
-        table.add_column("text", ratio=1, overflow="fold")
-        return table
-
     def cells() -> list[tuple[str, Text, Text]]:
         return [(a, Text(b), Text(c)) for a, b, c in rows]
 
-    whole = template()
+    whole = _three_columns()
     for row in cells():
         whole.add_row(*row)
     expected = _console(width, colour=colour)
     expected.print(whole)
     streamed = _console(width, colour=colour)
-    print_table(streamed, template(), cells, chunk_rows=chunk)
+    print_table(streamed, _three_columns(), cells, chunk_rows=chunk)
     assert _printed(streamed) == _printed(expected)
 
 
@@ -162,13 +164,6 @@ def test_styled_cells_with_their_widths_given_print_what_rich_prints(
     padded without dividing them) and ``widest`` given by the caller (:func:`cell_width`,
     the rows built once) print what Rich prints for the Text those cells stand for."""
 
-    def template() -> Table:
-        table = Table(expand=True, pad_edge=False)
-        table.add_column("n", justify="right", no_wrap=True)
-        table.add_column("label", no_wrap=True, overflow="ellipsis", max_width=6)
-        table.add_column("text", ratio=1, overflow="fold")
-        return table
-
     def cells() -> list[tuple[StyledText, StyledText, StyledText]]:
         built = []
         for a, b, c, d in rows:
@@ -177,7 +172,7 @@ def test_styled_cells_with_their_widths_given_print_what_rich_prints(
             built.append((StyledText(a), StyledText(b, style="dim"), text))
         return built
 
-    whole = template()
+    whole = _three_columns()
     for a, b, c, d in rows:
         text = Text(c, style="red")
         text.append(d, style="bold")
@@ -193,7 +188,7 @@ def test_styled_cells_with_their_widths_given_print_what_rich_prints(
         return cells()
 
     streamed = _console(width, colour=colour)
-    print_table(streamed, template(), once, widest=widest, chunk_rows=3)
+    print_table(streamed, _three_columns(), once, widest=widest, chunk_rows=3)
     assert _printed(streamed) == _printed(expected)
     assert called == 1
 
