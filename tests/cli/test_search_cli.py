@@ -106,3 +106,6 @@ def test_a_search_that_finds_nothing_says_so_on_stderr(tmp_path: Path) -> None:
     result = run_cli("search", "no such words anywhere", "--db", db)
     assert (result.returncode, result.stdout) == (0, "")
     assert result.stderr.strip() == "no match for 'no such words anywhere'"
+    globbed = run_cli("search", "sonn*", "--db", db)  # "Sonnig" is there, "sonn*" is not
+    assert (globbed.returncode, globbed.stdout) == (0, "")
+    assert "* and ? are not wildcards" in globbed.stderr

@@ -77,7 +77,13 @@ def search_command(
             out.print(json_line(match.body()), markup=False)
         return
     if not found:  # said on stderr: stdout stays what matched (nothing), for a pipe
-        err.print(f"no match for {query!r}", markup=False)
+        # the text is found as written: a user of shell globs or search engines may not know
+        hint = (
+            " (the query is text as written: * and ? are not wildcards)"
+            if any(c in query for c in "*?")
+            else ""
+        )
+        err.print(f"no match for {query!r}{hint}", markup=False)
     if not is_terminal():
         print_tsv(_tsv_lines(found))
         return
