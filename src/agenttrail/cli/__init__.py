@@ -56,7 +56,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from agenttrail.cli._app import app
     from agenttrail.cli._common import err
-    from agenttrail.log.redact import redacted_text
 
     try:
         code = app(args=argv, prog_name="agenttrail", standalone_mode=False)
@@ -64,11 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except AgentTrailError as e:
         # The message can quote input (a URL given with its key, a line of a file).
-        err.print(f"error: {redacted_text(str(e))}", markup=False)
+        err.print(f"error: {_redacted(str(e))}", markup=False)
         return e.exit_code
     except typer.TyperException as e:  # Click's usage errors, raised as such without standalone
         where = getattr(getattr(e, "ctx", None), "command_path", "agenttrail")
-        message = redacted_text(e.format_message()).replace("\n", " ")
+        message = _redacted(e.format_message()).replace("\n", " ")
         if message:  # none when the help was printed instead (no command given)
             err.print(f"error: {message} ({where} --help)", markup=False)
         return e.exit_code
@@ -76,3 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         err.print("error: aborted", markup=False)
         return 1
     return code if isinstance(code, int) else 0
+
+
+def _redacted(message: str) -> str:
+    """``message`` with secrets redacted (:func:`agenttrail.log.redact.redacted_text`), its
+    detectors imported only when there is an error to print, not at every start-up."""
+    from agenttrail.log.redact import redacted_text
+
+    return redacted_text(message)
