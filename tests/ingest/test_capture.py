@@ -316,6 +316,22 @@ def test_a_writer_process_that_dies_loses_only_what_it_had_not_written(
         assert [e.type for e in only_session(log)][-1] == "message"
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
+def test_the_writer_process_runs_only_on_cpu_time_nothing_else_wants(tmp_path: Path) -> None:
+    # sched(7): an idle-class process is preempted at once by the agent's (or a proxy's)
+    # waking threads; a nice one holds the CPU for its slice (docs/capture.md).
+    capture = Capture(tmp_path / "capture.db")
+    assert capture.record(exchange_of(recorded(TOOL_ERROR)[0]))
+    assert capture.flush(30)
+    pid = capture._writer.pid  # type: ignore[union-attr]
+    assert pid is not None
+    try:
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+    finally:
+        capture.close()
+    assert capture.written == 1
+
+
 def test_what_the_agent_handed_over_is_written_after_the_agent_is_killed(tmp_path: Path) -> None:
     # The agent hands over three exchanges while the log is locked, then dies (SIGKILL: no
     # exit handler runs). Its writer process writes all three once the lock is released.
