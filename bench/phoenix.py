@@ -26,12 +26,14 @@ arrived. Opt-in, not part of the test suite (it installs Phoenix from PyPI).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,22 +112,20 @@ def expected(db: str, sessions: list[str]) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--venv", type=Path, default=Path("/tmp/agenttrail-phoenix"))
-    parser.add_argument("--spec", nargs="+", default=["arize-phoenix"])
-    parser.add_argument("--port", type=int, default=0, help="default: a free port")
-    args = parser.parse_args()
-    phoenix = install(args.venv, args.spec)
+@contextlib.contextmanager
+def serving(venv: Path, spec: list[str], port: int = 0) -> Iterator[tuple[str, str]]:
+    """A ``phoenix serve`` on loopback, installed first when it is not (:func:`install`), with
+    a working directory of its own that goes with it: ``(base URL, Phoenix's version)`` once
+    it answers ``/healthz``; stopped on exit. Exits (``SystemExit``) with its log's tail when
+    it does not start within :data:`STARTUP_SECONDS`."""
+    phoenix = install(venv, spec)
     version = subprocess.run(
-        [str(args.venv / "bin" / "python"), "-c", "import phoenix; print(phoenix.__version__)"],
+        [str(venv / "bin" / "python"), "-c", "import phoenix; print(phoenix.__version__)"],
         capture_output=True,
         text=True,
     ).stdout.strip()
-    port = args.port or free_port()
+    port = port or free_port()
     with tempfile.TemporaryDirectory(prefix="agenttrail-phoenix-") as tmp:
-        db = str(Path(tmp) / "log.db")
-        sessions = _agenttrail("import", *map(str, RECORDINGS), "--db", db).split()
         env = {
             **os.environ,
             "PHOENIX_HOST": "127.0.0.1",
@@ -133,36 +133,47 @@ def main() -> int:
             "PHOENIX_GRPC_PORT": str(free_port()),
             "PHOENIX_WORKING_DIR": str(Path(tmp) / "phoenix"),
         }
-        log = open(Path(tmp) / "phoenix.log", "w+")  # noqa: SIM115 (read back on failure)
-        server = subprocess.Popen([str(phoenix), "serve"], env=env, stdout=log, stderr=log)
-        try:
-            return _run(port, db, sessions, version, log, server)
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-            log.close()
+        with open(Path(tmp) / "phoenix.log", "w+") as log:
+            server = subprocess.Popen([str(phoenix), "serve"], env=env, stdout=log, stderr=log)
+            try:
+                base = f"http://127.0.0.1:{port}"
+                _wait(base, server, log)
+                yield base, version
+            finally:
+                server.terminate()
+                server.wait(timeout=30)
 
 
-def _run(
-    port: int,
-    db: str,
-    sessions: list[str],
-    version: str,
-    log: Any,
-    server: subprocess.Popen[bytes],
-) -> int:
-    base = f"http://127.0.0.1:{port}"
+def _wait(base: str, server: subprocess.Popen[bytes], log: Any) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while True:
         try:
             if httpx.get(f"{base}/healthz", timeout=2).is_success:
-                break
+                return
         except httpx.HTTPError:
             pass
         if server.poll() is not None or time.monotonic() > deadline:
             log.seek(0)
             sys.exit(f"Phoenix did not start:\n{log.read()[-3000:]}")
         time.sleep(1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv", type=Path, default=Path("/tmp/agenttrail-phoenix"))
+    parser.add_argument("--spec", nargs="+", default=["arize-phoenix"])
+    parser.add_argument("--port", type=int, default=0, help="default: a free port")
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory(prefix="agenttrail-phoenix-log-") as tmp,
+        serving(args.venv, args.spec, args.port) as (base, version),
+    ):
+        db = str(Path(tmp) / "log.db")
+        sessions = _agenttrail("import", *map(str, RECORDINGS), "--db", db).split()
+        return _run(base, db, sessions, version)
+
+
+def _run(base: str, db: str, sessions: list[str], version: str) -> int:
     print(f"Phoenix {version} on {base}", flush=True)
     for _ in range(2):
         _agenttrail("push", *sessions, "--otlp", f"{base}/v1/traces", "--db", db)
