@@ -164,13 +164,11 @@ def main() -> int:
     parser.add_argument("--spec", nargs="+", default=["arize-phoenix"])
     parser.add_argument("--port", type=int, default=0, help="default: a free port")
     args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory(prefix="agenttrail-phoenix-log-") as tmp,
-        serving(args.venv, args.spec, args.port) as (base, version),
-    ):
+    with tempfile.TemporaryDirectory(prefix="agenttrail-phoenix-log-") as tmp:
         db = str(Path(tmp) / "log.db")
         sessions = _agenttrail("import", *map(str, RECORDINGS), "--db", db).split()
-        return _run(base, db, sessions, version)
+        with serving(args.venv, args.spec, args.port) as (base, version):
+            return _run(base, db, sessions, version)
 
 
 def _run(base: str, db: str, sessions: list[str], version: str) -> int:

@@ -264,8 +264,8 @@ def phoenix_agents(base: str, agents: int, turns: int, per_event: bool) -> tuple
     seen, moved = before, after
     while seen < before + events:
         time.sleep(0.05)
-        if (now := _phoenix_stored(base)) > seen:
-            seen, moved = now, time.perf_counter()
+        if (count := _phoenix_stored(base)) > seen:
+            seen, moved = count, time.perf_counter()
         elif time.perf_counter() - moved > 60:
             raise SystemExit(f"Phoenix stored {seen - before:,} of {events:,} spans, then no more")
     return events / answered, events / (answered + time.perf_counter() - after)

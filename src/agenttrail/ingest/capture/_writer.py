@@ -96,7 +96,8 @@ def _yield_to_others() -> None:
     a small share of a busy CPU, and what waits for it is bounded (``size``).
 
     With ``SCHED_IDLE`` instead of ``nice`` 10, a recorded call through the proxy on a
-    two-core loopback had a p99 of 2.3 to 2.6 ms instead of 4.1 (docs/benchmarks.md, Proxy).
+    two-core loopback had a p99 of 2.3 to 2.6 ms instead of 4.0 to 4.6 (docs/benchmarks.md,
+    Proxy).
     """
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
