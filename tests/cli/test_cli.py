@@ -207,7 +207,9 @@ def test_show_prints_a_window_of_a_long_session(tmp_path: Path) -> None:
         store.append("long", events.tool_result("c1", "read_file", output="the file"))
     tail = run_cli("show", "long", "--tail", "3", "--db", str(db)).stdout
     assert [n for n in range(2, 10) if f"message number {n}" in tail] == [8, 9]
-    assert "1→10" not in tail  # the call is before the window: its row is not shown
+    # the result is in the window and its call before it: the call's row comes first
+    assert tail.index("1→10") < tail.index("message number 8")
+    assert "the file" in tail and "result with no call" not in tail
     since = run_cli("show", "long", "--since", "1", "--db", str(db)).stdout
     assert "1→10" in since and "result with no call" not in since  # paired across the gap
     assert "chain intact: 10 events" in tail

@@ -213,7 +213,7 @@ def test_a_window_of_a_session_with_erasures_prints_what_rich_prints(tmp_path: P
         store.append_batch("w", batch, create=NewSession("w", "window", "x"))
         store.erase("w", [6, 10, 11], by="me", reason="test")
         session = store.get_session("w")
-        for since in (1, 5, 12, 80):
+        for since in (1, 5, 11, 12, 80):  # 5 and 11: a call before the window, its result in it
             for width in (60, 120):
                 streamed = _console(width, colour=False)
                 print_session(streamed, session, store, since=since)

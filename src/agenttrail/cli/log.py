@@ -355,7 +355,8 @@ def show(
 
     The last line says whether the session's hash chain verifies: a transcript read from a
     log changed by hand says where. --since and --tail print a window of a long session
-    (a tool call whose result falls outside it is still shown with it). Durations read
+    (a tool call and its result share a row, shown when either falls in the window; a
+    call from before it comes first). Durations read
     `980 µs`, `1.2 s`, `3 min 4 s`; sizes `12.1 KiB`.
 
     --json prints the rows the web viewer gets (`GET /v1/sessions/{id}/transcript`, one

@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from rich.console import Console
 from rich.table import Table
@@ -60,7 +61,8 @@ def render_session(
             (:data:`agenttrail.views.terminal_text.RESULT_LINES`).
         broken_at: the first seq whose chain does not verify, marked on its row.
         since: print only the rows from this seq on (a call is paired with its result
-            wherever either falls, so a window reads as the whole session does there).
+            wherever either falls, so a window reads as the whole session does there: a
+            call before the window whose result is in it is shown, first).
     """
     shown = whole_messages(events)
     _print_header(console, session, usage_totals_of(session, shown))
@@ -170,10 +172,14 @@ def _one_day(order: list[Shown]) -> bool:
 
 def _shown_rows(order: list[Shown], pairing: Pairing, since: int) -> Iterator[Shown]:
     """What has a row of its own from seq ``since`` on: all but the results shown on their
-    call's row."""
+    call's row, and a call before ``since`` whose result is from ``since`` on (that result's
+    row, first)."""
     for shown in order:
         seq = shown.event.seq
-        if seq >= since and seq not in pairing.call_of:  # a result, or an erased one kept paired
+        if seq in pairing.call_of:  # a result, or an erased one kept paired: on its call's row
+            continue
+        result = pairing.result_of.get(seq)
+        if seq >= since or (result is not None and result.seq >= since):
             yield shown
 
 
@@ -294,16 +300,14 @@ def print_session(
     _print_header(console, session, usage)
     seqs = pair_refs(refs)
     refs.clear()  # paired: the seqs are what is kept
+    early = _calls_before(seqs, since)
 
     def rows() -> Iterator[TableRow]:
         ahead: deque[Event] = deque()
         stream = iter(log.read(session.id, after_seq=since - 1))
         found: dict[int, Event] = {}  # the result of the row being written, if any
         pairing = Pairing(result_of=found, anomalies=seqs.anomalies, erased=erased)
-        while True:
-            event = ahead.popleft() if ahead else next(stream, None)
-            if event is None:
-                return
+        for event in _window(log, session.id, early, ahead, stream):
             if event.seq in seqs.call_seq:
                 continue  # shown on its call's row
             found.clear()
@@ -314,8 +318,29 @@ def print_session(
                 Shown(event), pairing, full=full, broken_at=broken_at, one_day=len(days) <= 1
             )
 
-    widest = shapes.widest(seqs, one_day=len(days) <= 1)
+    widest = shapes.widest(seqs, early, one_day=len(days) <= 1)
     print_table(console, _template(console.width), rows, widest=widest)
+
+
+def _calls_before(seqs: SeqPairing, since: int) -> list[int]:
+    """The calls before seq ``since`` whose result is from ``since`` on, in seq order: a
+    window shows their rows first (the result's row is its call's)."""
+    return sorted(call for result, call in seqs.call_seq.items() if call < since <= result)
+
+
+def _window(
+    log: LogReader,
+    session_id: str,
+    early: list[int],
+    ahead: deque[Event],
+    stream: Iterator[Event],
+) -> Iterator[Event]:
+    """The events a window's rows are made of: the calls ``early`` (:func:`_calls_before`),
+    then ``stream``'s, those :func:`_result` has read ahead from it first."""
+    for call in early:
+        yield from log.read(session_id, after_seq=call - 1, limit=1)
+    while (event := ahead.popleft() if ahead else next(stream, None)) is not None:
+        yield event
 
 
 class _Shapes:
@@ -326,7 +351,7 @@ class _Shapes:
 
     def __init__(self, since: int) -> None:
         self.since = since
-        """The first seq shown: the shapes are those of seq ``since`` on, in seq order."""
+        """The first seq shown (a call before it whose result is from it on is shown too)."""
         self.kinds: dict[tuple[int | str, str, str, bool], int] = {}
         """Each shape (``created_at``'s length when it is printable ASCII, else itself; the
         actor, the label, whether the row can show a paired result) → its number."""
@@ -334,12 +359,10 @@ class _Shapes:
         """Each shape's widths: its time's on one day and over days, its actor's and its
         label's; whether its row can show a paired result."""
         self.shape_of = array("I")
-        """Event ``since + i``'s shape number (seqs are gapless)."""
+        """Event ``1 + i``'s shape number (seqs are gapless)."""
 
     def add(self, event: Event) -> None:
-        """Note the shape of the next event (any before seq :attr:`since` is left out)."""
-        if event.seq < self.since:
-            return
+        """Note the shape of the next event, in seq order."""
         created, label = event.created_at, row_label(event)[0]
         paired = event.type in _PAIRED_TYPES
         stamp = len(created) if created.isascii() and created.isprintable() else created
@@ -358,12 +381,14 @@ class _Shapes:
             )
         self.shape_of.append(number)
 
-    def widest(self, seqs: SeqPairing, *, one_day: bool) -> list[int]:
+    def widest(self, seqs: SeqPairing, early: list[int], *, one_day: bool) -> list[int]:
         """The widest cell of each column (:func:`print_table`'s ``widest``; the text
-        column's 0) over the rows shown: a result paired with its call has none."""
+        column's 0) over the rows shown: the calls ``early`` (:func:`_calls_before`), then
+        seq :attr:`since` on, where a result paired with its call has none."""
         shown = [False] * len(self.widths)
         seq_width, last = 0, None  # the last seq shown alone is the widest
-        for seq, shape in enumerate(self.shape_of, start=self.since):
+        for seq in chain(early, range(self.since, len(self.shape_of) + 1)):
+            shape = self.shape_of[seq - 1]
             if seq in seqs.call_seq:
                 continue  # shown on its call's row
             shown[shape] = True
