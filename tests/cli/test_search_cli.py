@@ -109,3 +109,11 @@ def test_a_search_that_finds_nothing_says_so_on_stderr(tmp_path: Path) -> None:
     globbed = run_cli("search", "sonn*", "--db", db)  # "Sonnig" is there, "sonn*" is not
     assert (globbed.returncode, globbed.stdout) == (0, "")
     assert "* and ? are not wildcards" in globbed.stderr
+
+
+def test_a_blank_query_is_refused(tmp_path: Path) -> None:
+    db = _log(tmp_path)
+    for blank in ("", "   "):
+        result = run_cli("search", blank, "--db", db)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == "error: the query is blank: give the text to find\n"

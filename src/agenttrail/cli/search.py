@@ -12,6 +12,7 @@ from agenttrail.cli._common import err, find_session, open_log, out
 from agenttrail.cli._listing import is_terminal, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption
 from agenttrail.codec import json_line
+from agenttrail.errors import InputError
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.safe import safe
 from agenttrail.views.search import HITS_PER_SESSION, SessionMatch, search
@@ -62,6 +63,8 @@ def search_command(
     - `agenttrail search "undefined variable" --session sample-harvey-session`
     """
     checked_time("--since", since)
+    if not query.strip():  # it would match nothing: a slip, not a search
+        raise InputError("the query is blank: give the text to find")
     with open_log(db) as store:
         chosen = [find_session(store, session)] if session else store.sessions()
         where = SearchFilter(
