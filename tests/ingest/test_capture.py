@@ -316,17 +316,17 @@ def test_a_writer_process_that_dies_loses_only_what_it_had_not_written(
         assert [e.type for e in only_session(log)][-1] == "message"
 
 
-@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="SCHED_IDLE is Linux's")
-def test_the_writer_process_runs_only_on_cpu_time_nothing_else_wants(tmp_path: Path) -> None:
-    # sched(7): an idle-class process is preempted at once by the agent's (or a proxy's)
-    # waking threads; a nice one holds the CPU for its slice (docs/capture.md).
+def test_the_writer_process_yields_to_the_agent_but_keeps_a_share(tmp_path: Path) -> None:
+    # nice 10, not SCHED_IDLE: an idle-class writer on a machine whose cores are all busy
+    # took 9 s to write its first exchange (docs/benchmarks.md, Proxy; docs/capture.md).
     capture = Capture(tmp_path / "capture.db")
     assert capture.record(exchange_of(recorded(TOOL_ERROR)[0]))
     assert capture.flush(30)
     pid = capture._writer.pid  # type: ignore[union-attr]
     assert pid is not None
     try:
-        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, os.nice(0) + 10)
+        assert os.sched_getscheduler(pid) == os.SCHED_OTHER
     finally:
         capture.close()
     assert capture.written == 1

@@ -82,29 +82,12 @@ _CHILD = "from agenttrail.ingest.capture._writer import serve_child; serve_child
 """What the writer process runs (``python -c``; ``-m`` would import the module twice)."""
 
 _NICE = 10
-"""How much lower the writer process's priority is than the agent's (``nice``) where
-``SCHED_IDLE`` is not to be had (:func:`_yield_to_others`)."""
-
-
-def _yield_to_others() -> None:
-    """Lower the writer process's scheduling class so that it runs on the CPU time nothing
-    else wants: ``SCHED_IDLE`` on Linux (sched(7): the lowest weight, and a waking task of
-    the normal class preempts it at once), else ``nice`` :data:`_NICE`. On a machine with no
-    core to spare, a normal-priority wake-up would take the CPU from the agent (or from a
-    proxy's event loop) for the whole of a write; lowered, the writer writes when they wait
-    and catches up by grouping. It is never starved outright: an idle-class task still gets
-    a small share of a busy CPU, and what waits for it is bounded (``size``).
-
-    With ``SCHED_IDLE`` instead of ``nice`` 10, a recorded call through the proxy on a
-    two-core loopback had a p99 of 2.3 to 2.6 ms instead of 4.0 to 4.6 (docs/benchmarks.md,
-    Proxy).
-    """
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):  # not Linux, or not allowed: the portable way
-        with contextlib.suppress(AttributeError, OSError):
-            os.nice(_NICE)
-
+"""How much lower the writer process's scheduling priority is than the agent's (``nice``): on
+a machine with no core to spare, its wake-up does not take the CPU from the agent, which it
+would otherwise hold for the whole of a write (the exchanges waiting meanwhile are grouped).
+Not Linux's ``SCHED_IDLE``: it shortened a recorded proxy call's p99 on a loopback, but an
+idle-class writer on a machine whose cores were all busy took 9 s to write its first
+exchange, against 0.2 s at ``nice`` 10 (docs/benchmarks.md, Proxy)."""
 
 _IDLE_S = 30.0
 """Seconds a writer process may stay idle with nothing to write before it is ended (the next
@@ -475,7 +458,8 @@ def serve_child() -> None:
     is no longer there to read is not an error: the items already sent are still written."""
     from agenttrail.ingest.capture import Capture  # the child's only import of the core
 
-    _yield_to_others()
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(_NICE)
     frames = _Frames(sys.stdin.fileno())
     config = frames.take(wait=True)
     if config is None:
