@@ -183,7 +183,7 @@ def test_a_real_session_exports_every_tool_call_with_its_result(db_path: Path) -
     )
 
 
-def test_context_events_and_an_erasure_read_as_the_transcript_shows_them(
+def test_context_events_an_erasure_and_the_end_read_as_the_transcript_shows_them(
     db_path: Path, tmp_path: Path
 ) -> None:
     db = str(db_path)
@@ -198,11 +198,13 @@ def test_context_events_and_an_erasure_read_as_the_transcript_shows_them(
     assert "\n\nworkspace\\_profile\\_250928 (workspace\\_profile) — score 1.0\n\n" in md
     assert "### 13 · user · shell: $ go build ./... — exit 1\n\n```\n./harvey.go:42:5" in md
     assert "### 19 · system · erasure: erased seq 2 by ops: asked to" in md
-    for raw in ('"chunks"', '"results"', '"command"', '"seqs"'):
+    assert "### 18 · system · session closed" in md  # `show`'s words, not its JSON
+    for raw in ('"chunks"', '"results"', '"command"', '"seqs"', '"reason"'):
         assert raw not in md
     page = run_cli("export", "sample", "--format", "html", "--db", db).stdout
     assert "<h3>4 · system · rag: 3 chunks from rag_store.db, top score 0.87</h3>" in page
     assert "<h3>19 · system · erasure: erased seq 2 by ops: asked to</h3>" in page
+    assert "<h3>18 · system · session closed</h3>" in page
     assert '"chunks"' not in page and "&quot;chunks&quot;" not in page
     from agenttrail.log.store import open_store
     from agenttrail.views.transcript import IndexCache

@@ -89,6 +89,12 @@ def content_text(value: Any) -> str:
     return text if text is not None else json_line(value)
 
 
+def end_text(payload: Payload) -> str:
+    """What a ``session_end`` event says, as every view writes it: ``session closed``, or
+    ``session <reason>`` when it gives one (docs/log-format.md, Payload types)."""
+    return f"session {payload.get('reason') or 'closed'}"
+
+
 def context_text(payload: Payload) -> tuple[str, str] | None:
     """What a ``rag``, ``recall`` or ``shell`` event, or an ``erasure`` record, says, as every
     view writes it (docs/log-format.md, Payload types): ``(headline, body)``, the body ``""``

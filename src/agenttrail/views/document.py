@@ -30,6 +30,7 @@ from agenttrail.model import (
     Event,
     Session,
     context_text,
+    end_text,
     payload_attachments,
     prose_text,
     text_of,
@@ -142,6 +143,8 @@ def _entries(events: list[Event]) -> list[_Entry]:
             first, *rest = erased_lines(event, pairing)
             entry = _Entry(seq, event.actor, first)
             entry.parts += [("text", line) for line in rest]
+        elif event.type == "session_end":  # said as the transcript says it
+            entry = _Entry(str(event.seq), event.actor, end_text(payload))
         elif (said := context_text(payload)) is not None:  # rag, recall, shell, erasure
             headline, body_text = said
             entry = _Entry(str(event.seq), event.actor, f"{event.type}: {headline}")

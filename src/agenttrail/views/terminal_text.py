@@ -16,6 +16,7 @@ from agenttrail.model import (
     Event,
     attachment_of,
     context_text,
+    end_text,
     payload_attachments,
     prose_text,
     text_of,
@@ -187,8 +188,7 @@ def _annotation(event: Event, pairing: Pairing, full: bool) -> StyledText:
 
 
 def _session_end(event: Event, pairing: Pairing, full: bool) -> StyledText:
-    reason = event.payload.get("reason") or "closed"
-    return StyledText(safe(f"session {reason}"), style="grey50")
+    return StyledText(safe(end_text(event.payload)), style="grey50")
 
 
 def _erasure(event: Event, pairing: Pairing, full: bool) -> StyledText:

@@ -18,6 +18,7 @@ from agenttrail.model import (
     attachment_of,
     attachments,
     context_text,
+    end_text,
     other_blocks,
     payload_attachments,
     prose_text,
@@ -447,8 +448,7 @@ def _annotation(payload: dict[str, Any], full: bool) -> Row:
 
 @_writes("session_end")
 def _session_end(payload: dict[str, Any], full: bool) -> Row:
-    reason = payload.get("reason") or "closed"
-    text = safe(f"session {reason}")
+    text = safe(end_text(payload))
     return {"view": "note", "kind": "end", "text": text, "text_chars": len(text)}
 
 
