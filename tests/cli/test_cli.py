@@ -250,6 +250,18 @@ def test_read_commands_do_not_create_a_database(tmp_path: Path) -> None:
     assert not (tmp_path / "none.db").exists()
 
 
+def test_a_database_in_a_folder_that_is_not_there_is_named_as_such(tmp_path: Path) -> None:
+    db = tmp_path / "no-such-folder" / "log.db"
+    result = run_cli(
+        "import", str(REALDATA / "claude-code-spotter" / "short.jsonl"), "--db", str(db)
+    )
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: cannot create database {db}: no folder {db.parent}\n",
+    )
+    assert not db.parent.exists()
+
+
 def test_the_environment_names_the_database(tmp_path: Path) -> None:
     db = tmp_path / "env.db"
     with open_store(db) as store:

@@ -99,6 +99,7 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
 
     Raises:
         StoreError: the file cannot be opened, is not SQLite, or is not an agenttrail log.
+        InputError: there is no such file (``create`` False), or no folder to create it in.
     """
 
     sql = statements(Dialect.SQLITE)
@@ -118,6 +119,8 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
         self.redactor = redactor_for(self, redact)
         if not create and not path.exists():
             raise InputError(f"no agenttrail database at {path} (import something first)")
+        if create and not path.parent.is_dir():
+            raise InputError(f"cannot create database {path}: no folder {path.parent}")
         self._lock = threading.RLock()
         self._closed = False
         self._readers: list[sqlite3.Connection] = []
