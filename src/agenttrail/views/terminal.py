@@ -172,8 +172,8 @@ def _one_day(order: list[Shown]) -> bool:
 
 def _shown_rows(order: list[Shown], pairing: Pairing, since: int) -> Iterator[Shown]:
     """What has a row of its own from seq ``since`` on: all but the results shown on their
-    call's row, and a call before ``since`` whose result is from ``since`` on (that result's
-    row, first)."""
+    call's row; a call before ``since`` whose result is from ``since`` on has its row too,
+    where the call is (so first)."""
     for shown in order:
         seq = shown.event.seq
         if seq in pairing.call_of:  # a result, or an erased one kept paired: on its call's row
