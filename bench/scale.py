@@ -12,8 +12,8 @@ and system), which a shared VM's other tenants disturb far less than wall-clock 
 
 - show, fountain, replay --format openai / anthropic, export: the session to a file;
 - import: that export into a new log (trace rows captured, chain reproduced), also against
-  its own floor (:func:`raw_import`: parsing the export and inserting its rows, as the
-  issue's table measured it);
+  a floor of its own (:func:`raw_import`: parsing the export and inserting its rows; the
+  issue's table gives import a floor of its own too);
 - verify: the session's chain and trace rows.
 
 The raw floor is what any reader must do: ``sqlite3`` reading the session's rows, cbor2
@@ -124,8 +124,8 @@ def raw_floor(db: Path, out: Path) -> float:
 def raw_import(export: Path, db: Path) -> float:
     """CPU seconds for what any importer of ``export`` must do: parse each line as JSON,
     encode its payload as CBOR and insert the rows into a new SQLite file with sqlite3, in
-    one durable transaction (no checks, no chain, no search index): the import row's floor in
-    the issue's table (1.6 s there, against 0.44 s for reading)."""
+    one durable transaction (no checks, no chain, no search index). The issue's table gives
+    import a floor of its own (1.6 s there, against 0.44 s for reading)."""
     start = time.process_time()
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA journal_mode = WAL")
