@@ -215,3 +215,39 @@ def test_context_events_an_erasure_and_the_end_read_as_the_transcript_shows_them
     # the viewer showed it as an unknown event, its JSON the text
     assert (erasure["view"], erasure["kind"], erasure["actor"]) == ("note", "erasure", "system")
     assert erasure["text"] == "erased seq 2 by ops: asked to"
+
+
+TAG_LIKE_REPLY = """Run: go mod init <module-path>, then `go build <pkg>`.
+<system-reminder>keep going</system-reminder>
+See <https://example.test/docs> and [the guide](<https://example.test/a guide>).
+An escaped \\<b> stays as written.
+
+```
+<tag> in a fence is code
+```
+
+    <tag> indented as code"""
+
+
+def test_markdown_shows_tag_like_text_as_written(db_path: Path) -> None:
+    """Text that looks like an HTML tag is what the message said: a CommonMark renderer
+    (markdown-it-py in CommonMark mode, raw HTML on, as GitHub and most viewers take it)
+    shows it, where before it took it for a tag and hid it; code, autolinks and links
+    are left as they were."""
+    from markdown_it import MarkdownIt
+
+    from agenttrail.log.store import open_store
+
+    with open_store(str(db_path), create=True) as store:
+        store.create_session(NewSession("tags", "tags"))
+        store.append("tags", events.message("assistant", TAG_LIKE_REPLY))
+    text = run_cli("export", "tags", "--format", "md", "--db", str(db_path)).stdout
+    rendered = MarkdownIt("commonmark", {"html": True}).render(text)
+    assert "go mod init &lt;module-path&gt;, then <code>go build &lt;pkg&gt;</code>." in rendered
+    assert "&lt;system-reminder&gt;keep going&lt;/system-reminder&gt;" in rendered
+    assert '<a href="https://example.test/docs">https://example.test/docs</a>' in rendered
+    assert '<a href="https://example.test/a%20guide">the guide</a>' in rendered
+    assert "An escaped &lt;b&gt; stays as written." in rendered
+    assert "<pre><code>&lt;tag&gt; in a fence is code\n</code></pre>" in rendered
+    assert "<pre><code>&lt;tag&gt; indented as code\n</code></pre>" in rendered
+    assert "<module-path>" not in rendered and "<system-reminder>" not in rendered

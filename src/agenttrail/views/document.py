@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from agenttrail.codec import json_line
@@ -234,23 +235,64 @@ def _fenced(text: str) -> str:
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 
+_TICKS = re.compile(r"`+")
 
-def _closed(markdown: str) -> str:
-    """A message's Markdown with a code fence it leaves open closed at its end, so that it
-    cannot swallow the entries after it (CommonMark, Fenced code blocks: a fence closes with
-    the same character, at least as many of them, and nothing after but spaces)."""
+_TAG = re.compile(r"(?<!\\)(?<!\]\()<(?=[A-Za-z/!?])(?![A-Za-z][A-Za-z0-9+.\-]{1,31}:)")
+"""A ``<`` that would open raw HTML in CommonMark (Raw HTML, HTML blocks: a tag, a closing
+tag, a comment, a declaration, a processing instruction): before a letter, ``/``, ``!`` or
+``?``; not one already escaped, a link's ``](<`` destination, or an autolink's
+(``<https://…>``, which stays a link)."""
+
+
+def _as_written(markdown: str) -> str:
+    """A message's Markdown, to be read as it was written wherever the document goes:
+
+    - a code fence it leaves open is closed at its end, so that it cannot swallow the
+      entries after it (CommonMark, Fenced code blocks: a fence closes with the same
+      character, at least as many of them, and nothing after but spaces);
+    - a ``<`` that would open raw HTML outside code (:data:`_TAG`) is backslash-escaped, so
+      that ``<module-path>`` or ``<system-reminder>`` is shown, not taken for a tag and
+      hidden (CommonMark, Backslash escapes). Code is left as it is: fenced blocks, lines
+      indented as code, code spans.
+    """
     open_fence: str | None = None
-    for line in markdown.splitlines():
+    out: list[str] = []
+    for line in markdown.splitlines(keepends=True):
         found = _FENCE.match(line)
-        if found is None:
+        fence, rest = (found.group(1), line[found.end() :]) if found else ("", line)
+        if open_fence is not None:  # in a fenced block: as written, until its fence
+            if fence[:1] == open_fence[0] and len(fence) >= len(open_fence) and not rest.strip():
+                open_fence = None
+            out.append(line)
+        elif fence and not (fence[0] == "`" and "`" in rest):
+            open_fence = fence  # (a backtick info string may not hold backticks: no fence)
+            out.append(line)
+        elif line.startswith(("    ", "\t")):  # as code, or a list item's: either way kept
+            out.append(line)
+        else:
+            out.append(_outside_code_spans(line, partial(_TAG.sub, r"\\<")))
+    text = "".join(out)
+    return text if open_fence is None else f"{text}\n{open_fence}"
+
+
+def _outside_code_spans(line: str, change: Callable[[str], str]) -> str:
+    """``line`` with ``change`` applied to its text outside code spans (CommonMark, Code
+    spans: a run of backticks opens one that the next run of the same length closes; one
+    that nothing closes is literal text)."""
+    runs = list(_TICKS.finditer(line))
+    pieces: list[str] = []
+    at = i = 0
+    while i < len(runs):
+        opening = runs[i]
+        width = len(opening.group())
+        close = next((j for j in range(i + 1, len(runs)) if len(runs[j].group()) == width), None)
+        if close is None:
+            i += 1
             continue
-        fence = found.group(1)
-        if open_fence is None:
-            if not (fence[0] == "`" and "`" in line[found.end() :]):  # a backtick info string
-                open_fence = fence  # may not hold backticks: such a line opens nothing
-        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence):
-            open_fence = open_fence if line[found.end() :].strip() else None
-    return markdown if open_fence is None else f"{markdown}\n{open_fence}"
+        pieces += [change(line[at : opening.start()]), line[opening.start() : runs[close].end()]]
+        at, i = runs[close].end(), close + 1
+    pieces.append(change(line[at:]))
+    return "".join(pieces)
 
 
 def _markdown(session: Session, facts: list[tuple[str, str]], entries: list[_Entry]) -> str:
@@ -260,7 +302,7 @@ def _markdown(session: Session, facts: list[tuple[str, str]], entries: list[_Ent
         lines += ["", f"### {_inline(f'{entry.seq} · {entry.actor} · {entry.title}')}"]
         for kind, text in entry.parts:
             body = (
-                _closed(text)
+                _as_written(text)
                 if kind == "markdown"
                 else _fenced(text)
                 if kind == "code"
