@@ -228,12 +228,6 @@ def _row(name: str, seconds: float, floor: float, before: float | None, extra: s
     print(f"  {name:28} {seconds:8.2f} s CPU  {ratio:6.1f}x floor  growth {growth} {extra}")
 
 
-def _import_row(seconds: float, floor: float, import_floor: float, before: float | None) -> None:
-    """The import's row: against the reading floor, and against the import floor
-    (:func:`raw_import`), the issue's measure for it."""
-    _row("import of export", seconds, floor, before, f"{seconds / import_floor:.1f}x import floor")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -273,7 +267,8 @@ def main() -> None:
             seconds["import of export"] = took
             import_floor = raw_import(folder / "export.jsonl", folder / f"raw-import{n}.db")
             print(f"  import floor {import_floor:.3f} s")
-            _import_row(took, floor, import_floor, previous.get("import of export"))
+            against = f"{took / import_floor:.1f}x import floor"
+            _row("import of export", took, floor, previous.get("import of export"), against)
             previous = seconds
         db = folder / "sessions.db"
         build_sessions(db, args.sessions)

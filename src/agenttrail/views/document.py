@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from agenttrail.codec import json_line
@@ -270,13 +269,13 @@ def _as_written(markdown: str) -> str:
         elif line.startswith(("    ", "\t")):  # as code, or a list item's: either way kept
             out.append(line)
         else:
-            out.append(_outside_code_spans(line, partial(_TAG.sub, r"\\<")))
+            out.append(_tags_escaped(line))
     text = "".join(out)
     return text if open_fence is None else f"{text}\n{open_fence}"
 
 
-def _outside_code_spans(line: str, change: Callable[[str], str]) -> str:
-    """``line`` with ``change`` applied to its text outside code spans (CommonMark, Code
+def _tags_escaped(line: str) -> str:
+    """``line`` with each :data:`_TAG` ``<`` escaped outside its code spans (CommonMark, Code
     spans: a run of backticks opens one that the next run of the same length closes; one
     that nothing closes is literal text)."""
     runs = list(_TICKS.finditer(line))
@@ -289,9 +288,12 @@ def _outside_code_spans(line: str, change: Callable[[str], str]) -> str:
         if close is None:
             i += 1
             continue
-        pieces += [change(line[at : opening.start()]), line[opening.start() : runs[close].end()]]
+        pieces += [
+            _TAG.sub(r"\\<", line[at : opening.start()]),
+            line[opening.start() : runs[close].end()],
+        ]
         at, i = runs[close].end(), close + 1
-    pieces.append(change(line[at:]))
+    pieces.append(_TAG.sub(r"\\<", line[at:]))
     return "".join(pieces)
 
 

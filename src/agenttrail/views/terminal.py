@@ -338,7 +338,7 @@ def _window(
     """The events a window's rows are made of: the calls ``early`` (:func:`_calls_before`),
     then ``stream``'s, those :func:`_result` has read ahead from it first."""
     for call in early:
-        yield from log.read(session_id, after_seq=call - 1, limit=1)
+        yield _event_at(log, session_id, call)
     while (event := ahead.popleft() if ahead else next(stream, None)) is not None:
         yield event
 
@@ -423,5 +423,10 @@ def _result(
             ahead.append(event)
             if event.seq == seq:
                 return event
+    return _event_at(log, session_id, seq)
+
+
+def _event_at(log: LogReader, session_id: str, seq: int) -> Event:
+    """Event ``seq`` of the session, read on its own."""
     (event,) = log.read(session_id, after_seq=seq - 1, limit=1)
     return event
