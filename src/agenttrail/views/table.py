@@ -254,6 +254,9 @@ def _print_plain(
     # a StyledText of one line of printable ASCII that fits (most cells but the text
     # column's) is padded to its width here; any other cell is laid out by _cell_lines
     simple = [(c.justify in ("left", "default"), c.justify == "right") for c in table.columns]
+    # a line whose cells but the last are blank, up to the last's text
+    below = start + between.join([" " * width for _, width, _, _ in layout[:-1]] + [""])
+    text: list[str] = []  # written a chunk of rows at a time
     for row in rows():
         cells = []
         for (column, width, _, _), (left, right), cell in zip(layout, simple, row, strict=True):
@@ -263,14 +266,19 @@ def _print_plain(
                     cells.append([plain.rstrip().rjust(width) if right else plain.ljust(width)])
                     continue
             cells.append(_cell_lines(console, cell, column, width))
-        height = max(map(len, cells))
-        if height == 1:
-            write(start + between.join([lines[0] for lines in cells]) + end)
-            continue
-        for (_, width, _, _), lines in zip(layout, cells, strict=True):
-            lines += [" " * width] * (height - len(lines))
-        write("".join([start + between.join(parts) + end for parts in zip(*cells, strict=True)]))
-    write(bottom + "\n")
+        if max(map(len, cells[:-1]), default=1) == 1:  # only the last cell can go on
+            text.append(start + between.join([lines[0] for lines in cells]) + end)
+            if len(cells[-1]) > 1:
+                text.append(below + (end + below).join(cells[-1][1:]) + end)
+        else:
+            height = max(map(len, cells))
+            for (_, width, _, _), lines in zip(layout, cells, strict=True):
+                lines += [" " * width] * (height - len(lines))
+            text += [start + between.join(parts) + end for parts in zip(*cells, strict=True)]
+        if len(text) >= CHUNK_ROWS:
+            write("".join(text))
+            text.clear()
+    write("".join(text) + bottom + "\n")
     return True
 
 
@@ -286,6 +294,8 @@ _TRAILING_SPACE = re.compile(r"\s+$")
 
 _WORD = re.compile(r"\s*\S+\s*")
 
+_SPACE = re.compile(r"\s")
+
 
 def _divide(line: str, width: int, *, fold: bool, cells: Callable[[str], int]) -> list[int]:
     """``rich._wrap.divide_line``: the offsets to break ``line`` at so that each piece fits
@@ -295,8 +305,9 @@ def _divide(line: str, width: int, *, fold: bool, cells: Callable[[str], int]) -
     tables."""
     breaks: list[int] = []
     offset = 0
-    for match in _WORD.finditer(line):
-        start, word = match.start(), match.group()
+    end = 0  # the words tile the line: each starts where the one before it ends
+    for word in _WORD.findall(line):
+        start, end = end, end + len(word)
         length = cells(word.rstrip())
         if width - offset >= length:
             offset += cells(word)
@@ -346,10 +357,18 @@ def _one_cell_each(text: str) -> bool:
     and the like are one cell, but Rich measures them a character at a time)."""
     if text.isascii():
         return text.isprintable()
-    return all(
-        c not in _JOINERS and get_character_cell_size(c) == 1
-        for c in set(text).difference(_PRINTABLE_ASCII)
-    )
+    chars = set(text)
+    if chars <= _ONE_CELL:
+        return True
+    if all(c not in _JOINERS and get_character_cell_size(c) == 1 for c in chars - _ONE_CELL):
+        _ONE_CELL.update(chars)
+        return True
+    return False
+
+
+_ONE_CELL = set(_PRINTABLE_ASCII)
+"""Characters found to take one cell so far (:func:`_one_cell_each`): a session's text uses
+a few, each then measured once, not once a line."""
 
 
 def _cell_lines(console: Console, cell: RenderableType, column: Column, width: int) -> list[str]:
@@ -374,6 +393,8 @@ def _cell_lines(console: Console, cell: RenderableType, column: Column, width: i
         cells = len if simple else _cells
         if no_wrap or (simple and len(line) <= width):
             pieces = [line]  # it fits: divide_line would not break it
+        elif simple and overflow == "fold" and _SPACE.search(line) is None:
+            pieces = [line[at : at + width] for at in range(0, len(line), width)]  # one word
         else:
             pieces = []
             breaks = _divide(line, width, fold=overflow == "fold", cells=cells)
@@ -384,6 +405,9 @@ def _cell_lines(console: Console, cell: RenderableType, column: Column, width: i
                     if tail is not None:
                         piece = piece[: len(piece) - min(len(tail.group()), len(piece) - width)]
                 pieces.append(piece)
+        if simple and justify != "right" and max(map(len, pieces)) <= width:
+            out += [piece.ljust(width) for piece in pieces]
+            continue
         for piece in pieces:
             if justify == "right":
                 piece = piece.rstrip()
