@@ -25,7 +25,8 @@ The hierarchy::
     ├── RemoteError                 an agenttrail server refused a request or could not be reached
     ├── StoreError                  the database refused or failed (driver errors, translated)
     │   ├── AppendOnlyViolation     the database refused a change to a stored event
-    │   └── SessionRowDamaged       a session row changed by hand so that it cannot be read
+    │   ├── SessionRowDamaged       a session row changed by hand so that it cannot be read
+    │   └── EventRowDamaged         an event row changed by hand so that it cannot be read
     └── ChainBroken                 verify found a row whose hash does not match (CLI exit 1)
 
 The CLI catches :class:`AgentTrailError` once, at the top, prints ``error: <message>`` on
@@ -39,6 +40,7 @@ __all__ = [
     "AppendOnlyViolation",
     "BodyTooLarge",
     "ChainBroken",
+    "EventRowDamaged",
     "Forbidden",
     "FormatError",
     "InputError",
@@ -249,6 +251,23 @@ class SessionRowDamaged(StoreError):
     def __init__(self, session_id: str, problem: str) -> None:
         super().__init__(f"session {session_id!r}: {problem}")
         self.session_id = session_id
+        self.problem = problem
+
+
+class EventRowDamaged(StoreError):
+    """An event row changed by hand so that it cannot be read: a column of another type than
+    the store writes (a payload turned into text, which SQLite allows), read by a command
+    that shows or exports the session. ``session_id``, ``seq`` and ``problem`` (the column
+    and what it holds, ``payload is text, not bytes``); ``agenttrail verify`` reports the
+    same row as where the chain breaks (docs/log-format.md, The hash chain)."""
+
+    def __init__(self, session_id: str, seq: object, problem: str) -> None:
+        super().__init__(
+            f"session {session_id!r}, seq {seq!r}: {problem} (the row was changed by hand; "
+            "agenttrail verify checks the whole log)"
+        )
+        self.session_id = session_id
+        self.seq = seq
         self.problem = problem
 
 

@@ -131,9 +131,9 @@ _TRACE_DAMAGE: dict[str, tuple[list[str], str, bool]] = {
         "trace 1: spec is not an envelope spec",
         True,
     ),
-    "inputs-not-utf8": (
+    "inputs-not-utf8": (  # read as stored (lone surrogates), so named as its row
         ["UPDATE trace_rows SET inputs = CAST(X'7bff7d' AS TEXT) WHERE id = 1"],
-        "trace rows cannot be read: ",
+        "trace 1: inputs are not JSON",
         False,
     ),
     "envelope-as-text": (

@@ -546,7 +546,7 @@ _POSTGRES_DAMAGE = {
     ("backend", "damage"),
     [("sqlite", d) for d in _SQLITE_DAMAGE] + [("postgresql", d) for d in _POSTGRES_DAMAGE],
 )
-def test_cli_verify_names_a_column_changed_into_another_type_and_checks_the_others(
+def test_a_column_changed_into_another_type_is_named_by_verify_and_by_every_reader(
     db_url: str, damage: str
 ) -> None:
     damages = _POSTGRES_DAMAGE if is_postgres(db_url) else _SQLITE_DAMAGE
@@ -562,6 +562,34 @@ def test_cli_verify_names_a_column_changed_into_another_type_and_checks_the_othe
     assert f"FAIL  s  seq 3: {said}\n" in result.stdout
     assert "ok    t  5 events" in result.stdout
     assert run_cli("verify", "t", "--db", db_url).returncode == 0
+    # The commands that read the session name the same row in one line, never a traceback.
+    where = (
+        "seq 'three': seq is text, not an integer" if damage == "seq-as-text" else f"seq 3: {said}"
+    )
+    expected = (
+        f"error: session 's', {where} (the row was changed by hand; agenttrail verify checks "
+        "the whole log)\n"
+    )
+    for command in (["show"], ["show", "--json"], ["export"], ["replay"], ["fountain"]):
+        read = run_cli(*command, "s", "--db", db_url)
+        assert (read.returncode, read.stderr) == (1, expected), command
+    assert run_cli("show", "t", "--db", db_url).returncode == 0
+
+
+def test_a_model_call_whose_time_was_changed_into_text_shows_unpriced(tmp_path: Path) -> None:
+    """A priced call's ``created_at`` changed into text that is no time (SQLite takes it):
+    ``show`` prints the transcript, its cost unknown and the chain's break, no traceback."""
+    db = tmp_path / "log.db"
+    meta = events.meta(model="gpt-4o", provider="openai", usage=events.usage(100, 20))
+    with open_store(str(db), create=True) as store:
+        store.create_session(NewSession(id="s"))
+        store.append("s", events.message("assistant", "Paris.", meta=meta))
+    assert "cost $0.00" in run_cli("show", "s", "--db", str(db)).stdout
+    _attack(db, "UPDATE session_events SET created_at = 'noon' WHERE session_id = 's'")
+    result = run_cli("show", "s", "--db", str(db))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert "usage: 1 model call · 100 in · 20 out · cost unknown" in result.stdout
+    assert "⚠ chain broken at seq 1" in result.stdout
 
 
 # -- idempotency keys: chained per session, so a changed, moved or deleted key is named -------

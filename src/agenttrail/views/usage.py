@@ -104,6 +104,10 @@ def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: 
     model = meta.get("model")
     if not isinstance(model, str) or not model:
         return Cost(None, "USD", "unpriced")
+    try:
+        at = datetime.fromisoformat(created_at)
+    except ValueError:  # a time changed by hand (the chain names the row): no price then
+        return Cost(None, "USD", "unpriced")
     prices = _prices()
     provider = meta.get("provider")
     amount = prices.price_of(
@@ -111,7 +115,7 @@ def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: 
         provider if isinstance(provider, str) else None,
         **{kind: tokens[kind] or 0 for kind in USAGE_KINDS},  # a kind not reported is billed 0
         cache_write_1h=prices.long_cache_writes(meta.get("usage_raw")),
-        at=datetime.fromisoformat(created_at),
+        at=at,
     )
     return Cost(amount, "USD", prices.PRICE_SOURCE if amount is not None else "unpriced")
 

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from agenttrail.codec import encode_payload
-from agenttrail.errors import InputError, PayloadTooLarge, SessionRowDamaged, StoreError
+from agenttrail.errors import (
+    EventRowDamaged,
+    InputError,
+    PayloadTooLarge,
+    SessionRowDamaged,
+    StoreError,
+)
 from agenttrail.log.chain import GENESIS_HASH, chain_hasher, stored_type
 from agenttrail.log.digests import (
     SALT_BYTES,
@@ -181,17 +187,42 @@ def check_chain_version(session_id: str, version: Any) -> int:
 
 
 def event_of(session_id: str, row: Row) -> Event:
-    """The :class:`Event` of a stored row ``(seq, created_at, payload, hash, salt, digest)``."""
+    """The :class:`Event` of a stored row ``(seq, created_at, payload, hash, salt, digest)``.
+
+    Raises:
+        EventRowDamaged: a column holds another type than the store writes (text in a
+            BLOB column, text for the seq): a row changed by hand.
+    """
     seq, created_at, data, digest, salt, payload_hash = row
-    return Event.stored(
-        session_id,
-        seq,
-        created_at,
-        bytes(data),
-        bytes(digest),
-        None if salt is None else bytes(salt),
-        None if payload_hash is None else bytes(payload_hash),
-    )
+    if (
+        type(seq) is not int
+        or type(created_at) is not str
+        or type(data) is not bytes
+        or type(digest) is not bytes
+        or (salt is not None and type(salt) is not bytes)
+        or (payload_hash is not None and type(payload_hash) is not bytes)
+    ):
+        raise EventRowDamaged(session_id, seq, _damage(row))
+    return Event.stored(session_id, seq, created_at, data, digest, salt, payload_hash)
+
+
+def _damage(row: Row) -> str:
+    """What is wrong with a row :func:`event_of` refused: its first column of another type
+    than the store writes (``payload is text, not bytes``)."""
+    seq, created_at, data, digest, salt, payload_hash = row
+    if type(seq) is not int:
+        return f"seq is {stored_type(seq)}, not an integer"
+    if type(created_at) is not str:
+        return f"created_at is {stored_type(created_at)}, not text"
+    for column, value, nullable in (
+        ("payload", data, False),
+        ("hash", digest, False),
+        ("salt", salt, True),
+        ("digest", payload_hash, True),
+    ):
+        if type(value) is not bytes and not (nullable and value is None):
+            return f"{column} is {stored_type(value)}, not bytes"
+    raise AssertionError("event_of refused a sound row")
 
 
 def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[Encoded]:

@@ -211,7 +211,7 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
 
     def _read(self, fn: Callable[[Tx], T]) -> T:
         with self._lock, self._translate():
-            return fn(self._conn)
+            return _lenient(self._conn, fn)
 
     @contextmanager
     def _translate(self) -> Iterator[None]:
@@ -417,6 +417,26 @@ def _savepoint(tx: sqlite3.Connection) -> Iterator[None]:
         tx.execute("RELEASE batch")
         raise
     tx.execute("RELEASE batch")
+
+
+_NOT_UTF8 = "Could not decode to UTF-8"
+"""How ``sqlite3`` begins the error of a TEXT value it cannot decode."""
+
+
+def _lenient(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """``fn(conn)``; when a TEXT value is not UTF-8 (a BLOB made text by hand), ``fn`` again
+    with such text read as stored, so that the reader of the row names it
+    (:class:`~agenttrail.errors.EventRowDamaged`) instead of sqlite3 failing the read."""
+    try:
+        return fn(conn)
+    except sqlite3.OperationalError as e:
+        if not str(e).startswith(_NOT_UTF8):
+            raise
+    conn.text_factory = _text_as_stored
+    try:
+        return fn(conn)
+    finally:
+        conn.text_factory = str
 
 
 def _text_as_stored(data: bytes) -> str:
