@@ -260,5 +260,5 @@ def test_show_of_a_large_session_with_usage_heads_it_as_the_whole_session_does(
         print_session(streamed, session, store)
         whole = _console(120, colour=False)
         render_session(whole, session, store.read("u"))
-    assert "1200 model calls" in _printed(whole) and "+ unknown" in _printed(whole)
+    assert "1,200 model calls" in _printed(whole) and "+ unknown" in _printed(whole)
     assert _printed(streamed) == _printed(whole)

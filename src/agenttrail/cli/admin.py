@@ -19,6 +19,7 @@ from agenttrail.cli._listing import print_json_lines
 from agenttrail.cli._options import DbOption, NoRedactOption
 from agenttrail.errors import InputError
 from agenttrail.server.auth import RIGHTS  # a tuple, for --rights help; PyJWT loads on use
+from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
     from agenttrail.log.store import LogStore
@@ -78,7 +79,7 @@ def retain(
             f"head {stone.head_hash.hex()[:16]}  {stone.deleted_at}",
             markup=False,
         )
-    err.print(f"{len(stones)} session{'' if len(stones) == 1 else 's'} removed", markup=False)
+    err.print(f"{counted(len(stones), 'session')} removed", markup=False)
 
 
 def erase(

@@ -22,6 +22,7 @@ from agenttrail.cli._common import (
 from agenttrail.cli._listing import is_terminal, list_table, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption, SessionArg, complete_session
 from agenttrail.errors import InputError
+from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -251,7 +252,7 @@ def claims(
                 *(escape(safe(text)) for text in (c.claim.text, c.context, c.why)),
             )
         out.print(table)
-    err.print(f"{len(unbacked)} unbacked claim{'' if len(unbacked) == 1 else 's'}", markup=False)
+    err.print(counted(len(unbacked), "unbacked claim"), markup=False)
     if unbacked:
         raise typer.Exit(1)
 

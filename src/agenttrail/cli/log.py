@@ -28,6 +28,7 @@ from agenttrail.cli._options import (
     SessionArg,
 )
 from agenttrail.errors import InputError
+from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
     from agenttrail.ingest.importer import ImportReport
@@ -142,7 +143,7 @@ def print_report(report: ImportReport) -> None:
     for warning in report.warnings:
         err.print(f"warning: {warning}", markup=False)
     note = f", {report.skipped} already present" if report.skipped else ""
-    written = f"{report.written} event{'' if report.written == 1 else 's'} written"
+    written = f"{counted(report.written, 'event')} written"
     err.print(f"{report.path}: {written}{note}", markup=False)
 
 

@@ -17,6 +17,7 @@ from agenttrail.model.search import SearchFilter
 from agenttrail.views.safe import safe
 from agenttrail.views.search import HITS_PER_SESSION, SessionMatch, search
 from agenttrail.views.session_list import checked_time
+from agenttrail.views.units import counted
 
 __all__ = ["search_command"]
 
@@ -92,7 +93,7 @@ def search_command(
         return
     for match in found:
         also = f"  (matches {', '.join(match.fields)})" if match.fields else ""
-        count = f"{match.total} event{'' if match.total == 1 else 's'}"
+        count = counted(match.total, "event")
         out.print(f"[bold]{escape(safe(match.session_id))}[/bold]  {count}{also}")
         for hit in match.hits:
             out.print(f"  {hit.seq:>6}  {escape(hit.type or '-'):<12} {escape(hit.snippet)}")

@@ -33,6 +33,7 @@ from agenttrail.views.pairing import (
 from agenttrail.views.safe import safe
 from agenttrail.views.table import StyledText, cell_width, print_table
 from agenttrail.views.terminal_text import row_label, row_text, run_text
+from agenttrail.views.units import counted
 from agenttrail.views.usage import Totals, calls_in, totals_of, usage_totals_of
 
 __all__ = ["READ_AHEAD", "print_session", "render_session", "transcript_table"]
@@ -97,7 +98,7 @@ def _print_header(console: Console, session: Session, usage: Totals) -> None:
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
     if usage.calls:
-        calls = f"{usage.calls} model call{'' if usage.calls == 1 else 's'}"
+        calls = counted(usage.calls, "model call")
         line = f"\nusage: {calls} · {usage.tokens_text()} · cost {usage.cost_text()}"
         if usage.sources:
             line += f" ({', '.join(sorted(usage.sources))})"
