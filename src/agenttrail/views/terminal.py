@@ -273,7 +273,6 @@ def print_session(
     erased: dict[int, str] = {}
     days: set[str] = set()
     parts = MessageParts()
-    messages: list[int] = []
     ordered = False
     shapes = _Shapes(since)
 
@@ -284,17 +283,15 @@ def print_session(
             refs.extend(tool_refs(event))
             erased.update(erased_notes(event))
             parts.add(event)
-            if event.type == "message":
-                ordered = text_runs(event.payload) is not None
-                if ordered:
-                    return
-                messages.append(event.seq)
+            if event.type == "message" and text_runs(event.payload) is not None:
+                ordered = True
+                return
             shapes.add(event)
             yield event
 
     # the usage as read, each event one message: right unless a message is in parts
     usage = totals_of(calls_in(session, first_read()))
-    if ordered or any(parts.read_as(seq) is not None for seq in messages):
+    if ordered or parts.any_whole():
         events = log.read(session.id)
         render_session(console, session, events, full=full, broken_at=broken_at, since=since)
         return
