@@ -242,6 +242,9 @@ def test_openinference_retriever_and_a_span_of_no_convention(tmp_path: Path) -> 
             "spanId is missing",
         ),
         ('{"resourceSpans": [{"scopeSpans": 7}]}', "scopeSpans"),
+        # a file forced to be read as OTLP that is other JSON: refused, not read as no spans
+        ('{"a": 1}', r"bad.json:1: not an OTLP trace export: no resourceSpans"),
+        ('{"resourceSpans": []}\n{"b": 2}\n', r"bad.json:2: not an OTLP trace export"),
     ],
 )
 def test_a_bad_file_names_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

@@ -66,8 +66,9 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         importing the file again, or a file that repeats spans, writes nothing twice.
 
     Raises:
-        FormatError: not JSON, a line that is not an ``ExportTraceServiceRequest``, or a span
-            without usable ids; names the file, the line and the span.
+        FormatError: not JSON, a line that is not an ``ExportTraceServiceRequest`` (or
+            has no ``resourceSpans``), or a span without usable ids; names the file, the
+            line and the span.
     """
     combined = ExportTraceServiceRequest()
     if is_json(first_line(decode_text(path, data))) and data.strip().count(b"\n"):
@@ -75,6 +76,11 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     else:
         documents = [(1, load_json(path, data))]
     for line, document in documents:
+        if isinstance(document, dict) and not {"resourceSpans", "resource_spans"} & document.keys():
+            # an empty request is valid OTLP, but a file of them holds no trace to import
+            raise FormatError(
+                "not an OTLP trace export: no resourceSpans", path=str(path), line=line
+            )
         try:
             combined.MergeFrom(request_from_json(document))
         except ValueError as e:
