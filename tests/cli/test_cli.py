@@ -262,6 +262,16 @@ def test_a_database_in_a_folder_that_is_not_there_is_named_as_such(tmp_path: Pat
     assert not db.parent.exists()
 
 
+@pytest.mark.parametrize("command", [["sessions"], ["show", "x"], ["verify"]])
+def test_a_database_that_is_a_folder_is_named_as_such(tmp_path: Path, command: list[str]) -> None:
+    result = run_cli(*command, "--db", str(tmp_path))
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: {tmp_path} is a folder, not a database file\n",
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_environment_names_the_database(tmp_path: Path) -> None:
     db = tmp_path / "env.db"
     with open_store(db) as store:

@@ -99,7 +99,8 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
 
     Raises:
         StoreError: the file cannot be opened, is not SQLite, or is not an agenttrail log.
-        InputError: there is no such file (``create`` False), or no folder to create it in.
+        InputError: there is no such file (``create`` False), no folder to create it in, or
+            the path is a folder.
     """
 
     sql = statements(Dialect.SQLITE)
@@ -121,6 +122,8 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
             raise InputError(f"no agenttrail database at {path} (import something first)")
         if create and not path.parent.is_dir():
             raise InputError(f"cannot create database {path}: no folder {path.parent}")
+        if path.is_dir():
+            raise InputError(f"{path} is a folder, not a database file")
         self._lock = threading.RLock()
         self._closed = False
         self._readers: list[sqlite3.Connection] = []
