@@ -301,6 +301,36 @@ def test_export_writes_a_file(tmp_path: Path) -> None:
     assert out.read_text() == _export(session, db)
 
 
+def test_a_session_is_not_imported_again_from_its_own_otlp_export(tmp_path: Path) -> None:
+    """The export names its session (``session.id``): imported into the same log it would
+    add every event a second time, beside the transcript's, so it is refused and the log
+    left as it was; into another log it imports as usual, and once."""
+    db = tmp_path / "log.db"
+    session = _import(CLAUDE_CODE, db)
+    out = tmp_path / "trace.json"
+    out.write_text(_export(session, db))
+    with open_store(db) as store:
+        before = store.head(session)
+    assert before is not None
+    result = run_cli("import", str(out), "--db", str(db))
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"error: {out}: session {session} already holds {before[0]} events no otlp import "
+        "wrote, so this file's events would be added beside them (twice, if the file is "
+        "their export); import it into another database (--db)\n",
+    )
+    with open_store(db) as store:
+        assert store.head(session) == before
+    other = tmp_path / "other.db"
+    first, again = (run_cli("import", str(out), "--db", str(other)) for _ in range(2))
+    written = first.stderr.removeprefix(f"{out}: ").split()[0]
+    assert (first.returncode, first.stderr) == (0, f"{out}: {written} events written\n")
+    assert (again.returncode, again.stderr) == (
+        0,
+        f"{out}: 0 events written, {written} already present\n",
+    )
+
+
 @pytest.mark.parametrize("path", [OPENAI, ANTHROPIC, CLAUDE_CODE], ids=lambda p: p.parent.name)
 def test_the_semconv_schema_url_and_scope(path: Path, tmp_path: Path) -> None:
     db = tmp_path / "log.db"

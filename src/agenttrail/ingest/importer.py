@@ -347,6 +347,8 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
         return _write_export(store, path, imported, session_id)
     if "rechained" in imported.session.metadata:
         _check_rechained(store, path, session_id)
+    else:
+        _check_namespace(store, path, session_id, imported.events)
     results = _append(store, session_id, imported.events, _filled(imported))
     written = sum(not r.duplicate for r in results)
     return ImportReport(path, session_id, written, len(results) - written, imported.warnings)
@@ -364,6 +366,35 @@ def _check_rechained(store: LogStore, path: Path, session_id: str) -> None:
             f"{path}: session {session_id} already exists; an export without its chain "
             "hashes cannot be imported into it"
         )
+
+
+def _check_namespace(
+    store: LogStore, path: Path, session_id: str, events: Sequence[NewEvent]
+) -> None:
+    """A format whose keys share a name (``otlp:``, ``inspect:``, ``langfuse:``) adds to a
+    session only when an import of that format began it: to a session recorded or imported
+    otherwise it cannot tell which of its events the log already holds, and a session's own
+    OTLP export would be added to it a second time. Keys without such a name (a transcript's
+    line ids) are not checked.
+
+    Raises:
+        InputError: the session holds events and none of its keys has the name.
+    """
+    keys = [event.key for event in events if event.key]
+    names = {key.partition(":")[0] for key in keys}
+    name = names.pop() if len(names) == 1 and all(":" in key for key in keys) else ""
+    if not name.isalpha():
+        return
+    head = store.head(session_id)
+    if head is None or head[0] == 0:
+        return
+    if any(row[1].startswith(f"{name}:") for row in store.key_chain(session_id).rows):
+        return
+    raise InputError(
+        f"{path}: session {session_id} already holds {head[0]} events no {name} import "
+        "wrote, so this file's events would be added beside them (twice, if the file is "
+        "their export); import it into another database (--db)"
+    )
 
 
 def _write_export(
