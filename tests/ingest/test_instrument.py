@@ -426,6 +426,34 @@ def test_a_client_given_its_own_httpx_client_is_recorded_the_same(
         assert payloads(got) == payloads(import_events(other, TOOL_LOOP))
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_client_on_a_mock_transport_is_recorded_the_same(tmp_path: Path, mode: str) -> None:
+    # An agent's own tests answer its client with httpx.MockTransport, whose responses come
+    # already read: there is no stream left to tee, and they were not recorded at all.
+    items = recorded(TOOL_LOOP)
+    replies = iter(items)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        reply = next(replies).reply
+        return httpx.Response(reply.status, content=reply.body, headers=reply.headers)
+
+    options: dict[str, Any] = {"api_key": KEY, "max_retries": 0, "base_url": "http://mock/v1"}
+    if mode == "async":
+        transport: Any = httpx.MockTransport(answer)
+        client: Any = openai.AsyncOpenAI(
+            http_client=httpx.AsyncClient(transport=transport), **options
+        )
+    else:
+        client = openai.OpenAI(
+            http_client=httpx.Client(transport=httpx.MockTransport(answer)), **options
+        )
+    agenttrail.instrument(client, log=tmp_path / "live.db")
+    run(client, mode, items)
+    store, got = captured(client, tmp_path / "live.db")
+    with store, open_store(tmp_path / "import.db") as other:
+        assert payloads(got) == payloads(import_events(other, TOOL_LOOP))
+
+
 def test_what_is_captured_just_before_the_interpreter_exits_is_written(
     up: Upstream, tmp_path: Path
 ) -> None:

@@ -132,8 +132,14 @@ class _Exchange:
         self.done = False
 
     def answered(self, response: Any, tee: type[Any]) -> Any:
-        """``response``, its body stream replaced by ``tee`` over it (same bytes, kept)."""
+        """``response``, its body stream replaced by ``tee`` over it (same bytes, kept); a
+        response its transport made already read (``httpx.MockTransport``, a transport of
+        the agent's own tests) is recorded at once, its body being all there."""
         self.response = response
+        if response.is_stream_consumed:  # its stream is closed: a tee would see nothing
+            self.parts.append(response.content)
+            self.end(complete=True)
+            return response
         response.stream = tee(response.stream, self)
         return response
 
