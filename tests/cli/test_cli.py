@@ -60,6 +60,19 @@ def test_quickstart_records_the_sample_when_there_are_no_transcripts(tmp_path: P
     assert f"  agenttrail show sample-harvey-session --db {tmp_path / 'other.db'}" in named.stderr
 
 
+def test_quickstart_says_the_transcripts_it_found_could_not_be_read(tmp_path: Path) -> None:
+    # Only a transcript that is not one: it was skipped, then "no transcripts found" was said.
+    project = tmp_path / ".claude" / "projects" / "p"
+    project.mkdir(parents=True)
+    (project / "x.jsonl").write_text('{"type": "user"}\n', encoding="utf-8")
+    result = run_cli("quickstart", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    said = result.stderr.splitlines()
+    assert said[0].startswith(f"skipped: {project / 'x.jsonl'}: ")
+    assert said[1] == "none of 1 Claude Code transcript could be read: recording the sample session"
+    assert "Harvey Session" in result.stdout
+
+
 def _mixed_log(db_path: Path) -> str:
     with open_store(db_path) as store:
         record_sample(store)

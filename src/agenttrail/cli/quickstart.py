@@ -12,6 +12,7 @@ from agenttrail.cli._common import err, open_log, out
 from agenttrail.cli._options import DbOption
 from agenttrail.cli.log import print_report
 from agenttrail.errors import FormatError
+from agenttrail.views.units import counted
 
 __all__ = ["quickstart"]
 
@@ -42,6 +43,7 @@ def quickstart(
     from agenttrail.views.terminal import render_session
 
     limit = payload_limit()
+    skipped = 0  # transcripts found that could not be read
     if paths:  # named by the user: a bad one is bad input
         parsed = read_paths(expand_paths(paths, suffixes=(".jsonl",)), max_payload_bytes=limit)
     else:  # found under ~/.claude/projects: one odd file does not stop the others
@@ -51,6 +53,7 @@ def quickstart(
                 parsed += read_paths([path], max_payload_bytes=limit)
             except FormatError as e:
                 err.print(f"skipped: {e}", markup=False)
+                skipped += 1
     with open_log(db, create=True) as store:
         reports = write_sessions(store, parsed)
         for report in reports:
@@ -61,8 +64,11 @@ def quickstart(
         if candidates:
             shown = max(candidates, key=lambda s: s.started or s.created_at).id
         else:
+            found = f"none of {counted(skipped, 'Claude Code transcript')} could be read"
             err.print(
-                "no Claude Code transcripts found: recording the sample session", markup=False
+                f"{found if skipped else 'no Claude Code transcripts found'}: recording the "
+                "sample session",
+                markup=False,
             )
             shown = record_sample(store)
         render_session(out, store.get_session(shown), store.read(shown))
