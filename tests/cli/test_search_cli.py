@@ -109,6 +109,14 @@ def test_a_search_that_finds_nothing_says_so_on_stderr(tmp_path: Path) -> None:
     globbed = run_cli("search", "sonn*", "--db", db)  # "Sonnig" is there, "sonn*" is not
     assert (globbed.returncode, globbed.stdout) == (0, "")
     assert "* and ? are not wildcards" in globbed.stderr
+    quoted = run_cli("search", '"Sonnig"', "--db", db)  # a search engine's phrase quotes
+    assert (quoted.returncode, quoted.stdout) == (0, "")
+    assert quoted.stderr == (
+        "no match for '\"Sonnig\"'; the query is text as written: its quotes are searched for too\n"
+    )
+    narrowed = run_cli("search", "Sonnig", "--since", "2031-01-01", "--errors", "--db", db)
+    assert (narrowed.returncode, narrowed.stdout) == (0, "")
+    assert narrowed.stderr == "no match for 'Sonnig' (errors only, since 2031-01-01)\n"
 
 
 def test_a_blank_query_is_refused(tmp_path: Path) -> None:

@@ -81,13 +81,7 @@ def search_command(
             out.print(json_line(match.body()), markup=False)
         return
     if not found:  # said on stderr: stdout stays what matched (nothing), for a pipe
-        # the text is found as written: a user of shell globs or search engines may not know
-        hint = (
-            " (the query is text as written: * and ? are not wildcards)"
-            if any(c in query for c in "*?")
-            else ""
-        )
-        err.print(f"no match for {query!r}{hint}", markup=False)
+        err.print(_no_match(query, session, where), markup=False)
     if not is_terminal():
         print_tsv(_tsv_lines(found))
         return
@@ -97,6 +91,28 @@ def search_command(
         out.print(f"[bold]{escape(safe(match.session_id))}[/bold]  {count}{also}")
         for hit in match.hits:
             out.print(f"  {hit.seq:>6}  {escape(hit.type or '-'):<12} {escape(hit.snippet)}")
+
+
+def _no_match(query: str, session: str | None, where: SearchFilter) -> str:
+    """``no match for 'QUERY'``, with the filters that narrowed the search, and what a user
+    of shell globs or search engines may not know: the text is found as written."""
+    narrowed = [
+        said
+        for said, given in (
+            (f"session {session}", session),
+            (f"tool {where.tool}", where.tool),
+            ("errors only", where.errors),
+            (f"agent {where.agent}", where.agent),
+            (f"since {where.since}", where.since),
+        )
+        if given
+    ]
+    line = f"no match for {query!r}" + (f" ({', '.join(narrowed)})" if narrowed else "")
+    if any(c in query for c in "*?"):
+        return f"{line}; the query is text as written: * and ? are not wildcards"
+    if len(query) > 1 and query[0] == query[-1] and query[0] in "\"'":
+        return f"{line}; the query is text as written: its quotes are searched for too"
+    return line
 
 
 def _tsv_lines(found: list[SessionMatch]) -> Iterator[tuple[object, ...]]:
