@@ -255,6 +255,14 @@ def test_a_unique_prefix_names_a_session(tmp_path: Path) -> None:
     assert ambiguous.returncode == 2 and "matches 2 sessions" in ambiguous.stderr
     missing = run_cli("verify", "zzz", "--db", str(db))
     assert (missing.returncode, missing.stderr) == (2, "error: no session 'zzz'\n")
+    with open_store(db) as store:  # one session left for "" to match: it is refused still
+        store.remove_session("abd-2", reason="test")
+    blank = run_cli("show", "", "--db", str(db))
+    assert (blank.returncode, blank.stdout, blank.stderr) == (
+        2,
+        "",
+        "error: the session id is blank: give an id or a unique prefix of one\n",
+    )
 
 
 def test_read_commands_do_not_create_a_database(tmp_path: Path) -> None:

@@ -63,8 +63,10 @@ def find_session(store: LogStore, text: str) -> Session:
 
     Raises:
         SessionNotFound: no session matches.
-        InputError: the prefix matches several sessions.
+        InputError: the prefix matches several sessions, or is blank (it would match all).
     """
+    if not text.strip():
+        raise InputError("the session id is blank: give an id or a unique prefix of one")
     try:
         return store.get_session(text)
     except SessionNotFound:
