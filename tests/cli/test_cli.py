@@ -293,6 +293,15 @@ def test_a_database_that_is_a_folder_is_named_as_such(tmp_path: Path, command: l
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_blank_database_is_refused_not_read_as_the_default(tmp_path: Path) -> None:
+    result = run_cli("sessions", "--db", "", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (
+        2,
+        "error: --db is blank: give a database file or URL\n",
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_environment_names_the_database(tmp_path: Path) -> None:
     db = tmp_path / "env.db"
     with open_store(db) as store:

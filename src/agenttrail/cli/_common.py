@@ -52,9 +52,15 @@ def output_file(output: Path | None) -> Path | None:
 def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -> LogStore:
     """The log named by ``--db`` (else ``$AGENTTRAIL_DATABASE_URL``, else ./agenttrail.db);
     ``create`` sets up a new one; ``no_redact`` (``--no-redact``) stores payloads verbatim,
-    else redaction follows the environment and ``agenttrail.toml`` (docs/redaction.md)."""
+    else redaction follows the environment and ``agenttrail.toml`` (docs/redaction.md).
+
+    Raises:
+        InputError: ``--db`` was given blank (it would have meant the default, unsaid).
+    """
     from agenttrail.log.store import open_store  # the store's imports: only a command pays
 
+    if db is not None and not db.strip():
+        raise InputError("--db is blank: give a database file or URL")
     return open_store(db, create=create, redact=False if no_redact else None)
 
 
