@@ -388,7 +388,7 @@ def _check_namespace(
     head = store.head(session_id)
     if head is None or head[0] == 0:
         return
-    if any(row[1].startswith(f"{name}:") for row in store.key_chain(session_id).rows):
+    if any(key.startswith(f"{name}:") for key, _ in store.event_keys(session_id)):
         return
     raise InputError(
         f"{path}: session {session_id} already holds {head[0]} events no {name} import "

@@ -209,20 +209,17 @@ def event_of(session_id: str, row: Row) -> Event:
 def _damage(row: Row) -> str:
     """What is wrong with a row :func:`event_of` refused: its first column of another type
     than the store writes (``payload is text, not bytes``)."""
-    seq, created_at, data, digest, salt, payload_hash = row
-    if type(seq) is not int:
-        return f"seq is {stored_type(seq)}, not an integer"
-    if type(created_at) is not str:
-        return f"created_at is {stored_type(created_at)}, not text"
-    for column, value, nullable in (
-        ("payload", data, False),
-        ("hash", digest, False),
-        ("salt", salt, True),
-        ("digest", payload_hash, True),
-    ):
-        if type(value) is not bytes and not (nullable and value is None):
-            return f"{column} is {stored_type(value)}, not bytes"
+    for column, value, kind in zip(_COLUMNS, row, _KINDS, strict=True):
+        if type(value) is not kind and not (value is None and column in _NULLABLE):
+            return f"{column} is {stored_type(value)}, not {stored_type(kind())}"
     raise AssertionError("event_of refused a sound row")
+
+
+_COLUMNS = ("seq", "created_at", "payload", "hash", "salt", "digest")
+_KINDS = (int, str, bytes, bytes, bytes, bytes)
+_NULLABLE = frozenset({"salt", "digest"})
+"""An event row's columns as :func:`event_of` reads them, the type the store writes in each,
+and those NULL in a v1 or erased row."""
 
 
 def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[Encoded]:
