@@ -13,6 +13,7 @@ import gzip
 import json
 import logging
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -28,6 +29,7 @@ import pytest
 from agenttrail.errors import InputError
 from agenttrail.ingest.capture import Capture, HttpExchange, session
 from agenttrail.ingest.capture._http import from_wire, to_wire
+from agenttrail.ingest.capture._writer import _FRAME, _Frames
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event, NewSession
 from tests.formats._recordings import (
@@ -442,6 +444,31 @@ def test_exchanges_waiting_together_are_written_together_each_counted_once_durab
         stored = [payloads(list(log.read(s.id))) for s in log.sessions()]
         assert len(stored) == 3
         assert payloads(import_events(other, TOOL_ERROR)) in stored
+
+
+def test_a_flush_ends_the_writer_processes_linger_and_what_came_meanwhile_is_grouped() -> None:
+    # The writer process's read of its pipe (_Frames), on real pipes: a writer that is busy
+    # lingers after a group's first frame to take more, but a flush's byte on the wake pipe
+    # ends the wait at once (here the linger is an hour: without the wake-up the read
+    # would not return). The frames there by then are one group; the wake-up is used up.
+    data_read, data_write = os.pipe()
+    wake_read, wake_write = os.pipe()
+    frames = _Frames(data_read, wake=wake_read, linger_s=3600)
+    frames.last = time.monotonic()  # a group was just taken: the writer is busy
+    try:
+        os.write(data_write, b"".join(_FRAME.pack(len(f)) + f for f in (b"one", b"two")))
+        taken: list[list[bytes]] = []
+        reader = threading.Thread(target=lambda: taken.append(frames.group()), daemon=True)
+        reader.start()
+        os.write(data_write, _FRAME.pack(5) + b"three")
+        os.write(wake_write, b"!")
+        reader.join(60)
+        assert not reader.is_alive(), "the flush did not end the linger"
+        assert taken == [[b"one", b"two", b"three"]]
+        assert not select.select([wake_read], [], [], 0)[0]  # the wake-up was read
+    finally:
+        for fd in (data_read, data_write, wake_read, wake_write):
+            os.close(fd)
 
 
 def test_an_exchange_that_fails_in_a_group_loses_only_itself(tmp_path: Path) -> None:

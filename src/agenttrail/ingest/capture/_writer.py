@@ -71,8 +71,8 @@ _LINGER_S = 0.02
 before the next arrived), the writer process waits this long after the first of a group
 before it takes the rest: a group of many shares one transaction and one durable commit, and
 the agent's pipe writes meanwhile wake no one. An exchange after a quiet spell is written at
-once. What it delays is only when an exchange becomes durable (and a ``flush``), never the
-agent."""
+once, and a ``flush`` ends the wait (:meth:`ProcessWriter.flush`). What it delays is only
+when an exchange becomes durable, never the agent."""
 
 _BUSY_S = 0.1
 """A group taken less than this many seconds after the previous one means the agent is busy:
@@ -289,6 +289,17 @@ class ProcessWriter(_Counts):
                 self.queue.put(_DRAIN)  # the feeder writes the rest when the pipe takes it
         return True
 
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every item handed over is written or failed (False when ``timeout``
+        seconds passed first). The child is woken from its linger (:data:`_LINGER_S`) to
+        write what it holds at once: an agent that flushes (at exit, in a test, before
+        reading its own log) waits for the writing, not for more exchanges to group."""
+        with self.done:
+            child = self._child if self.pending else None
+        if child is not None:
+            child.wake()
+        return super().flush(timeout)
+
     @property
     def pid(self) -> int | None:
         """The writer process's id while one runs (for a supervisor or a test)."""
@@ -371,12 +382,21 @@ class _Child:
         self.dead = False
         self.outbox = bytearray()
         """Frames the pipe has not taken yet."""
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _CHILD],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            close_fds=True,
-        )
+        wake, self._wake = os.pipe()  # a flush's byte ends the child's linger
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, str(wake)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+                pass_fds=(wake,),
+            )
+        except OSError:
+            os.close(self._wake)
+            raise
+        finally:
+            os.close(wake)
+        os.set_blocking(self._wake, False)
         assert self.process.stdin is not None
         self.fd = self.process.stdin.fileno()
         with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux: room for a burst
@@ -413,16 +433,32 @@ class _Child:
                 self.outbox.clear()
         return True
 
+    def wake(self) -> None:
+        """End the child's linger, if it lingers (a byte on its wake pipe; a full pipe
+        already holds one, and a child gone has no linger to end)."""
+        with self.writer.done, contextlib.suppress(OSError):
+            if self._wake >= 0:
+                os.write(self._wake, b"!")
+
     def end(self) -> None:
         """Close the pipe (the child writes what it has and exits) and wait for it, a while:
         a child still writing (a log locked by another process) finishes on its own."""
         assert self.process.stdin is not None
         with self.writer.done:
             self.dead = True  # nothing more goes to it
-            with contextlib.suppress(OSError):
-                self.process.stdin.close()
+            self._close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(self.writer.exit_wait_s)
+
+    def _close(self) -> None:
+        """Close the pipes to the child, once (the caller holds the writer's ``done``):
+        nothing is written to them from now on."""
+        assert self.process.stdin is not None
+        with contextlib.suppress(OSError):
+            self.process.stdin.close()
+        if self._wake >= 0:
+            os.close(self._wake)
+            self._wake = -1
 
     def _read(self) -> None:
         assert self.process.stdout is not None
@@ -438,8 +474,7 @@ class _Child:
         assert self.process.stdin is not None
         with self.writer.done:
             self.dead, lost, self.sent = True, self.sent, 0
-            with contextlib.suppress(OSError):  # nothing is written to it from now on
-                self.process.stdin.close()
+            self._close()
         if lost:
             code = self.process.returncode
             _LOG.error(
@@ -460,7 +495,7 @@ def serve_child() -> None:
 
     with contextlib.suppress(AttributeError, OSError):
         os.nice(_NICE)
-    frames = _Frames(sys.stdin.fileno())
+    frames = _Frames(sys.stdin.fileno(), wake=int(sys.argv[1]))
     config = frames.take(wait=True)
     if config is None:
         return
@@ -480,10 +515,13 @@ def serve_child() -> None:
 
 
 class _Frames:
-    """The frames coming down a pipe, read as they are there."""
+    """The frames coming down a pipe ``fd``, read as they are there; a byte on the pipe
+    ``wake`` (a flush) ends a linger of ``linger_s`` seconds (:data:`_LINGER_S`)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, wake: int, linger_s: float = _LINGER_S) -> None:
         self.fd = fd
+        self.wake = wake
+        self.linger_s = linger_s
         self.buffer = bytearray()
         self.ended = False
         self.last = float("-inf")
@@ -492,12 +530,15 @@ class _Frames:
     def group(self) -> list[bytes]:
         """The next frame (waiting for it), and every further frame there by then, up to
         :data:`GROUP`; empty at the pipe's end (a frame cut short included). While exchanges
-        keep coming, "by then" is :data:`_LINGER_S` after the first."""
+        keep coming, "by then" is :attr:`linger_s` after the first, or a flush's wake-up if
+        it comes sooner (a wake-up that came while a group was written ends the next
+        linger: what the flush waits for may still be coming down the pipe)."""
         first = self.take(wait=True)
         if first is None:
             return []
-        if time.monotonic() - self.last < _BUSY_S:
-            time.sleep(_LINGER_S)
+        busy = time.monotonic() - self.last < _BUSY_S
+        if busy and select.select([self.wake], [], [], self.linger_s)[0]:
+            os.read(self.wake, 1 << 10)  # every flush so far is answered by this group
         frames = [first]
         while len(frames) < GROUP and (frame := self.take(wait=False)) is not None:
             frames.append(frame)
