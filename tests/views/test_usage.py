@@ -94,7 +94,7 @@ def _imported(store: LogStore, path: Path) -> str:
 @pytest.mark.parametrize("name", ["short.jsonl", "tool_heavy.jsonl", "agent-aac57f5.jsonl"])
 def test_claude_code_totals_match_the_transcript(store: LogStore, name: str) -> None:
     sid = _imported(store, SPOTTER / name)
-    totals = usage_totals_of(store.get_session(sid), store.read(sid))
+    totals = usage_totals_of(store.read(sid))
     expected = _claude_code_usage(SPOTTER / name)
     assert totals.calls == expected.pop("calls")
     assert totals.tokens == expected
@@ -107,7 +107,7 @@ def test_claude_code_totals_match_the_transcript(store: LogStore, name: str) -> 
 def test_anthropic_totals_match_the_recording(store: LogStore, name: str) -> None:
     path = REALDATA / "anthropic-sdk-python" / name
     sid = _imported(store, path)
-    totals = usage_totals_of(store.get_session(sid), store.read(sid))
+    totals = usage_totals_of(store.read(sid))
     expected = _anthropic_usage(path)
     assert totals.calls == expected.pop("calls")
     assert totals.tokens == expected
@@ -122,7 +122,7 @@ def test_anthropic_totals_match_the_recording(store: LogStore, name: str) -> Non
 )
 def test_openai_totals_match_the_cassette(store: LogStore, name: str) -> None:
     sid = _imported(store, CASSETTES / name)
-    totals = usage_totals_of(store.get_session(sid), store.read(sid))
+    totals = usage_totals_of(store.read(sid))
     expected = _openai_usage(CASSETTES / name)
     assert totals.calls == expected.pop("calls")
     assert totals.tokens == {**expected, "cache_write": None}  # OpenAI reports no cache writes
@@ -151,7 +151,7 @@ def test_cost_of_a_claude_call_is_its_tokens_at_the_published_prices(store: LogS
 def test_cost_of_openai_calls_is_their_tokens_at_the_published_prices(store: LogStore) -> None:
     name = "test_chat_completion_tool_calls_with_content.yaml"
     sid = _imported(store, CASSETTES / name)
-    totals = usage_totals_of(store.get_session(sid), store.read(sid))
+    totals = usage_totals_of(store.read(sid))
     used = _openai_usage(CASSETTES / name)
     # gpt-4o-mini: $0.15 input, $0.60 output per million tokens
     # (https://platform.openai.com/docs/pricing)
@@ -181,13 +181,13 @@ def _meta(model: str, **extra: Any) -> dict[str, Any]:
 
 def test_a_model_no_table_prices_costs_unknown_never_zero(store: LogStore) -> None:
     sid = _session(store, "unpriced", [_meta("house-model-7")])
-    totals = usage_totals_of(store.get_session(sid), store.read(sid))
+    totals = usage_totals_of(store.read(sid))
     assert totals.cost_text() == "unknown"
     record = totals.record()
     assert record["cost"] is None
     assert (record["cost_unknown_calls"], record["unpriced_models"]) == (1, ["house-model-7"])
     mixed = _session(store, "mixed", [_meta("house-model-7"), _meta("gpt-4o-mini")])
-    both = usage_totals_of(store.get_session(mixed), store.read(mixed))
+    both = usage_totals_of(store.read(mixed))
     assert both.cost_text() == "$0.00021 + unknown"  # (1000 × 0.15 + 100 × 0.60) / 10⁶
 
 

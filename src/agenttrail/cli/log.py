@@ -204,7 +204,7 @@ def sessions(
         if usage:
             from agenttrail.views.usage import usage_totals_of
 
-            totals = {s.id: usage_totals_of(s, store.read(s.id)) for s in rows}
+            totals = {s.id: usage_totals_of(store.read(s.id)) for s in rows}
     if json:
         print_json_lines(
             {**s.record(), **({"usage": totals[s.id].record()} if usage else {})} for s in rows

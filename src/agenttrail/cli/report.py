@@ -140,7 +140,7 @@ def diff(
     if json:
         out.print(json_line({"a": first.id, "b": second.id, **result.record()}), markup=False)
     else:
-        spent = [usage_totals_of(s, e) for s, e in ((first, a_events), (second, b_events))]
+        spent = [usage_totals_of(events) for events in (a_events, b_events)]
         for name, session, steps, usage in zip(
             "AB", (first, second), (result.a, result.b), spent, strict=True
         ):

@@ -88,9 +88,7 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[
         auth.require("read", session_id)
         result: dict[str, Any] = await run(lambda: indexes.overview(store, session_id))
         session = await run(lambda: store.get_session(session_id))
-        result["usage"] = await run(
-            lambda: usage_totals_of(session, store.read(session.id)).record()
-        )
+        result["usage"] = await run(lambda: usage_totals_of(store.read(session.id)).record())
         return result
 
     @app.get("/v1/summaries")
@@ -155,7 +153,7 @@ def summaries_of(
         reader = store if long else store.snapshot(ids)
         overviews = indexes.overviews(reader, ids)
         for session, overview in zip(page, overviews, strict=True):
-            usage = usage_totals_of(session, reader.read(session.id)).record()
+            usage = usage_totals_of(reader.read(session.id)).record()
             found.append({"id": session.id, **overview, "usage": usage})
     return found
 

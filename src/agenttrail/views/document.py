@@ -96,7 +96,7 @@ def _facts(session: Session, events: list[Event]) -> list[tuple[str, str]]:
     ):
         if value:
             facts.append((label, value))
-    usage = usage_totals_of(session, events)
+    usage = usage_totals_of(events)
     if usage.calls:
         cost = usage.cost_text()
         if usage.sources:

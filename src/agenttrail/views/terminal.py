@@ -34,7 +34,7 @@ from agenttrail.views.safe import safe
 from agenttrail.views.table import StyledText, cell_width, print_table
 from agenttrail.views.terminal_text import row_label, row_text, run_text
 from agenttrail.views.units import counted
-from agenttrail.views.usage import Totals, calls_in, totals_of, usage_totals_of
+from agenttrail.views.usage import Totals, totals_in, usage_totals_of
 
 __all__ = ["READ_AHEAD", "print_session", "render_session", "transcript_table"]
 
@@ -66,7 +66,7 @@ def render_session(
             call before the window whose result is in it is shown, first).
     """
     shown = whole_messages(events)
-    _print_header(console, session, usage_totals_of(session, shown))
+    _print_header(console, session, usage_totals_of(shown))
     pairing = pair_tool_calls(shown)
     order = reading_order(shown)
     one_day = _one_day(order)
@@ -290,7 +290,7 @@ def print_session(
             yield event
 
     # the usage as read, each event one message: right unless a message is in parts
-    usage = totals_of(calls_in(session, first_read()))
+    usage = totals_in(first_read())
     if ordered or parts.any_whole():
         events = log.read(session.id)
         render_session(console, session, events, full=full, broken_at=broken_at, since=since)
