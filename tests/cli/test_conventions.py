@@ -223,6 +223,42 @@ def test_a_dash_is_standard_input_and_output(tmp_path: Path) -> None:
     assert "verify: 1 of 1 sessions intact (13 events)" in started.stdout
 
 
+def test_an_output_file_never_replaces_a_database_and_is_as_readable_as_a_shells(
+    tmp_path: Path,
+) -> None:
+    # -o naming the log by mistake (a new user did, with export, fountain and checkpoint)
+    # replaced the database with the output, exit 0: now refused, the log left as it was.
+    db = _log(tmp_path)
+    before = Path(db).read_bytes()
+    key = str(tmp_path / "k.pem")
+    assert run_cli("keygen", "--out", key).returncode == 0
+    for command in (
+        ["export", SAMPLE_SESSION_ID],
+        ["export", SAMPLE_SESSION_ID, "--format", "html"],
+        ["fountain", SAMPLE_SESSION_ID],
+        ["checkpoint", SAMPLE_SESSION_ID, "--key", key],
+    ):
+        refused = run_cli(*command, "--db", db, "-o", db)
+        assert refused.returncode == 2, refused.stdout
+        assert refused.stderr == f"error: {db} is a database file; writing there would replace it\n"
+        assert Path(db).read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".log.db")) == []
+    # a new file gets 0666 less the umask, as a shell's > gives; a file replaced keeps its mode
+    umask = os.umask(0o022)
+    try:
+        written = run_cli("export", SAMPLE_SESSION_ID, "--db", db, "-o", "new.jsonl", cwd=tmp_path)
+    finally:
+        os.umask(umask)
+    assert written.returncode == 0, written.stderr
+    assert ((tmp_path / "new.jsonl").stat().st_mode & 0o777) == 0o644
+    kept = tmp_path / "kept.md"
+    kept.write_text("old")
+    kept.chmod(0o640)
+    replaced = run_cli("export", SAMPLE_SESSION_ID, "--db", db, "-o", str(kept), "--format", "md")
+    assert replaced.returncode == 0, replaced.stderr
+    assert (kept.stat().st_mode & 0o777) == 0o640 and kept.read_text() != "old"
+
+
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 """SOURCES.md: marot/spotter, a Claude Code transcript with many tool calls."""
 SUBAGENT = REALDATA / "claude-code-spotter" / "agent-aac57f5.jsonl"

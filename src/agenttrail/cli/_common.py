@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -88,13 +89,19 @@ def find_session(store: LogStore, text: str) -> Session:
 
 
 def write_atomically(path: Path, lines: Iterable[str]) -> None:
-    """Write lines to a temporary file beside ``path``, then rename it into place.
+    """Write lines to a temporary file beside ``path``, then rename it into place, with the
+    mode of the file it replaces, or for a new file the mode a shell's ``>`` gives (0666
+    less the umask): an export is for reading and sharing.
 
     Raises:
-        InputError: ``path`` is a folder, or its folder does not exist or is not writable.
+        InputError: ``path`` is a folder, or a database file (SQLite's header: ``-o`` naming
+            the log by mistake would replace it, every session with it), or its folder does
+            not exist or is not writable.
     """
     if path.is_dir():
         raise InputError(f"{path} is a folder; name a file to write")
+    if _is_database(path):
+        raise InputError(f"{path} is a database file; writing there would replace it")
     try:
         fd, temp = tempfile.mkstemp(
             dir=path.absolute().parent, prefix=f".{path.name}.", suffix=".tmp"
@@ -102,6 +109,7 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror or e}") from None
     try:
+        os.chmod(fd, _mode_for(path))
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             for line in lines:
                 handle.write(line + "\n")
@@ -109,6 +117,30 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file (https://sqlite.org/fileformat.html)."""
+
+
+def _is_database(path: Path) -> bool:
+    """Whether ``path`` is a SQLite database file (an agenttrail log or any other)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    except OSError:  # none there, or unreadable: the write says why, if it fails
+        return False
+
+
+def _mode_for(path: Path) -> int:
+    """The permission bits for a file written to ``path``: those of the file there, else
+    0666 less the process's umask."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 @contextmanager
