@@ -7,10 +7,12 @@ chain fails the suite.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,6 +53,24 @@ def test_ci_runs_the_readmes_test_command() -> None:
     tests_command = _code_blocks(README, "sh")[1]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert tests_command in ci.splitlines()
+
+
+def test_the_readmes_recorder_example_runs_as_written(tmp_path: Path) -> None:
+    # A new user ran it in an empty folder: it read a harvey.go it never made (a traceback).
+    (example,) = [block for block in _code_blocks(README, "python") if "@agenttrail.tool" in block]
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "AGENTTRAIL_DATABASE_URL"}
+    ran = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr
+    types = [line.split()[2] for line in ran.stdout.splitlines()]
+    assert types[0] == "recall" and types[-1] == "session_end"
+    assert types.count("tool_call") == types.count("tool_result") == 2
+    with open_store(tmp_path / "agenttrail.db") as store:
+        (session,) = store.sessions()
+        assert session.title == "Compile check"
 
 
 def _commands() -> list[str]:
