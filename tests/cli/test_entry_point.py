@@ -122,6 +122,12 @@ def test_a_usage_error_is_one_line_naming_the_option_and_the_help(tmp_path: Path
         (["retain", "--older-than", "abc", "--db", db], "'abc' is not a valid float", "retain"),
         (["search", "--db", db], "Missing argument 'QUERY'", "search"),
         (["nosuchcommand"], "No such command 'nosuchcommand'", ""),
+        # a command's option before it: where it goes is said (a new user tried this)
+        (
+            ["--db", db, "sessions"],
+            "No such option: --db; a command's options go after its name: agenttrail COMMAND",
+            "",
+        ),
     ):
         result = run_cli_subprocess(*args)
         assert result.returncode == 2, args

@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     except typer.TyperException as e:  # Click's usage errors, raised as such without standalone
         where = getattr(getattr(e, "ctx", None), "command_path", "agenttrail")
         message = _redacted(e.format_message()).replace("\n", " ")
+        option = getattr(e, "option_name", None)
+        if where == "agenttrail" and type(e).__name__ == "NoSuchOption" and option:
+            # Typer's own copy of Click's class: an option of a command given before it
+            message += f"; a command's options go after its name: agenttrail COMMAND {option}"
         if message:  # none when the help was printed instead (no command given)
             err.print(f"error: {message} ({where} --help)", markup=False)
         return e.exit_code
