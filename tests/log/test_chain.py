@@ -122,7 +122,10 @@ def test_cli_verify_names_the_session_and_first_bad_seq_after_a_change(db_url: s
     with open_store(db_url) as store:
         _fill(store, "s", 6)
         _fill(store, "t", 2)
+        _fill(store, "u", 1)
     assert run_cli("verify", "--db", db_url).returncode == 0
+    one = run_cli("show", "u", "--db", db_url).stdout.splitlines()[-1]
+    assert one.startswith("chain intact: 1 event, head ")  # one event, not "1 events"
     _attack(
         db_url,
         "UPDATE session_events SET payload = ? WHERE session_id = 's' AND seq = 3",

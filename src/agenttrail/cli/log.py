@@ -384,7 +384,9 @@ def show(
         (verdict,) = verify_chain(store, [found.id])
         print_session(out, found, store, full=full, broken_at=verdict.bad_seq, since=first)
     if verdict.ok:
-        line = f"chain intact: {verdict.events} events, head {verdict.head_hash.hex()[:16]}"
+        line = (
+            f"chain intact: {counted(verdict.events, 'event')}, head {verdict.head_hash.hex()[:16]}"
+        )
         out.print(line, style="dim", markup=False)
     else:
         line = f"⚠ chain broken at seq {verdict.bad_seq}: {verdict.reason} (agenttrail verify)"
