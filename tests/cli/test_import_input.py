@@ -77,6 +77,20 @@ def test_a_truncated_gzip_is_one_line_and_writes_nothing(tmp_path: Path) -> None
     assert not db.exists()
 
 
+def test_a_log_given_to_import_is_named_as_a_database(tmp_path: Path) -> None:
+    # A new user imported a log file: "not UTF-8 text (byte 106: b'\\xcd')" told them nothing.
+    log = tmp_path / "agenttrail.db"
+    assert run_cli("import", str(SHORT), "--db", str(log)).returncode == 0
+    db = tmp_path / "other.db"
+    done = run_cli("import", str(log), "--db", str(db))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: {log}: a SQLite database, not a file to import (a log is copied into "
+        "another with agenttrail migrate --from FILE --to URL)\n"
+    )
+    assert not db.exists()
+
+
 def test_the_progress_bar_shows_on_a_terminal_and_never_on_a_pipe(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "agenttrail.cli", "import", str(REALDATA)]
     piped = subprocess.run(

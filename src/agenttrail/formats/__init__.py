@@ -108,6 +108,12 @@ def detect(path: Path, data: bytes) -> ModuleType:
         if module.sniff(path, data):
             return module
     # Nothing claims the file: say what is wrong with it as precisely as we can.
+    if data.startswith(b"SQLite format 3\x00"):  # https://sqlite.org/fileformat.html
+        raise FormatError(
+            "a SQLite database, not a file to import (a log is copied into another with "
+            "agenttrail migrate --from FILE --to URL)",
+            path=str(path),
+        )
     text = decode_text(path, data)
     if lead(text) == "{" and _first_line_is_json(text):
         for _ in iter_jsonl(path, data):  # JSON Lines: name the first bad line
