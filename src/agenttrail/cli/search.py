@@ -57,7 +57,7 @@ def search_command(
     with its first matching events and a snippet of each; --json prints one object per
     session. In a pipe, one tab-separated line per matching event: session, seq, type,
     snippet; a session whose own fields match has a line first: session, (empty), session,
-    matches title, user.
+    and the fields that match (`matches id, title, agent`).
 
     Example:
 
