@@ -142,6 +142,15 @@ def test_cli_verify_names_the_session_and_first_bad_seq_after_a_change(db_url: s
         "⚠ chain broken at seq 3: payload does not match its digest"
     )
     assert "⚠ the chain breaks at seq 3" in shown.stdout  # on the row itself
+    # An export carries the rows as stored, and says on stderr that they do not verify.
+    for format in ("jsonl", "md"):
+        exported = run_cli("export", "s", "--format", format, "--db", db_url)
+        assert exported.returncode == 0 and exported.stdout
+        assert exported.stderr == (
+            "warning: session s: the chain breaks at seq 3: payload does not match its "
+            "digest; exported as stored (agenttrail verify)\n"
+        )
+    assert run_cli("export", "t", "--db", db_url).stderr == ""
     assert (
         run_cli("show", "t", "--db", db_url)
         .stdout.splitlines()[-1]

@@ -439,42 +439,60 @@ def export(
     md and html: the transcript `show` prints, whole; the HTML file is self-contained, runs no
     script, and shows everything from the log as text (docs/usage.md).
 
+    A session whose hash chain does not verify is exported as stored, with a warning on
+    stderr naming the first bad seq (`agenttrail verify` says more).
+
     Example:
 
     - `agenttrail export sample-harvey-session --format html -o harvey.html`
     """
-    from agenttrail.formats.jsonl import jsonl_from_log
+    from agenttrail.log.chain import verify as verify_chain
 
     if format not in EXPORT_FORMATS:
         raise InputError(f"unknown export format {format!r} (use {', '.join(EXPORT_FORMATS)})")
     output = output_file(output)
     with open_log(db) as store:
         found = find_session(store, session)
-        if format == "otlp":
-            from agenttrail.formats.otlp.export import otlp_json, request_from_log
+        _export(store, found, format, output)
+        (verdict,) = verify_chain(store, [found.id])
+    if not verdict.ok:
+        err.print(
+            f"warning: session {found.id}: the chain breaks at seq {verdict.bad_seq}: "
+            f"{verdict.reason}; exported as stored (agenttrail verify)",
+            markup=False,
+        )
 
-            text = otlp_json(request_from_log(store, [found]))
-            if output is None:
-                sys.stdout.write(text + "\n")
-            else:
-                write_atomically(output, [text])
-            return
-        if format in ("md", "html"):
-            from agenttrail.views.document import document_from_events
 
-            text = document_from_events(found, store.read(found.id), format)
-            if output is None:
-                sys.stdout.write(text)
-            else:
-                write_atomically(output, [text.removesuffix("\n")])
-            return
-        keys = {seq: key for key, seq in store.event_keys(found.id)}
-        lines = jsonl_from_log(store, found.id, session=found, keys=keys)
+def _export(store: LogStore, found: Session, format: str, output: Path | None) -> None:
+    """Write ``found`` in ``format`` (:data:`EXPORT_FORMATS`) to ``output`` (``None``:
+    standard output)."""
+    if format == "otlp":
+        from agenttrail.formats.otlp.export import otlp_json, request_from_log
+
+        text = otlp_json(request_from_log(store, [found]))
         if output is None:
-            for line in lines:
-                sys.stdout.write(line + "\n")
-            return
-        write_atomically(output, lines)
+            sys.stdout.write(text + "\n")
+        else:
+            write_atomically(output, [text])
+        return
+    if format in ("md", "html"):
+        from agenttrail.views.document import document_from_events
+
+        text = document_from_events(found, store.read(found.id), format)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            write_atomically(output, [text.removesuffix("\n")])
+        return
+    from agenttrail.formats.jsonl import jsonl_from_log
+
+    keys = {seq: key for key, seq in store.event_keys(found.id)}
+    lines = jsonl_from_log(store, found.id, session=found, keys=keys)
+    if output is None:
+        for line in lines:
+            sys.stdout.write(line + "\n")
+        return
+    write_atomically(output, lines)
 
 
 def fountain(
