@@ -106,9 +106,13 @@ def test_the_retain_command(db_url: str) -> None:
     with open_store(db_url) as store:
         Recorder.start(store, session_id="s1").append(events.message("user", "x"))
     dry = run_cli("retain", "--older-than", "0", "--dry-run", "--db", db_url)
-    assert dry.returncode == 0 and "would remove s1" in dry.stdout
+    assert dry.returncode == 0 and dry.stdout == "would remove s1  1 event\n"
+    assert dry.stderr == "1 session would be removed\n"
+    # none due: said so, not silence (a new user could not tell it had looked)
+    none = run_cli("retain", "--older-than", "365", "--dry-run", "--db", db_url)
+    assert (none.stdout, none.stderr) == ("", "0 sessions would be removed\n")
     done = run_cli("retain", "--older-than", "0", "--reason", "test", "--db", db_url)
-    assert done.returncode == 0 and done.stdout.startswith("removed s1  1 events")
+    assert done.returncode == 0 and done.stdout.startswith("removed s1  1 event  head ")
     assert run_cli("sessions", "--json", "--db", db_url).stdout == ""
     bad = run_cli("retain", "--older-than", "-1", "--db", db_url)
     assert bad.returncode == 2 and "0 days or more" in bad.stderr

@@ -66,7 +66,8 @@ def retain(
             if json:
                 print_json_lines({"session_id": s.id, "head_seq": s.head_seq} for s in due)
             for s in [] if json else due:
-                out.print(f"would remove {s.id}  {s.head_seq} events", markup=False)
+                out.print(f"would remove {s.id}  {counted(s.head_seq, 'event')}", markup=False)
+            err.print(f"{counted(len(due), 'session')} would be removed", markup=False)
             return
         stones = retain_sessions(store, older_than, reason=reason)
     if json:
@@ -75,7 +76,7 @@ def retain(
         )
     for stone in [] if json else stones:
         out.print(
-            f"removed {stone.session_id}  {stone.head_seq} events  "
+            f"removed {stone.session_id}  {counted(stone.head_seq, 'event')}  "
             f"head {stone.head_hash.hex()[:16]}  {stone.deleted_at}",
             markup=False,
         )
