@@ -182,6 +182,7 @@ def test_a_growing_transcript_reads_as_its_import_after_every_line_and_a_restart
         code = watch.terminate()
     assert code == 0, watch.stderr
     assert watch.stderr == []
+    assert watch.stdout[0] == f"watching {root.parent} for transcripts (Ctrl-C stops)"
     # lines written while nobody watches are taken up on restart, and nothing twice
     with live.open("ab") as out:
         out.write(b"".join(lines[written:]))

@@ -47,7 +47,8 @@ def watch(
     Every *.jsonl file below DIR is imported when watching starts (what the log holds is
     skipped, so a restart resumes) and again whenever it changes: each transcript line is
     written exactly once, and only once its newline is written. Prints a line for each
-    session when first seen and `+N events  SESSION  TITLE` for each batch appended; a file
+    session when first seen and `+N events  SESSION  TITLE` for each batch appended, after a
+    first line naming the folder watched; a file
     that is not a transcript (or is over --max-bytes) is skipped with one warning, and a
     failing log gives one error line and is retried. Runs until Ctrl-C or SIGTERM, then
     exits 0. `agenttrail serve` on the same --db shows the sessions live. --json prints each
@@ -81,6 +82,8 @@ def watch(
             out.print(safe(note.text), markup=False)
 
     with open_log(db, create=True, no_redact=no_redact) as store, _stopped_by_signals() as stop:
+        if not (quiet or json):  # a folder with nothing in it yet still says it is watched
+            out.print(f"watching {safe(str(root))} for transcripts (Ctrl-C stops)", markup=False)
         watch_transcripts(store, root, on_note=show, stop=stop, max_bytes=max_bytes)
 
 
