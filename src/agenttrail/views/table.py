@@ -253,33 +253,58 @@ def _print_plain(
     end = layout[-1][3] + box.mid_right + "\n"
     # a StyledText of one line of printable ASCII that fits (most cells but the text
     # column's) is padded to its width here; any other cell is laid out by _cell_lines
-    simple = [(c.justify in ("left", "default"), c.justify == "right") for c in table.columns]
+    columns = [
+        (column, width, column.justify in ("left", "default"), column.justify == "right")
+        for column, width, _, _ in layout
+    ]
     # a line whose cells but the last are blank, up to the last's text
     below = start + between.join([" " * width for _, width, _, _ in layout[:-1]] + [""])
     text: list[str] = []  # written a chunk of rows at a time
     for row in rows():
-        cells = []
-        for (column, width, _, _), (left, right), cell in zip(layout, simple, row, strict=True):
+        firsts: list[str] = []  # each cell's first line
+        rest: list[str] = []  # the last cell's other lines
+        for (column, width, left, right), cell in zip(columns, row, strict=True):
             if type(cell) is StyledText and (left or right):
                 plain = cell.plain
                 if len(plain) <= width and plain.isascii() and plain.isprintable():
-                    cells.append([plain.rstrip().rjust(width) if right else plain.ljust(width)])
+                    firsts.append(plain.rstrip().rjust(width) if right else plain.ljust(width))
                     continue
-            cells.append(_cell_lines(console, cell, column, width))
-        if max(map(len, cells[:-1]), default=1) == 1:  # only the last cell can go on
-            text.append(start + between.join([lines[0] for lines in cells]) + end)
-            if len(cells[-1]) > 1:
-                text.append(below + (end + below).join(cells[-1][1:]) + end)
+            lines = _cell_lines(console, cell, column, width)
+            if len(lines) > 1:
+                if len(firsts) < len(columns) - 1:  # a cell before the last goes on too
+                    text += _tall_row(console, row, columns, start, between, end)
+                    break
+                rest = lines[1:]
+            firsts.append(lines[0])
         else:
-            height = max(map(len, cells))
-            for (_, width, _, _), lines in zip(layout, cells, strict=True):
-                lines += [" " * width] * (height - len(lines))
-            text += [start + between.join(parts) + end for parts in zip(*cells, strict=True)]
+            text.append(start + between.join(firsts) + end)
+            if rest:
+                text.append(below + (end + below).join(rest) + end)
         if len(text) >= CHUNK_ROWS:
             write("".join(text))
             text.clear()
     write("".join(text) + bottom + "\n")
     return True
+
+
+def _tall_row(
+    console: Console,
+    row: Sequence[RenderableType],
+    columns: list[tuple[Column, int, bool, bool]],
+    start: str,
+    between: str,
+    end: str,
+) -> list[str]:
+    """The lines of a row in which a cell before the last takes more than one line: each
+    cell laid out, the shorter ones padded with blank lines to the tallest."""
+    cells = [
+        _cell_lines(console, cell, column, width)
+        for (column, width, _, _), cell in zip(columns, row, strict=True)
+    ]
+    height = max(map(len, cells))
+    for (_, width, _, _), lines in zip(columns, cells, strict=True):
+        lines += [" " * width] * (height - len(lines))
+    return [start + between.join(parts) + end for parts in zip(*cells, strict=True)]
 
 
 def _pad(table: Table, index: int, side: int, last: int) -> int:
@@ -374,9 +399,11 @@ a few, each then measured once, not once a line."""
 def _cell_lines(console: Console, cell: RenderableType, column: Column, width: int) -> list[str]:
     """A cell as lines of exactly ``width`` cells, as Rich lays a ``Text`` out in a column
     (``Text.wrap`` then ``Lines.justify``)."""
-    if isinstance(cell, StyledText):
+    if type(cell) is StyledText:
         plain, overflow = cell.plain, column.overflow
         no_wrap, justify = column.no_wrap, column.justify
+        if justify != "right" and len(plain) <= width and plain.isascii() and plain.isprintable():
+            return [plain.ljust(width)]  # one line of one-cell characters that fits
     else:
         if isinstance(cell, str):
             cell = console.render_str(cell)
@@ -390,6 +417,9 @@ def _cell_lines(console: Console, cell: RenderableType, column: Column, width: i
     out: list[str] = []
     for line in plain.split("\n"):
         simple = _one_cell_each(line)
+        if simple and justify != "right" and len(line) <= width:
+            out.append(line.ljust(width))  # it fits: divide_line would not break it
+            continue
         cells = len if simple else _cells
         if no_wrap or (simple and len(line) <= width):
             pieces = [line]  # it fits: divide_line would not break it
