@@ -91,6 +91,20 @@ def test_a_log_given_to_import_is_named_as_a_database(tmp_path: Path) -> None:
     assert not db.exists()
 
 
+def test_a_file_read_as_another_format_says_what_it_looks_like(tmp_path: Path) -> None:
+    # A new user forced --format openai on an export: "line 2: invalid JSON: Extra data".
+    log = tmp_path / "agenttrail.db"
+    (sid,) = _session_ids(SHORT, db=log)
+    export = tmp_path / "s.jsonl"
+    assert run_cli("export", sid, "--db", str(log), "-o", str(export)).returncode == 0
+    db = tmp_path / "other.db"
+    done = run_cli("import", str(export), "--format", "openai", "--db", str(db))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {export}:2: invalid JSON: Extra data")
+    assert done.stderr.endswith(" (read as --format openai; it looks like jsonl)\n")
+    assert not db.exists()
+
+
 def test_the_progress_bar_shows_on_a_terminal_and_never_on_a_pipe(tmp_path: Path) -> None:
     args = [sys.executable, "-m", "agenttrail.cli", "import", str(REALDATA)]
     piped = subprocess.run(

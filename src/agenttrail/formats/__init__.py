@@ -173,7 +173,18 @@ def read_data(
         module = _formats()[format]
     else:
         raise FormatError(f"unknown format {format!r} (use one of: {', '.join(_formats())})")
-    sessions: list[ImportedSession] = module.read(path, data)
+    try:
+        sessions: list[ImportedSession] = module.read(path, data)
+    except FormatError as e:
+        # a file of another format read as the one asked for: say which it looks like
+        looks = (
+            None
+            if format is None
+            else next((name for name, other in _formats().items() if other.sniff(path, data)), None)
+        )
+        if looks is not None and looks != format:
+            e.args = (f"{e} (read as --format {format}; it looks like {looks})",)
+        raise
     return [
         session
         if session.session.id is not None
