@@ -58,8 +58,9 @@ class StyledText:
         self._runs: list[tuple[str, str]] = [(text, "")]
 
     def append(self, text: str, style: str = "") -> None:
-        """Add ``text`` in ``style`` (``Text.append``)."""
-        self._runs.append((text, style))
+        """Add ``text`` in ``style`` (``Text.append``, which adds nothing for ``""``)."""
+        if text:
+            self._runs.append((text, style))
 
     @property
     def plain(self) -> str:
@@ -380,20 +381,31 @@ def _one_cell_each(text: str) -> bool:
     """Whether every character of ``text`` takes one cell, so that its cells are its length
     (Rich's ``get_character_cell_size`` of each other than printable ASCII: ``—``, ``…``
     and the like are one cell, but Rich measures them a character at a time)."""
+    global _NOT_ONE_CELL
     if text.isascii():
         return text.isprintable()
-    chars = set(text)
-    if chars <= _ONE_CELL:
+    if _NOT_ONE_CELL.search(text) is None:
         return True
-    if all(c not in _JOINERS and get_character_cell_size(c) == 1 for c in chars - _ONE_CELL):
+    chars = set(text) - _ONE_CELL
+    if all(c not in _JOINERS and get_character_cell_size(c) == 1 for c in chars):
         _ONE_CELL.update(chars)
+        _NOT_ONE_CELL = _other_than(_ONE_CELL)
         return True
     return False
+
+
+def _other_than(chars: set[str]) -> re.Pattern[str]:
+    """A pattern that finds a character not in ``chars``."""
+    return re.compile(f"[^{''.join(map(re.escape, sorted(chars)))}]")
 
 
 _ONE_CELL = set(_PRINTABLE_ASCII)
 """Characters found to take one cell so far (:func:`_one_cell_each`): a session's text uses
 a few, each then measured once, not once a line."""
+
+_NOT_ONE_CELL = _other_than(_ONE_CELL)
+"""Finds a character not in :data:`_ONE_CELL` (a search in C, where a set of each line's
+characters cost a microsecond)."""
 
 
 def _cell_lines(console: Console, cell: RenderableType, column: Column, width: int) -> list[str]:
