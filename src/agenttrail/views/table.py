@@ -265,12 +265,19 @@ def _print_plain(
         firsts: list[str] = []  # each cell's first line
         rest: list[str] = []  # the last cell's other lines
         for (column, width, left, right), cell in zip(columns, row, strict=True):
-            if type(cell) is StyledText and (left or right):
+            if type(cell) is StyledText:
                 plain = cell.plain
-                if len(plain) <= width and plain.isascii() and plain.isprintable():
+                if (
+                    (left or right)
+                    and len(plain) <= width
+                    and plain.isascii()
+                    and plain.isprintable()
+                ):
                     firsts.append(plain.rstrip().rjust(width) if right else plain.ljust(width))
                     continue
-            lines = _cell_lines(console, cell, column, width)
+                lines = _cell_lines(console, cell, column, width, plain)
+            else:
+                lines = _cell_lines(console, cell, column, width)
             if len(lines) > 1:
                 if len(firsts) < len(columns) - 1:  # a cell before the last goes on too
                     text += _tall_row(console, row, columns, start, between, end)
@@ -408,11 +415,18 @@ _NOT_ONE_CELL = _other_than(_ONE_CELL)
 characters cost a microsecond)."""
 
 
-def _cell_lines(console: Console, cell: RenderableType, column: Column, width: int) -> list[str]:
+def _cell_lines(
+    console: Console,
+    cell: RenderableType,
+    column: Column,
+    width: int,
+    plain: str | None = None,
+) -> list[str]:
     """A cell as lines of exactly ``width`` cells, as Rich lays a ``Text`` out in a column
-    (``Text.wrap`` then ``Lines.justify``)."""
+    (``Text.wrap`` then ``Lines.justify``); ``plain``: a :class:`StyledText` cell's plain
+    text, when the caller has it already."""
     if type(cell) is StyledText:
-        plain, overflow = cell.plain, column.overflow
+        plain, overflow = cell.plain if plain is None else plain, column.overflow
         no_wrap, justify = column.no_wrap, column.justify
         if justify != "right" and len(plain) <= width and plain.isascii() and plain.isprintable():
             return [plain.ljust(width)]  # one line of one-cell characters that fits
