@@ -50,23 +50,21 @@ class StyledText:
     :func:`agenttrail.views.safe.safe`, which escapes them.
     """
 
-    __slots__ = ("_runs", "style")
+    __slots__ = ("_runs", "plain", "style")
 
     def __init__(self, text: str = "", style: str = "") -> None:
         self.style = style
         """The base style, under every string (``Text(text, style=style)``)."""
+        self.plain = text
+        """The text without styles (kept as it grows: a cell has a few strings, and the
+        layout reads it once a row)."""
         self._runs: list[tuple[str, str]] = [(text, "")]
 
     def append(self, text: str, style: str = "") -> None:
         """Add ``text`` in ``style`` (``Text.append``, which adds nothing for ``""``)."""
         if text:
             self._runs.append((text, style))
-
-    @property
-    def plain(self) -> str:
-        """The text without styles."""
-        runs = self._runs
-        return runs[0][0] if len(runs) == 1 else "".join(text for text, _ in runs)
+            self.plain += text
 
     def __rich__(self) -> Text:
         text = Text(self._runs[0][0], style=self.style)
