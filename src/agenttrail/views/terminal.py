@@ -280,8 +280,9 @@ def print_session(
         nonlocal ordered
         for event in log.read(session.id):
             days.add(event.created_at[:10])
-            refs.extend(tool_refs(event))
-            erased.update(erased_notes(event))
+            if event.type in _REF_TYPES:  # others have no tool ref and erase nothing
+                refs.extend(tool_refs(event))
+                erased.update(erased_notes(event))
             parts.add(event)
             if event.type == "message" and text_runs(event.payload) is not None:
                 ordered = True
@@ -318,6 +319,10 @@ def print_session(
 
     widest = shapes.widest(seqs, early, one_day=len(days) <= 1)
     print_table(console, _template(console.width), rows, widest=widest)
+
+
+_REF_TYPES = frozenset({"tool_call", "tool_result", "erasure"})
+"""The types :func:`tool_refs` and :func:`erased_notes` read anything of."""
 
 
 def _calls_before(seqs: SeqPairing, since: int) -> list[int]:
