@@ -9,10 +9,12 @@ import json
 import os
 import pty
 import re
+import stat
 import struct
 import subprocess
 import sys
 import termios
+import threading
 from pathlib import Path
 
 from hypothesis import given
@@ -251,6 +253,16 @@ def test_an_output_file_never_replaces_a_database_and_is_as_readable_as_a_shells
         os.umask(umask)
     assert written.returncode == 0, written.stderr
     assert ((tmp_path / "new.jsonl").stat().st_mode & 0o777) == 0o644
+    # a FIFO (or /dev/null) named by -o is written to, not replaced by a regular file
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert run_cli("export", SAMPLE_SESSION_ID, "--db", db, "-o", str(fifo)).returncode == 0
+    reader.join(30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert got == [run_cli("export", SAMPLE_SESSION_ID, "--db", db).stdout.encode()]
     kept = tmp_path / "kept.md"
     kept.write_text("old")
     kept.chmod(0o640)

@@ -91,7 +91,8 @@ def find_session(store: LogStore, text: str) -> Session:
 def write_atomically(path: Path, lines: Iterable[str]) -> None:
     """Write lines to a temporary file beside ``path``, then rename it into place, with the
     mode of the file it replaces, or for a new file the mode a shell's ``>`` gives (0666
-    less the umask): an export is for reading and sharing.
+    less the umask): an export is for reading and sharing. A ``path`` that is no regular
+    file (``/dev/null``, a FIFO) is written to as it is, never replaced.
 
     Raises:
         InputError: ``path`` is a folder, or a database file (SQLite's header: ``-o`` naming
@@ -102,6 +103,14 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
         raise InputError(f"{path} is a folder; name a file to write")
     if _is_database(path):
         raise InputError(f"{path} is a database file; writing there would replace it")
+    if path.exists() and not path.is_file():  # /dev/null, a FIFO: written to, not replaced
+        try:
+            with path.open("w", encoding="utf-8", newline="\n") as handle:
+                for line in lines:
+                    handle.write(line + "\n")
+        except OSError as e:
+            raise InputError(f"cannot write {path}: {e.strerror or e}") from None
+        return
     try:
         fd, temp = tempfile.mkstemp(
             dir=path.absolute().parent, prefix=f".{path.name}.", suffix=".tmp"
@@ -124,8 +133,11 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 def _is_database(path: Path) -> bool:
-    """Whether ``path`` is a SQLite database file (an agenttrail log or any other)."""
+    """Whether ``path`` is a SQLite database file (an agenttrail log or any other); only a
+    regular file is read (a FIFO or a terminal would wait for input)."""
     try:
+        if not path.is_file():
+            return False
         with path.open("rb") as handle:
             return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
     except OSError:  # none there, or unreadable: the write says why, if it fails
