@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich._wrap import divide_line
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -20,7 +21,7 @@ from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import pair_tool_calls
-from agenttrail.views.table import StyledText, cell_width, print_table
+from agenttrail.views.table import StyledText, _divide_one_cell, cell_width, print_table
 from agenttrail.views.terminal import (
     READ_AHEAD,
     _template,
@@ -262,3 +263,18 @@ def test_show_of_a_large_session_with_usage_heads_it_as_the_whole_session_does(
         render_session(whole, session, store.read("u"))
     assert "1,200 model calls" in _printed(whole) and "+ unknown" in _printed(whole)
     assert _printed(streamed) == _printed(whole)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.text(alphabet="aab  \xa0—", max_size=200),  # one cell each; NBSP is space to a regex
+    st.integers(1, 60),
+    st.booleans(),
+)
+def test_a_line_of_one_cell_characters_breaks_where_rich_breaks_it(
+    line: str, width: int, fold: bool
+) -> None:
+    # show's word division of one-cell text, a regex match per line of the result, against
+    # Rich's own word-at-a-time divide_line: runs of spaces, words longer than the width,
+    # folded or not, a folded word's last piece of space
+    assert _divide_one_cell(line, width, fold=fold) == divide_line(line, width, fold=fold)

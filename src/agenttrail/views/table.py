@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import cache
 
 from rich.cells import cell_len, chop_cells, get_character_cell_size, set_cell_size
 from rich.console import Console, RenderableType
@@ -328,20 +329,19 @@ _WORD = re.compile(r"\s*\S+\s*")
 _SPACE = re.compile(r"\s")
 
 
-def _divide(line: str, width: int, *, fold: bool, cells: Callable[[str], int]) -> list[int]:
+def _divide(line: str, width: int, *, fold: bool) -> list[int]:
     """``rich._wrap.divide_line``: the offsets to break ``line`` at so that each piece fits
-    ``width`` cells, a word longer than a line folded (``fold``) or left to be cropped;
-    ``cells`` measures a piece (``len`` when each character is one cell, else
-    :func:`_cells`), so that a word is measured and chopped without Rich's per-character
-    tables."""
+    ``width`` cells, a word longer than a line folded (``fold``) or left to be cropped; a
+    word is measured and chopped by :func:`_cells` and :func:`_chop`, without Rich's
+    per-character tables where each of its characters takes one cell."""
     breaks: list[int] = []
     offset = 0
     end = 0  # the words tile the line: each starts where the one before it ends
     for word in _WORD.findall(line):
         start, end = end, end + len(word)
-        length = cells(word.rstrip())
+        length = _cells(word.rstrip())
         if width - offset >= length:
-            offset += cells(word)
+            offset += _cells(word)
         elif length > width:
             if fold:
                 pieces = _chop(word, width)
@@ -351,15 +351,60 @@ def _divide(line: str, width: int, *, fold: bool, cells: Callable[[str], int]) -
                     start += len(piece)
                 if start:
                     breaks.append(start)
-                offset = cells(pieces[-1])
+                offset = _cells(pieces[-1])
             else:
                 if start:
                     breaks.append(start)
-                offset = cells(word)
+                offset = _cells(word)
         elif offset and start:
             breaks.append(start)
-            offset = cells(word)
+            offset = _cells(word)
     return breaks
+
+
+def _divide_one_cell(line: str, width: int, *, fold: bool) -> list[int]:
+    """:func:`_divide` of a line whose characters each take one cell, a line of the result
+    at a time: the longest stretch from a line's start that ends a word within ``width``
+    (one regex match in C) instead of a step per word. A line ends after the last word
+    whose text (without the space after it) fits; the next starts at the next word. A
+    word longer than a line is folded into pieces of ``width`` (``fold``; the last piece
+    is a line's start, the words that fit after it on that line), or left whole on a line
+    of its own. ``tests/views/test_table.py`` holds it to Rich's ``divide_line``."""
+    breaks: list[int] = []
+    fits = _fits(width)
+    start = 0
+    while True:
+        found = fits.match(line, start)
+        if found is not None:
+            end = found.end()  # the last word that fits ends here
+        else:
+            word = _NONSPACE.search(line, start)
+            if word is None:
+                return breaks  # only space is left
+            if start and word.start() > start:
+                end = start  # a folded word's last piece is space: the next word goes on
+            else:
+                end = _WORD.match(line, start).end()  # type: ignore[union-attr]
+                if fold:  # a word longer than a line: its pieces, the last one going on
+                    last = start + (end - start - 1) // width * width
+                    breaks += range(start + width, last + 1, width)
+                    start = last
+                    continue
+        following = _NONSPACE.search(line, end)
+        if following is None:
+            return breaks
+        start = following.start()
+        breaks.append(start)
+
+
+@cache
+def _fits(width: int) -> re.Pattern[str]:
+    """The longest text of at most ``width`` characters that ends a word (its last
+    character is not space, and space or the line's end follows)."""
+    return re.compile(rf"(?s).{{0,{width - 1}}}\S(?=\s|\Z)")
+
+
+_NONSPACE = re.compile(r"\S")
 
 
 def _chop(word: str, width: int) -> list[str]:
@@ -451,7 +496,8 @@ def _cell_lines(
             pieces = [line[at : at + width] for at in range(0, len(line), width)]  # one word
         else:
             pieces = []
-            breaks = _divide(line, width, fold=overflow == "fold", cells=cells)
+            divide = _divide_one_cell if simple else _divide
+            breaks = divide(line, width, fold=overflow == "fold")
             for start, end in zip([0, *breaks], [*breaks, len(line)], strict=True):
                 piece = line[start:end]
                 if len(piece) > width:  # Text.rstrip_end: trailing space past the width goes
