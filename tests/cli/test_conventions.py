@@ -244,6 +244,15 @@ def test_an_output_file_never_replaces_a_database_and_is_as_readable_as_a_shells
         assert refused.returncode == 2, refused.stdout
         assert refused.stderr == f"error: {db} is a database file; writing there would replace it\n"
         assert Path(db).read_bytes() == before
+    # nor one of the files SQLite keeps beside it (an export there was lost, or deleted later)
+    for side in ("-wal", "-shm", "-journal"):
+        refused = run_cli("export", SAMPLE_SESSION_ID, "--db", db, "-o", db + side)
+        assert refused.returncode == 2
+        assert (
+            refused.stderr
+            == f"error: {db}{side} is a file of the database beside it; name another file\n"
+        )
+        assert Path(db).read_bytes() == before and not Path(db + side).exists()
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".log.db")) == []
     # a new file gets 0666 less the umask, as a shell's > gives; a file replaced keeps its mode
     umask = os.umask(0o022)

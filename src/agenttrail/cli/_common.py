@@ -96,13 +96,17 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
 
     Raises:
         InputError: ``path`` is a folder, or a database file (SQLite's header: ``-o`` naming
-            the log by mistake would replace it, every session with it), or its folder does
-            not exist or is not writable.
+            the log by mistake would replace it, every session with it) or one of the files
+            SQLite keeps beside one (its write-ahead log, shared memory, journal), or its
+            folder does not exist or is not writable.
     """
     if path.is_dir():
         raise InputError(f"{path} is a folder; name a file to write")
     if _is_database(path):
         raise InputError(f"{path} is a database file; writing there would replace it")
+    for suffix in _SQLITE_SIDE_FILES:  # the database's own journal, replaced or deleted by it
+        if path.name.endswith(suffix) and _is_database(path.with_name(path.name[: -len(suffix)])):
+            raise InputError(f"{path} is a file of the database beside it; name another file")
     if path.exists() and not path.is_file():  # /dev/null, a FIFO: written to, not replaced
         try:
             with path.open("w", encoding="utf-8", newline="\n") as handle:
@@ -130,6 +134,11 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file (https://sqlite.org/fileformat.html)."""
+
+
+_SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+"""What SQLite keeps beside a database ``X``: ``X-wal``, ``X-shm``, ``X-journal``
+(https://sqlite.org/tempfiles.html)."""
 
 
 def _is_database(path: Path) -> bool:
