@@ -224,6 +224,17 @@ def test_usage_command(db_path: Path, store: LogStore) -> None:
     assert row["tokens"]["cache_read"] == heavy["cache_read"] + short["cache_read"]
     later = run_cli("usage", "--since", "2026-02-11", "--json", "--db", db)
     assert later.stdout == ""  # both transcripts are of 2026-02-10
+    # a time too, as sessions --since takes it (a new user's RFC 3339 time was refused)
+    that_day = run_cli(
+        "usage", "--by", "model", "--since", "2026-02-10T00:00:00Z", "--json", "--db", db
+    )
+    assert that_day.stdout == result.stdout
+    assert run_cli("usage", "--since", "2026-02-11T00:00:00Z", "--db", db).stdout == ""
+    odd = run_cli("usage", "--since", "soon", "--db", db)
+    assert (odd.returncode, odd.stderr.strip()) == (
+        2,
+        "error: --since 'soon': expected a date (YYYY-MM-DD) or an RFC 3339 time",
+    )
     bad = run_cli("usage", "--by", "week", "--db", db)
     assert (bad.returncode, bad.stderr.strip()) == (
         2,

@@ -4,7 +4,6 @@ part)."""
 from __future__ import annotations
 
 import difflib
-from datetime import date
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -36,7 +35,9 @@ def usage(
     by: Annotated[str, typer.Option("--by", help=f"Group by: {', '.join(GROUPS)}.")] = "session",
     since: Annotated[
         str | None,
-        typer.Option("--since", metavar="DATE", help="Only calls made on or after this UTC date."),
+        typer.Option(
+            "--since", metavar="DATE", help="Only calls made on or after this UTC date or time."
+        ),
     ] = None,
     db: DbOption = None,
     json: JsonOption = False,
@@ -55,15 +56,16 @@ def usage(
     group = next((g for g in GROUPS if g == by), None)
     if group is None:
         raise InputError(f"--by {by!r}: use one of {', '.join(GROUPS)}")
-    if since is not None and not _is_date(since):
-        raise InputError(f"--since {since!r}: expected a date, YYYY-MM-DD")
+    from agenttrail.views.session_list import checked_time
+
+    since = checked_time("--since", since)  # as sessions --since reads it
     calls: list[Call] = []
     with open_log(db) as store:
         chosen = [find_session(store, s) for s in sessions] if sessions else store.sessions()
         for session in chosen:
             calls += calls_of(session, store.read(session.id))
     if since is not None:
-        calls = [c for c in calls if c.created_at[:10] >= since]
+        calls = [c for c in calls if c.created_at[: len(since)] >= since]
     groups = totals_by(calls, group)
     if json:
         for key, totals in groups.items():
@@ -91,14 +93,6 @@ def usage(
             totals.cost_text(),
         )
     out.print(table)
-
-
-def _is_date(text: str) -> bool:
-    try:
-        date.fromisoformat(text)
-    except ValueError:
-        return False
-    return len(text) == 10
 
 
 def diff(
