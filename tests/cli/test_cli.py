@@ -124,7 +124,8 @@ def test_an_altered_export_is_refused(tmp_path: Path) -> None:
     result = run_cli("import", str(path), "--db", str(target))
     assert result.returncode == 2
     assert result.stderr.strip().endswith(
-        "field 'hash': hash does not match the line's contents: the export was altered"
+        "field 'hash': hash does not match the line's contents: the export, or the log it "
+        "came from, was altered"
     )
     assert "altered.jsonl:2" in result.stderr
     with open_store(target) as store:

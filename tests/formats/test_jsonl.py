@@ -126,7 +126,7 @@ def test_an_altered_payload_is_refused(store: LogStore, second: LogStore, tmp_pa
     records[message]["payload"]["content"] += " (and one more thing)"
     error = _refused(_file(tmp_path, records), second)
     assert (error.line, error.field) == (message + 1, "hash")
-    assert "the export was altered" in str(error)
+    assert "the export, or the log it came from, was altered" in str(error)
 
 
 def test_an_altered_hash_is_refused(store: LogStore, second: LogStore, tmp_path: Path) -> None:
@@ -136,7 +136,7 @@ def test_an_altered_hash_is_refused(store: LogStore, second: LogStore, tmp_path:
     assert (error.line, error.field) == (3, "hash")
     assert str(error) == (
         f"{tmp_path / 'altered.jsonl'}:3: field 'hash': hash does not match the line's "
-        "contents: the export was altered"
+        "contents: the export, or the log it came from, was altered"
     )
 
 

@@ -208,7 +208,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             digest = hash_row(prev, seq, record["created_at"], stored)
         if "hash" in record and digest.hex() != record["hash"]:
             raise FormatError(
-                "hash does not match the line's contents: the export was altered",
+                "hash does not match the line's contents: the export, or the log it came "
+                "from, was altered",
                 path=where,
                 line=number,
                 field="hash",
