@@ -62,7 +62,12 @@ def test_the_readmes_recorder_example_runs_as_written(tmp_path: Path) -> None:
     script.write_text(example, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "AGENTTRAIL_DATABASE_URL"}
     ran = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert ran.returncode == 0, ran.stderr
     types = [line.split()[2] for line in ran.stdout.splitlines()]
