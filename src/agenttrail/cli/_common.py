@@ -132,10 +132,6 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
         raise
 
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
-"""The first 16 bytes of every SQLite database file (https://sqlite.org/fileformat.html)."""
-
-
 _SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 """What SQLite keeps beside a database ``X``: ``X-wal``, ``X-shm``, ``X-journal``
 (https://sqlite.org/tempfiles.html)."""
@@ -144,11 +140,13 @@ _SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 def _is_database(path: Path) -> bool:
     """Whether ``path`` is a SQLite database file (an agenttrail log or any other); only a
     regular file is read (a FIFO or a terminal would wait for input)."""
+    from agenttrail.formats import SQLITE_HEADER
+
     try:
         if not path.is_file():
             return False
         with path.open("rb") as handle:
-            return handle.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
     except OSError:  # none there, or unreadable: the write says why, if it fails
         return False
 

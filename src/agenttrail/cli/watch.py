@@ -50,9 +50,9 @@ def watch(
     session when first seen and `+N events  SESSION  TITLE` for each batch appended, after a
     first line naming the folder watched; a file that is not a transcript (or is over
     --max-bytes) is skipped with one warning, and a failing log gives one error line and is
-    retried. Runs until Ctrl-C or SIGTERM, then
-    exits 0. `agenttrail serve` on the same --db shows the sessions live. --json prints each
-    session and batch as one JSON object per line instead.
+    retried. Runs until Ctrl-C or SIGTERM, then exits 0. `agenttrail serve` on the same --db
+    shows the sessions live. --json prints each session and batch as one JSON object per line
+    instead.
 
     Example:
 

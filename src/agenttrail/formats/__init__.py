@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_MAX_IMPORT_BYTES",
     "FORMATS",
     "IMPORT_SUFFIXES",
+    "SQLITE_HEADER",
     "ImportedSession",
     "detect",
     "read_data",
@@ -98,6 +99,11 @@ _KINDS = (
 )
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file (https://sqlite.org/fileformat.html): a
+log given where a file to import or to write is expected."""
+
+
 def detect(path: Path, data: bytes) -> ModuleType:
     """The format module that recognises ``data``.
 
@@ -108,7 +114,7 @@ def detect(path: Path, data: bytes) -> ModuleType:
         if module.sniff(path, data):
             return module
     # Nothing claims the file: say what is wrong with it as precisely as we can.
-    if data.startswith(b"SQLite format 3\x00"):  # https://sqlite.org/fileformat.html
+    if data.startswith(SQLITE_HEADER):
         raise FormatError(
             "a SQLite database, not a file to import (a log is copied into another with "
             "agenttrail migrate --from FILE --to URL)",
