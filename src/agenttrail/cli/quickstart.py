@@ -64,12 +64,12 @@ def quickstart(
         if candidates:
             shown = max(candidates, key=lambda s: s.started or s.created_at).id
         else:
-            found = f"none of {counted(skipped, 'Claude Code transcript')} could be read"
-            err.print(
-                f"{found if skipped else 'no Claude Code transcripts found'}: recording the "
-                "sample session",
-                markup=False,
+            found = (
+                f"none of {counted(skipped, 'Claude Code transcript')} could be read"
+                if skipped
+                else "no Claude Code transcripts found"
             )
+            err.print(f"{found}: recording the sample session", markup=False)
             shown = record_sample(store)
         render_session(out, store.get_session(shown), store.read(shown))
         verdicts = verify_chain(store)

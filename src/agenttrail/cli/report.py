@@ -15,6 +15,7 @@ from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.views.safe import safe
+from agenttrail.views.session_list import checked_time
 from agenttrail.views.units import counted
 from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
 
@@ -56,8 +57,6 @@ def usage(
     group = next((g for g in GROUPS if g == by), None)
     if group is None:
         raise InputError(f"--by {by!r}: use one of {', '.join(GROUPS)}")
-    from agenttrail.views.session_list import checked_time
-
     since = checked_time("--since", since)  # as sessions --since reads it
     calls: list[Call] = []
     with open_log(db) as store:

@@ -98,12 +98,18 @@ class Call:
     cost: Cost
 
 
+def _model_of(meta: dict[str, Any]) -> str | None:
+    """``meta.model``, as the provider reported it; ``None`` when it names none."""
+    model = meta.get("model")
+    return model if isinstance(model, str) and model else None
+
+
 def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: str) -> Cost:
     recorded = recorded_cost(meta)
     if recorded is not None:
         return recorded
-    model = meta.get("model")
-    if not isinstance(model, str) or not model:
+    model = _model_of(meta)
+    if model is None:
         return Cost(None, "USD", "unpriced")
     try:
         at = datetime.fromisoformat(created_at)
@@ -158,14 +164,13 @@ def calls_in(session: Session, events: Iterable[Event]) -> Iterator[Call]:
         tokens = usage_of(meta)
         if tokens is None or not isinstance(meta, dict):
             continue
-        model = meta.get("model")
         yield Call(
             session.id,
             event.seq,
             event.created_at,
             turn,
             session.agent,
-            model if isinstance(model, str) and model else None,
+            _model_of(meta),
             tokens,
             _call_cost(meta, tokens, event.created_at),
         )
@@ -195,9 +200,7 @@ class Totals:
         """Count one call from its event's ``meta``, its ``tokens`` (:func:`usage_of` of the
         meta) and ``created_at``: what :meth:`add` counts of the :class:`Call` that
         :func:`calls_in` makes of it, without making one."""
-        model = meta.get("model")
-        model = model if isinstance(model, str) and model else None
-        self._tally(tokens, _call_cost(meta, tokens, created_at), model)
+        self._tally(tokens, _call_cost(meta, tokens, created_at), _model_of(meta))
 
     def _tally(self, tokens: dict[str, int | None], cost: Cost, model: str | None) -> None:
         self.calls += 1
