@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from agenttrail.errors import AppendOnlyViolation, InputError, StoreError
+from agenttrail.log.chain import verify
 from agenttrail.log.store import open_store
-from agenttrail.log.store.sqlite import sqlite_error
-from agenttrail.model import NewSession
+from agenttrail.log.store.sqlite import ROWS_PER_INSERT, sqlite_error
+from agenttrail.model import NewEvent, NewSession
 
 # -- the database refuses changes (guard rails) ------------------------------------------------
 
@@ -32,6 +33,9 @@ def _raw(db_path: Path) -> sqlite3.Connection:
         "INSERT INTO session_events VALUES ('s', 1, 'x', x'a0', x'00', NULL, NULL) "
         "ON CONFLICT DO UPDATE SET payload = excluded.payload",
         "INSERT INTO session_events VALUES ('s', 9, 'x', x'a0', x'00', NULL, NULL)",
+        # one statement of several rows, as an append writes them: the gap is refused
+        "INSERT INTO session_events VALUES ('s', 3, 'x', x'a0', x'00', NULL, NULL), "
+        "('s', 5, 'x', x'a0', x'00', NULL, NULL)",
         "UPDATE session_event_keys SET seq = 2",
         "DELETE FROM sessions",
         "INSERT OR REPLACE INTO sessions (id, created_at) VALUES ('s', 'x')",
@@ -53,6 +57,24 @@ def test_the_database_refuses_to_change_stored_events(db_path: Path, statement: 
     with open_store(db_path) as store:
         assert [(e.seq, e.data, e.hash) for e in store.read("s")] == before
         assert store.get_session("s").head_seq == 2
+
+
+def test_an_append_longer_than_one_insert_statement_keeps_seq_and_chain(db_path: Path) -> None:
+    # An append writes ROWS_PER_INSERT rows per statement; a head that is not a multiple of
+    # it puts each statement's first row mid-page.
+    count = 2 * ROWS_PER_INSERT + 3
+    with open_store(db_path) as store:
+        store.create_session(NewSession(id="s"))
+        store.append("s", {"type": "x", "n": 0})
+        results = store.append_batch(
+            "s", [NewEvent({"type": "x", "n": n}) for n in range(1, count)]
+        )
+        assert [r.seq for r in results] == list(range(2, count + 1))
+        read = list(store.read("s"))
+        assert [(e.seq, e.payload["n"]) for e in read] == [(n + 1, n) for n in range(count)]
+        assert [e.hash for e in read[1:]] == [r.hash for r in results]
+        (verdict,) = verify(store, ["s"])
+        assert (verdict.ok, verdict.events) == (True, count)
 
 
 def test_a_log_file_is_in_wal_mode_with_full_sync_and_16_kib_pages(db_path: Path) -> None:

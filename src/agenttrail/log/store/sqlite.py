@@ -64,6 +64,17 @@ CACHE_KIB = 64 * 1024
 """Page cache cap per connection (KiB). SQLite's default, 2 MiB, holds about 2,000 1 KiB
 events, so streaming a larger session re-read pages; the cap is only reached when used."""
 
+ROWS_PER_INSERT = 256
+"""Events per ``INSERT`` statement of an append. The guard triggers (RAISE ABORT) make SQLite
+keep a statement journal of every page a statement changes that was there before it began;
+with one statement per row, that is the table's and index's last 16 KiB pages again for
+each row, spilled to a temporary file past 64 KiB: 3.3 GB of writes for a 100,000-event
+import. One statement per 256 rows journals those pages once (bench/scale.py, import)."""
+
+_INSERT_ROWS = (
+    "INSERT INTO session_events (session_id, seq, created_at, payload, hash, salt, digest) VALUES "
+)
+
 SCHEMA_VERSION = 5
 
 _SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
@@ -259,11 +270,12 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
     # -- rows -------------------------------------------------------------------------------
 
     def _insert_rows(self, tx: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
-        tx.executemany(
-            "INSERT INTO session_events (session_id, seq, created_at, payload, hash, salt, "
-            "digest) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(session_id, *row) for row in rows],
-        )
+        for start in range(0, len(rows), ROWS_PER_INSERT):
+            chunk = rows[start : start + ROWS_PER_INSERT]
+            tx.execute(
+                _INSERT_ROWS + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                [value for row in chunk for value in (session_id, *row)],
+            )
 
     def _insert_keys(
         self, tx: sqlite3.Connection, session_id: str, keys: Sequence[tuple[str, int, bytes]]
