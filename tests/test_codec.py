@@ -9,10 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agenttrail import codec
 from agenttrail.codec import (
     decode_payload,
     encode_payload,
     indented_json,
+    indented_json_chunks,
     json_line,
     normalize_timestamp,
     timestamp_from_nanos,
@@ -152,6 +154,27 @@ def test_indented_json_is_what_the_standard_library_writes(value: object, indent
     # the standard library's own indenting encoder is the oracle
     expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
     assert indented_json(value, indent) == expected
+
+
+@given(
+    st.dictionaries(st.text(max_size=4), _JSON, max_size=3),
+    st.sampled_from(["messages", "", '"']) | st.text(max_size=4),
+    st.lists(_JSON, max_size=9),
+    st.integers(0, 4),
+    st.integers(1, 4),
+)
+def test_indented_json_in_chunks_is_what_the_standard_library_writes(
+    head: dict[str, object], last: str, items: list[object], indent: int, chunk: int
+) -> None:
+    # a body whose last member is a long list (a replay's messages), written a few items
+    # at a time: the pieces joined are the standard library's text of the whole
+    value = {**{k: v for k, v in head.items() if k != last}, last: items}
+    expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codec, "JSON_CHUNK_ITEMS", chunk)
+        pieces = list(indented_json_chunks(value, indent))
+    assert "".join(pieces) == expected
+    assert len(pieces) == (3 + (len(items) - 1) // chunk if items else 1)
 
 
 def test_indented_json_of_text_holding_escaped_quotes_and_backslashes() -> None:

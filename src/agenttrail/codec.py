@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import lru_cache
 from itertools import accumulate, compress, count, repeat
@@ -39,6 +40,7 @@ __all__ = [
     "decode_payload",
     "encode_payload",
     "indented_json",
+    "indented_json_chunks",
     "json_line",
     "normalize_timestamp",
     "now_timestamp",
@@ -334,7 +336,7 @@ _STRUCTURE = re.compile(r"\[\]|\{\}|[\[\]{},:]")
 colon; an empty array or object is kept as it is."""
 
 
-def indented_json(value: object, indent: int) -> str:
+def indented_json(value: object, indent: int, depth: int = 0) -> str:
     """``json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)``, the same
     text, at C speed: the standard library encodes with its C encoder only without ``indent``
     (its pure-Python one walks every node), so the compact text is encoded in C and then
@@ -348,6 +350,9 @@ def indented_json(value: object, indent: int) -> str:
     indented once, in Python, and the rest (splitting, the running depth, the look-ups,
     joining) runs in C: the cost no longer depends on the nodes in Python.
 
+    ``depth``: the text as it is written nested that deep (its lines after the first
+    indented ``depth`` levels more), for :func:`indented_json_chunks`.
+
     Raises:
         ValueError: ``value`` holds NaN or an infinity; TypeError: it is not JSON-ready.
     """
@@ -356,10 +361,38 @@ def indented_json(value: object, indent: int) -> str:
     del compact  # the text is held twice at most (a long replay's is tens of MB)
     runs = pieces[0::2]
     steps = {run: _depth_step(run) for run in set(runs)}
-    depths = accumulate(map(steps.__getitem__, runs), initial=0)  # where each run starts
+    depths = accumulate(map(steps.__getitem__, runs), initial=depth)  # where each run starts
     pieces[0::2] = map(_Runs(indent).__getitem__, zip(runs, depths, strict=False))  # one more depth
     del runs
     return '"'.join(pieces)
+
+
+JSON_CHUNK_ITEMS = 1000
+"""Items of a long list indented at once by :func:`indented_json_chunks`."""
+
+
+def indented_json_chunks(value: dict[str, Any], indent: int) -> Iterator[str]:
+    """:func:`indented_json` of ``value`` in pieces whose concatenation is that text: when
+    its last member is a list, the list's items are indented :data:`JSON_CHUNK_ITEMS` at a
+    time, so that a long list's text (a long replay's message list, tens of MB) is never
+    whole in memory, nor its pieces while it is indented.
+
+    Raises:
+        ValueError, TypeError: as :func:`indented_json`.
+    """
+    last = next(reversed(value), None)
+    items = value[last] if last is not None else None
+    if last is None or not isinstance(items, list) or not items:
+        yield indented_json(value, indent)
+        return
+    emptied: dict[str, Any] = {**value, last: []}
+    head = indented_json(emptied, indent)
+    yield head[: -len("]\n}")]  # ends with the list's "["
+    close = len("\n]") + indent  # the list's closing line
+    for start in range(0, len(items), JSON_CHUNK_ITEMS):
+        text = indented_json(items[start : start + JSON_CHUNK_ITEMS], indent, depth=1)
+        yield ("," if start else "") + text[1:-close]  # its items without its brackets
+    yield "\n" + " " * indent + "]\n}"
 
 
 def _split_at_quotes(compact: str) -> list[str]:

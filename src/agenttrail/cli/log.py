@@ -559,8 +559,8 @@ def replay(
         found = find_session(store, session)
         with held_whole(store.read(found.id)) as events:
             result = replay_events(events, format, upto_seq=upto)
-            text = result.json(indent=2)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
-    sys.stdout.write(text)  # not text + "\n": a second copy of tens of MB
+    for text in result.json_chunks(indent=2):  # written as made: never whole in memory
+        sys.stdout.write(text)
     sys.stdout.write("\n")

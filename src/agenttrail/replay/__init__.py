@@ -39,10 +39,10 @@ them all):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from agenttrail.codec import indented_json, json_line
+from agenttrail.codec import indented_json_chunks, json_line
 from agenttrail.errors import InputError
 from agenttrail.model import Event
 from agenttrail.replay.anthropic import AnthropicRenderer
@@ -113,12 +113,18 @@ class Replay:
         """
         if indent is None:
             return json_line(self.body())
-        text = indented_json(self.body(), indent)
-        try:
-            text.encode("utf-8")  # in C, ten times faster than the search below finding none
-        except UnicodeEncodeError:
-            return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-        return text
+        return "".join(self.json_chunks(indent=indent))
+
+    def json_chunks(self, *, indent: int) -> Iterator[str]:
+        """:meth:`json` with ``indent``, in pieces whose concatenation is that text: the
+        messages a thousand at a time (:func:`agenttrail.codec.indented_json_chunks`), so
+        that a long session's text is written as it is made."""
+        for text in indented_json_chunks(self.body(), indent):
+            try:
+                text.encode("utf-8")  # in C, ten times faster than the search below finding none
+            except UnicodeEncodeError:
+                text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+            yield text
 
 
 # --- public entry points -----------------------------------------------------------------
