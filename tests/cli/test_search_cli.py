@@ -51,6 +51,11 @@ def test_sessions_filters_and_limit(tmp_path: Path) -> None:
     assert ids("--since", "2026-02-10") == ["s-feb", "s-mar"]
     assert ids("--until", "2026-02-10") == ["s-jan", "s-feb"]
     assert ids("--since", "2026-02-10T11:00:00Z") == ["s-mar"]
+    # a time compares as a time: the same instant without microseconds, or with an offset
+    assert ids("--since", "2026-02-10T10:00:00Z") == ["s-feb", "s-mar"]
+    assert ids("--since", "2026-02-10T12:00:00+02:00") == ["s-feb", "s-mar"]
+    assert ids("--until", "2026-02-10T10:00:00Z") == ["s-jan", "s-feb"]
+    assert ids("--until", "2026-02-10T09:59:59.999999Z") == ["s-jan"]
     assert ids("--model", "gpt-4o") == ["s-jan", "s-mar"]
     assert ids("--errors") == ["s-feb", "s-mar"]
     assert ids("--errors", "--model", "gpt-4o", "--user", "ana") == ["s-mar"]
@@ -79,6 +84,8 @@ def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Pat
     assert found("timeout", "--agent", "mistral") == {"s-mar": [4]}
     assert found("köln", "--session", "s-fe") == {"s-feb": [1, 3]}
     assert found("köln", "--since", "2026-03-01") == {"s-mar": [1, 3]}
+    assert found("köln", "--since", "2026-03-15T10:00:00Z") == {"s-mar": [1, 3]}
+    assert found("köln", "--since", "2026-03-15T06:00:00-04:00") == {"s-mar": [1, 3]}
     # in a pipe: one tab-separated line per matching event (session, seq, type, snippet)
     text = run_cli("search", "wetter", "--db", db, "--session", "s-jan").stdout
     assert text == "s-jan\t1\tmessage\tWie ist das Wetter in Köln?\n"

@@ -63,7 +63,7 @@ def search_command(
 
     - `agenttrail search "undefined variable" --session sample-harvey-session`
     """
-    checked_time("--since", since)
+    since = checked_time("--since", since)
     if not query.strip():  # it would match nothing: a slip, not a search
         raise InputError("the query is blank: give the text to find")
     with open_log(db) as store:

@@ -114,7 +114,7 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[
         snippets, through the search index; ``tool``, ``errors``, ``agent`` and ``since``
         narrow the events as ``agenttrail search`` does (docs/server.md)."""
         auth.require("read")
-        checked_time("since", since)
+        since = checked_time("since", since)
         sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
         one = None if auth.session == "*" else [auth.session]
         where = SearchFilter(one, tool, errors, agent, since)

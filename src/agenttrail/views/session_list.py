@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 
-from agenttrail.errors import InputError
+from agenttrail.codec import normalize_timestamp
+from agenttrail.errors import InputError, InvalidTimestamp
 from agenttrail.model import Session
 from agenttrail.model.search import SearchableLog
 from agenttrail.views.search import bring_up_to_date
@@ -58,7 +59,12 @@ def start_of(session: Session) -> str:
 
 
 def checked_time(name: str, value: str | None) -> str | None:
-    """``value`` (or ``None``) when it is a date (``YYYY-MM-DD``) or an RFC 3339 time.
+    """``value`` (or ``None``) as the bound of a time filter: a date (``YYYY-MM-DD``) as it
+    is, which compares with the first ten characters of a stored time; an RFC 3339 time in
+    the stored ``created_at`` form (:func:`agenttrail.codec.normalize_timestamp`: UTC,
+    microseconds), which compares with a stored time as text. Compared as given,
+    ``…T10:00:00Z`` came after ``…T10:00:00.000000Z`` (``.`` sorts before ``Z``) and an
+    offset was not taken into account.
 
     Raises:
         InputError: it is neither; the message names the option or parameter ``name``.
@@ -68,13 +74,11 @@ def checked_time(name: str, value: str | None) -> str | None:
     try:
         if len(value) == 10:
             date.fromisoformat(value)
-        else:
-            datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(
-            f"{name} {value!r}: expected a date (YYYY-MM-DD) or an RFC 3339 time"
-        ) from None
-    return value
+            return value
+        return normalize_timestamp(value.upper())
+    except (ValueError, InvalidTimestamp):
+        pass
+    raise InputError(f"{name} {value!r}: expected a date (YYYY-MM-DD) or an RFC 3339 time")
 
 
 def list_sessions(
