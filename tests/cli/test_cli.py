@@ -309,6 +309,18 @@ def test_the_environment_names_the_database(tmp_path: Path) -> None:
         record_sample(store)
     result = run_cli("sessions", "--json", env={"AGENTTRAIL_DATABASE_URL": f"sqlite:///{db}"})
     assert json.loads(result.stdout)["id"] == SAMPLE_SESSION_ID
+    # a log the variable names that cannot be opened: the error says where the name came from
+    for url, said in [
+        ("mysql://db.example/log", "unknown scheme 'mysql'"),
+        (str(tmp_path / "none.db"), "no agenttrail database at"),
+    ]:
+        result = run_cli("sessions", env={"AGENTTRAIL_DATABASE_URL": url})
+        assert result.returncode == 2, result.stderr
+        assert said in result.stderr
+        assert result.stderr.endswith("(the log AGENTTRAIL_DATABASE_URL names)\n")
+    # given with --db, the option is the name: no note
+    result = run_cli("sessions", "--db", str(tmp_path / "none.db"))
+    assert result.stderr.endswith("(import something first)\n")
 
 
 def test_a_truncated_real_transcript_is_refused_naming_the_line(tmp_path: Path) -> None:

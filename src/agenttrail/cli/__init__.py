@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except AgentTrailError as e:
         # The message can quote input (a URL given with its key, a line of a file).
-        err.print(f"error: {_redacted(str(e))}", markup=False)
+        notes = "; ".join(getattr(e, "__notes__", ()))  # where the error was (open_log)
+        err.print(f"error: {_redacted(f'{e} ({notes})' if notes else str(e))}", markup=False)
         return e.exit_code
     except typer.TyperException as e:  # Click's usage errors, raised as such without standalone
         where = getattr(getattr(e, "ctx", None), "command_path", "agenttrail")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from agenttrail.errors import InputError, SessionNotFound
+from agenttrail.errors import AgentTrailError, InputError, SessionNotFound
 
 if TYPE_CHECKING:
     from agenttrail.log.store import LogStore
@@ -57,12 +57,19 @@ def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -
 
     Raises:
         InputError: ``--db`` was given blank (it would have meant the default, unsaid).
+        AgentTrailError: as :func:`~agenttrail.log.store.open_store`; when the log came from
+            ``AGENTTRAIL_DATABASE_URL``, with a note that says so (``error: …`` prints it).
     """
     from agenttrail.log.store import open_store  # the store's imports: only a command pays
 
     if db is not None and not db.strip():
         raise InputError("--db is blank: give a database file or URL")
-    return open_store(db, create=create, redact=False if no_redact else None)
+    try:
+        return open_store(db, create=create, redact=False if no_redact else None)
+    except AgentTrailError as e:
+        if db is None and os.environ.get("AGENTTRAIL_DATABASE_URL"):
+            e.add_note("the log AGENTTRAIL_DATABASE_URL names")  # else no word says where
+        raise
 
 
 def find_session(store: LogStore, text: str) -> Session:
