@@ -163,3 +163,44 @@ def test_a_rechained_session_does_not_extend_a_chained_one(tmp_path: Path) -> No
     done = run_cli("import", str(path), "--db", str(db))
     assert done.returncode == 2
     assert f"session {sid} already exists" in done.stderr
+
+
+def test_an_export_cut_short_at_a_line_end_is_refused(tmp_path: Path) -> None:
+    # every line left verifies, so only the head the first line states shows the cut
+    db = tmp_path / "first.db"
+    with open_store(str(db)) as store:
+        [report] = import_paths(store, [TRANSCRIPTS[0]])
+        head = store.get_session(report.session_id).head_seq
+    exported = _export(db, report.session_id, tmp_path / "whole.jsonl").splitlines()
+    first, last = json.loads(exported[0]), json.loads(exported[-1])
+    assert (first["session"]["head_seq"], first["session"]["head_hash"]) == (head, last["hash"])
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(line + b"\n" for line in exported[:-3]))
+    done = run_cli("import", str(cut), "--db", str(tmp_path / "second.db"))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: {cut}:{head - 3}: session {report.session_id} ends at seq {head - 3} where its "
+        f"first line says the export holds {head} events: the file was cut short\n"
+    )
+    assert not (tmp_path / "second.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"head_seq": "12"}, "field 'session.head_seq': expected a seq"),
+        ({"head_seq": 0}, "field 'session.head_seq': expected a seq"),
+        ({"head_hash": "ab"}, "field 'session.head_hash': expected 64 hex digits"),
+        ({"head_hash": "0" * 64}, "field 'hash': session"),
+    ],
+)
+def test_a_head_that_does_not_fit_the_export_is_refused(
+    change: dict[str, object], said: str, tmp_path: Path
+) -> None:
+    lines, _ = _export_lines(tmp_path)
+    assert lines[0]["session"]["head_seq"] == len(lines)  # type: ignore[index]
+    lines[0]["session"] |= change  # type: ignore[operator]
+    path = _write_lines(tmp_path / "edited.jsonl", lines)
+    done = run_cli("import", str(path), "--db", str(tmp_path / "log.db"))
+    assert done.returncode == 2
+    assert said in done.stderr and "Traceback" not in done.stderr

@@ -50,7 +50,8 @@ def _export(
     store: LogStore, session_id: str, path: Path, *, upto: int | None = None, stated: bool = True
 ) -> Path:
     session = store.get_session(session_id) if stated else None
-    lines = list(jsonl_from_events(store.read(session_id), session=session))[:upto]
+    events = list(store.read(session_id))[:upto]  # as exported when the session was that long
+    lines = list(jsonl_from_events(events, session=session))
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
 

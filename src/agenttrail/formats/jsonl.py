@@ -97,6 +97,7 @@ def jsonl_from_events(
     pairing: SeqPairing | None = None,
     session: Session | None = None,
     keys: Mapping[int, str] | None = None,
+    head: tuple[int, bytes] | None = None,
 ) -> Iterator[str]:
     """One export line (no newline) per event, in the order given.
 
@@ -104,12 +105,17 @@ def jsonl_from_events(
         events: one session's events.
         pairing: the session's pairing, for ``anomalies``; by default ``events`` are paired
             (and held in memory to be written after).
-        session: the session row; its fields go on the line of seq 1 as ``session``.
+        session: the session row; its fields go on the line of seq 1 as ``session``, with
+            ``head_seq`` and ``head_hash`` (hex): the seq and hash of the export's last line,
+            ``head`` (by default the last of ``events`` when they are paired here), so that
+            import can tell an export cut short at a line's end.
         keys: seq → idempotency key (``LogStore.event_keys``); each goes on its line as ``key``.
     """
     if pairing is None:
         events = list(events)
         pairing = pair_refs(ref for e in events for ref in tool_refs(e))
+        if head is None and events:
+            head = (events[-1].seq, events[-1].hash)
     for event in events:
         record = event_record(event, anomaly_names(pairing.anomalies, event.seq))
         key = (keys or {}).get(event.seq)
@@ -117,6 +123,8 @@ def jsonl_from_events(
             record["key"] = key
         if session is not None and event.seq == 1 and event.session_id == session.id:
             record["session"] = {name: getattr(session, name) for name in _SESSION_FIELDS}
+            if head is not None:
+                record["session"] |= {"head_seq": head[0], "head_hash": head[1].hex()}
         yield json_line(record)
 
 
@@ -136,13 +144,15 @@ def jsonl_from_log(
     are as in :func:`jsonl_from_events`.
     """
     refs = []
-    last = 0
+    last, last_hash = 0, b""
     for event in reader.read(session_id):
-        last = event.seq
+        last, last_hash = event.seq, event.hash
         refs += tool_refs(event)
     if last:
         events = reader.read(session_id, limit=last)
-        yield from jsonl_from_events(events, pairing=pair_refs(refs), session=session, keys=keys)
+        pairing = pair_refs(refs)
+        head = (last, last_hash)
+        yield from jsonl_from_events(events, pairing=pairing, session=session, keys=keys, head=head)
 
 
 def sniff(path: Path, data: bytes) -> bool:
@@ -164,6 +174,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     hashers: dict[str, ChainHasher] = {}
     hashers_v2: dict[str, ChainHasherV2] = {}
     versions: dict[str, int] = {}
+    heads: dict[str, tuple[int, str] | None] = {}
+    ends: dict[str, int] = {}  # each session's last line
     where = str(path)
     for number, line in iter_jsonl(path, data):
         record = _record(line, where, number)
@@ -183,6 +195,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             raise FormatError(str(e), path=where, line=number, field="payload") from None
         if "session" in record:
             headers[session_id] = _session(record["session"], session_id, where, number)
+            heads[session_id] = _head(record["session"], where, number)
         version = versions.setdefault(session_id, 2 if "salt" in record else 1)
         salt = _salt(record, version, where, number)
         created_at = _created_at(record["created_at"], where, number)
@@ -216,6 +229,9 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             )
         events.append(NewEvent(record["payload"], created_at, record.get("key"), salt, stored))
         hashes.append(digest)
+        ends[session_id] = number
+    for sid, head in heads.items():
+        _check_head(sid, head, sessions[sid][1], sid in rechained, where, ends[sid])
     out = []
     for sid, (events, hashes) in sessions.items():
         header = headers.get(sid, NewSession(id=sid))
@@ -306,6 +322,58 @@ def _session(value: Any, session_id: str, where: str, number: int) -> NewSession
         raise FormatError("expected an object", path=where, line=number, field="session.metadata")
     fields: dict[str, Any] = {name: value.get(name) for name in _SESSION_FIELDS[:-1]}
     return NewSession(id=session_id, metadata=metadata, **fields)
+
+
+def _head(value: dict[str, Any], where: str, number: int) -> tuple[int, str] | None:
+    """``(head_seq, head_hash)`` of an export's ``session`` field, checked; ``None`` in an
+    export that has neither (an older agenttrail's)."""
+    if "head_seq" not in value and "head_hash" not in value:
+        return None
+    seq, digest = value.get("head_seq"), value.get("head_hash")
+    if type(seq) is not int or seq < 1:
+        raise FormatError(
+            "expected a seq (1 or more)", path=where, line=number, field="session.head_seq"
+        )
+    if not isinstance(digest, str) or not _HEX_HASH.fullmatch(digest):
+        raise FormatError(
+            "expected 64 hex digits", path=where, line=number, field="session.head_hash"
+        )
+    return seq, digest
+
+
+_HEX_HASH = re.compile("[0-9a-f]{64}")
+
+
+def _check_head(
+    session_id: str,
+    head: tuple[int, str] | None,
+    hashes: list[bytes],
+    rechained: bool,
+    where: str,
+    last_line: int,
+) -> None:
+    """Refuse a session whose lines end elsewhere than its ``session`` field's head says: an
+    export cut short at the end of a line reads as a shorter session whose every hash
+    matches, so only the count it was written with tells it was cut."""
+    if head is None:
+        return
+    seq, digest = head
+    if len(hashes) != seq:
+        cut = "cut short" if len(hashes) < seq else "longer than it was written"
+        raise FormatError(
+            f"session {session_id} ends at seq {len(hashes):,} where its first line says the "
+            f"export holds {seq:,} events: the file was {cut}",
+            path=where,
+            line=last_line,
+        )
+    if not rechained and hashes[-1].hex() != digest:
+        raise FormatError(
+            f"session {session_id}: the last line's hash is not the head_hash of its first "
+            "line: the export, or the log it came from, was altered",
+            path=where,
+            line=last_line,
+            field="hash",
+        )
 
 
 _KINDS = (("session_id", str), ("seq", int), ("created_at", str), ("payload", dict), ("hash", str))
