@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from agenttrail.codec import encode_payload
 from agenttrail.errors import InputError
-from agenttrail.log.redact import RedactRules
+from agenttrail.log.redact import Redactor, RedactRules
+from agenttrail.log.redact._detectors import _FOLDS_TO_ASCII
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 from tests._secrets import AWS_SECRET, CASES, SESSION_TOKEN
@@ -252,3 +256,40 @@ def test_a_secret_after_an_escape_in_json_text_is_found(
         [got] = stored_payloads(store, sid)
     assert secret not in got["output"] and secret not in json.loads(got["output"])["log"]
     assert [r["kind"] for r in got["redactions"]].count(kind) >= 1
+
+
+def test_the_byte_gate_knows_every_character_whose_lower_case_is_ascii() -> None:
+    found = {
+        chr(c).encode()
+        for c in range(128, 0x110000)
+        if not 0xD800 <= c <= 0xDFFF and any(x.isascii() and x.isalpha() for x in chr(c).lower())
+    }
+    assert found == set(_FOLDS_TO_ASCII)
+
+
+_GATE_TEXTS = st.lists(
+    st.sampled_from(
+        [text for _, text, _ in CASES]
+        + ["\u212aey=abc123xyz789", "\u0130", "PASSWORD=hunter2", "Authorization", "x", "é"]
+        + ["sk-", "AKIA", "Bearer abc.def", "contraseña", "CONTRASEÑA", "\udc81"]
+    )
+    | st.text(max_size=12),
+    max_size=4,
+).map(" ".join)
+_GATE_PAYLOADS = st.dictionaries(
+    st.sampled_from(["type", "content", "password", "ApiKey", "CONTRASEÑA", "k"])
+    | st.text(max_size=6),
+    _GATE_TEXTS | st.lists(_GATE_TEXTS, max_size=3) | st.integers() | st.none(),
+    max_size=4,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(payload=_GATE_PAYLOADS, fields=st.sampled_from([(), ("contraseña",)]))
+def test_the_gate_over_a_payloads_cbor_redacts_as_the_gate_over_its_text(
+    payload: dict[str, Any], fields: tuple[str, ...]
+) -> None:
+    # import looks first at the bytes it has (Redactor.payload's data): the outcome must be
+    # the one a look at the payload itself gives, secrets, markers and paths alike
+    redactor = Redactor(RedactRules(fields=fields), key=lambda: b"k" * 32)
+    assert redactor.payload(payload, encode_payload(payload)) == redactor.payload(payload)

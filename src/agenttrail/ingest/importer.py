@@ -307,7 +307,7 @@ def _check_unredacted(store: LogStore, path: Path, imported: ImportedSession) ->
     """Refuse an export holding a secret the log would redact: its chain hashes cover the
     payloads as exported, so it cannot be stored redacted (docs/redaction.md, Import)."""
     for index, event in enumerate(imported.events, start=1):
-        redacted = store.redactor.payload(event.payload)
+        redacted = store.redactor.payload(event.payload, event.data)
         if redacted is not event.payload:
             first = redacted[REDACTIONS][len(event.payload.get(REDACTIONS) or [])]
             raise FormatError(

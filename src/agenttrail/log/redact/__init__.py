@@ -109,11 +109,13 @@ class Redactor:
                 out[index] = replace(event, payload=payload, data=None)  # stale bytes
         return out
 
-    def payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def payload(self, payload: dict[str, Any], data: bytes | None = None) -> dict[str, Any]:
         """``payload`` with every secret replaced by its marker and a ``redactions`` list of
         ``{"kind", "path"}`` (RFC 9535 JSON paths, dot notation where a name allows it)
-        added to those already there; ``payload`` itself when nothing is found."""
-        if not self.rules.enabled or not self._may_hold_secret(payload):
+        added to those already there; ``payload`` itself when nothing is found. ``data``:
+        the payload's canonical CBOR when the caller has it (import), which the first look
+        for a secret reads instead of the payload's ``repr``, about three times faster."""
+        if not self.rules.enabled or not self._may_hold_secret(payload, data):
             return payload
         found: list[dict[str, str]] = []
         redacted = self._walk(payload, "$", found)
@@ -160,12 +162,16 @@ class Redactor:
         digest = hmac.new(self._key, data, hashlib.sha256).hexdigest()[:DIGEST_HEX]
         return f"[REDACTED:{kind}:{digest}]"
 
-    def _may_hold_secret(self, payload: dict[str, Any]) -> bool:
+    def _may_hold_secret(self, payload: dict[str, Any], data: bytes | None = None) -> bool:
         """False when no rule can match anywhere in ``payload`` (most payloads): the gate
-        over its text, keys and values alike, before any walk. ``repr`` rather than JSON: it
-        is three times cheaper, and the escapes of either (``\\n``, a quote) are in no anchor."""
+        over its text, keys and values alike, before any walk. Over ``data``, its CBOR, when
+        given (every text's bytes are there whole: :meth:`Gate.may_match_bytes`); else over
+        its ``repr`` rather than JSON: it is three times cheaper, and the escapes of either
+        (``\\n``, a quote) are in no anchor."""
         if self._paths is not None or self._gate.always:
             return True
+        if data is not None:
+            return self._gate.may_match_bytes(data)
         return bool(self._gate.which(repr(payload).lower())[0])
 
     # -- the walk ---------------------------------------------------------------------------

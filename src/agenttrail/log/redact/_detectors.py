@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ahocorasick_rs import AhoCorasick
+from ahocorasick_rs import AhoCorasick, BytesAhoCorasick
 
 __all__ = [
     "BUILTIN_DETECTORS",
@@ -235,6 +235,12 @@ class FieldNames:
                 yield (*_secret_span(value), kind)
 
 
+_FOLDS_TO_ASCII = ("\u0130".encode(), "\u212a".encode())
+"""The UTF-8 bytes of the characters beyond ASCII whose lower case holds an ASCII letter
+(LATIN CAPITAL LETTER I WITH DOT ABOVE, KELVIN SIGN; tests/log/test_redact.py finds them
+all): where one is, bytes lowered miss an anchor that the text lowered holds."""
+
+
 class Gate:
     """Which rules may match a text, in one pass over it: an Aho-Corasick automaton
     (ahocorasick-rs) of every anchor of every detector and field name. Most texts hold no
@@ -255,6 +261,27 @@ class Gate:
         self._automaton = AhoCorasick(self._anchors) if self._anchors else None
         self.always = frozenset(r for r, d in enumerate(detectors) if not d.anchors)
         """Ranks of the detectors without anchors (a user's patterns): they run on every text."""
+        ascii_only = all(anchor.isascii() for anchor in self._anchors)
+        self._bytes_automaton = (
+            BytesAhoCorasick([a.encode() for a in self._anchors])
+            if self._anchors and ascii_only
+            else None
+        )
+
+    def may_match_bytes(self, data: bytes) -> bool:
+        """False when no anchor is in the texts whose UTF-8 bytes ``data`` holds (a payload's
+        CBOR: every text's bytes whole, keys too), as :meth:`which` would find none in them
+        lowered; True when one may be. Bytes lower ASCII letters only, so this answers True
+        whenever a character whose lower case is an ASCII letter is there (KELVIN SIGN,
+        İ), and :meth:`which` is the only answer when an anchor is not ASCII (a user's field
+        name) or a rule has none."""
+        if self.always or (self._anchors and self._bytes_automaton is None):
+            return True
+        if self._bytes_automaton is None:
+            return False
+        if any(folding in data for folding in _FOLDS_TO_ASCII):
+            return True
+        return bool(self._bytes_automaton.find_matches_as_indexes(data.lower()))
 
     def which(self, lowered: str) -> tuple[set[int], list[int]]:
         """Ranks of the detectors (and :attr:`fields`) whose anchors ``lowered`` holds, with
