@@ -262,8 +262,8 @@ class Gate:
         self.always = frozenset(r for r, d in enumerate(detectors) if not d.anchors)
         """Ranks of the detectors without anchors (a user's patterns): they run on every text."""
         ascii_only = all(anchor.isascii() for anchor in self._anchors)
-        self._bytes_automaton = (
-            BytesAhoCorasick([a.encode() for a in self._anchors])
+        self._bytes_automaton = (  # with the folds: where one is, the text must be looked at
+            BytesAhoCorasick([a.encode() for a in self._anchors] + list(_FOLDS_TO_ASCII))
             if self._anchors and ascii_only
             else None
         )
@@ -279,8 +279,6 @@ class Gate:
             return True
         if self._bytes_automaton is None:
             return False
-        if any(folding in data for folding in _FOLDS_TO_ASCII):
-            return True
         return bool(self._bytes_automaton.find_matches_as_indexes(data.lower()))
 
     def which(self, lowered: str) -> tuple[set[int], list[int]]:
