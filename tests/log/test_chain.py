@@ -24,8 +24,15 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from agenttrail.log import chain
+from agenttrail.log import digests as digests_module
 from agenttrail.log.chain import CHAIN_TAG, GENESIS_HASH, chain_hasher, event_hash, verify
-from agenttrail.log.digests import chain_hasher_v2, key_hash, key_hasher, payload_digest
+from agenttrail.log.digests import (
+    chain_hasher_v2,
+    chain_rows_v2,
+    key_hash,
+    key_hasher,
+    payload_digest,
+)
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.log.store._backend import CHAIN_PAGE_ROWS
 from agenttrail.model import NewEvent, NewSession, events
@@ -355,6 +362,61 @@ def test_the_c_check_refuses_arguments_of_the_wrong_shape(c_check: Any) -> None:
             CHAIN_TAG, b"s", GENESIS_HASH, [(1, "x", b"", GENESIS_HASH, None, None)], 2**63 - 1
         )
     assert c_check.first_bad_row(CHAIN_TAG, b"s", GENESIS_HASH, [], 1) == -1
+
+
+def _documented_v2(prev: bytes, seq: int, created: str, sid: str, digest: bytes) -> bytes:
+    """docs/log-format.md, Chain v2: a row's hash, built here with struct."""
+    preimage = (
+        b"agenttrail-chain-v2\x00"
+        + prev
+        + struct.pack(">Q", seq)
+        + struct.pack(">I", len(created))
+        + created.encode()
+        + struct.pack(">I", len(sid.encode()))
+        + sid.encode()
+        + digest
+    )
+    return hashlib.sha256(preimage).digest()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sid=st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=40),
+    prev=st.binary(min_size=32, max_size=32),
+    first_seq=st.integers(1, 2**40),
+    rows=st.lists(
+        st.tuples(
+            st.text(st.characters(max_codepoint=127), max_size=40),
+            st.binary(max_size=3000),
+            st.binary(min_size=32, max_size=32),
+        ),
+        max_size=6,
+    ),
+)
+def test_new_v2_rows_are_chained_by_the_documented_layout_in_c_and_in_python(
+    c_check: Any, sid: str, prev: bytes, first_seq: int, rows: list[tuple[str, bytes, bytes]]
+) -> None:
+    digests, hashes, link = [], [], prev
+    for seq, (created, payload, salt) in enumerate(rows, start=first_seq):
+        digests.append(hashlib.sha256(salt + payload).digest())
+        hashes.append(link := _documented_v2(link, seq, created, sid, digests[-1]))
+    assert chain_rows_v2(sid, prev, first_seq, rows) == (digests, hashes)  # in C
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(digests_module, "_speedups", None)
+        assert chain_rows_v2(sid, prev, first_seq, rows) == (digests, hashes)
+
+
+def test_chaining_new_rows_in_c_refuses_rows_of_the_wrong_shape(c_check: Any) -> None:
+    tag, good = b"agenttrail-chain-v2\x00", ("2026-06-24T10:00:05.000000Z", b"", bytes(32))
+    with pytest.raises(ValueError, match="prev_hash must be 32 bytes"):
+        c_check.chain_rows_v2(tag, b"s", b"short", 1, [good])
+    with pytest.raises(ValueError, match="salt must be 32 bytes"):
+        c_check.chain_rows_v2(tag, b"s", GENESIS_HASH, 1, [(good[0], b"", b"short")])
+    with pytest.raises(TypeError, match="ASCII str, bytes, bytes"):
+        c_check.chain_rows_v2(tag, b"s", GENESIS_HASH, 1, [("é", b"", bytes(32))])
+    with pytest.raises(ValueError, match="first_seq out of range"):
+        c_check.chain_rows_v2(tag, b"s", GENESIS_HASH, 2**63 - 1, [good])
+    assert c_check.chain_rows_v2(tag, b"s", GENESIS_HASH, 1, []) == ([], [])
 
 
 @pytest.mark.parametrize("check", ["c", "python"])

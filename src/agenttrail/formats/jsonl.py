@@ -35,13 +35,7 @@ from agenttrail.codec import encode_payload, json_line, normalize_timestamp
 from agenttrail.errors import FormatError, InputError, InvalidTimestamp
 from agenttrail.formats._common import ImportedSession, first_line_bytes, iter_jsonl
 from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
-from agenttrail.log.digests import (
-    SALT_BYTES,
-    ChainHasherV2,
-    chain_hasher_v2,
-    payload_digest,
-    session_genesis,
-)
+from agenttrail.log.digests import SALT_BYTES, chain_rows_v2, session_genesis
 from agenttrail.model import Event, LogReader, NewEvent, NewSession, Session
 from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_refs
 
@@ -165,17 +159,22 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     """Read an export back into sessions, checking every line's chain hash.
 
     Raises:
-        FormatError: a line lacks a field, seq does not run 1, 2, 3 … per session, or a hash
-            does not match the line's contents; names the line.
+        FormatError: a line lacks a field, seq does not run 1, 2, 3 … per session, a hash
+            does not match the line's contents, or a session's lines end elsewhere than its
+            ``session`` field says; names the line. A v2 session's hashes are checked once
+            every line has been read, so a malformed line is named before a hash that does
+            not match on an earlier one.
     """
     sessions: dict[str, tuple[list[NewEvent], list[bytes]]] = {}
     headers: dict[str, NewSession] = {}
     rechained: dict[str, set[str]] = {}
     hashers: dict[str, ChainHasher] = {}
-    hashers_v2: dict[str, ChainHasherV2] = {}
     versions: dict[str, int] = {}
     heads: dict[str, tuple[int, str] | None] = {}
     ends: dict[str, int] = {}  # each session's last line
+    # a v2 session's genesis, its rows and each row's (line, stated hash): its hashes are
+    # computed at once when every line has been read
+    v2_rows: dict[str, tuple[bytes, list[tuple[str, bytes, bytes]], list[tuple[int, Any]]]] = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
         record = _record(line, where, number)
@@ -203,33 +202,29 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             rechained.setdefault(session_id, set()).add("created_at in another RFC 3339 form")
         if "hash" not in record:
             rechained.setdefault(session_id, set()).add("lines without hash")
-        if version == 2:
-            if hashes:
-                prev = hashes[-1]
-            else:
-                prev = _genesis(session_id, headers.get(session_id, NewSession(id=session_id)))
+        if version == 2:  # hashed for the whole session at once, below
             assert salt is not None  # _salt
-            hash_v2 = hashers_v2.get(session_id) or hashers_v2.setdefault(
-                session_id, chain_hasher_v2(session_id)
-            )
-            digest = hash_v2(prev, seq, record["created_at"], payload_digest(salt, stored))
+            if session_id not in v2_rows:
+                genesis = _genesis(session_id, headers.get(session_id, NewSession(id=session_id)))
+                v2_rows[session_id] = (genesis, [], [])
+            _, rows, lines = v2_rows[session_id]
+            rows.append((record["created_at"], stored, salt))
+            lines.append((number, record.get("hash")))
         else:
             prev = hashes[-1] if hashes else GENESIS_HASH
             hash_row = hashers.get(session_id) or hashers.setdefault(
                 session_id, chain_hasher(session_id)
             )
             digest = hash_row(prev, seq, record["created_at"], stored)
-        if "hash" in record and digest.hex() != record["hash"]:
-            raise FormatError(
-                "hash does not match the line's contents: the export, or the log it came "
-                "from, was altered",
-                path=where,
-                line=number,
-                field="hash",
-            )
+            _check_hash(digest, record.get("hash"), where, number)
+            hashes.append(digest)
         events.append(NewEvent(record["payload"], created_at, record.get("key"), salt, stored))
-        hashes.append(digest)
         ends[session_id] = number
+    for session_id, (genesis, rows, lines) in v2_rows.items():
+        _, hashed = chain_rows_v2(session_id, genesis, 1, rows)  # in C: one call a session
+        for digest, (number, stated) in zip(hashed, lines, strict=True):
+            _check_hash(digest, stated, where, number)
+        sessions[session_id][1].extend(hashed)
     for sid, head in heads.items():
         _check_head(sid, head, sessions[sid][1], sid in rechained, where, ends[sid])
     out = []
@@ -251,6 +246,18 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         warning = f"{path}: session {sid}: {why}: imported as a new chain (metadata.rechained)"
         out.append(ImportedSession(replace(header, metadata=metadata), keyed, [warning]))
     return out
+
+
+def _check_hash(digest: bytes, stated: str | None, where: str, number: int) -> None:
+    """Refuse a line whose ``hash`` (when it has one) is not ``digest``, its chain hash."""
+    if stated is not None and digest.hex() != stated:
+        raise FormatError(
+            "hash does not match the line's contents: the export, or the log it came "
+            "from, was altered",
+            path=where,
+            line=number,
+            field="hash",
+        )
 
 
 def _salt(record: dict[str, Any], version: int, where: str, number: int) -> bytes | None:

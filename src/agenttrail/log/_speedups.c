@@ -1,5 +1,6 @@
-/* The chain check of `agenttrail verify` in C (optional; agenttrail/chain.py has the same
- * check in Python and uses it when this module was not built).
+/* The chain check of `agenttrail verify` in C, and the chain hashes of new v2 rows for an
+ * append (optional; agenttrail/log/chain.py and digests.py have the same code in Python and
+ * use it when this module was not built).
  *
  * Reading a row out of SQLite into Python costs about as much as hashing it, so a Python loop
  * around hashlib spends most of verify's time outside SHA-256 (docs/benchmarks.md). This
@@ -102,11 +103,32 @@ static int borrow_row(PyObject *item, long long expected, Row *row, int version)
     return 1;
 }
 
+/* The head of a row's preimage, up to the payload part, at `at`; returns its end. */
+static unsigned char *put_head(unsigned char *at, const Py_buffer *tag, const char *prev,
+                               const Row *row, const Py_buffer *sid) {
+    at = put(at, tag->buf, (size_t)tag->len);
+    at = put(at, prev, HASH_LEN);
+    at = put_be(at, row->seq, 8);
+    at = put_be(at, row->created_len, 4);
+    at = put(at, row->created, row->created_len);
+    at = put_be(at, (unsigned long long)sid->len, 4);
+    return put(at, sid->buf, (size_t)sid->len);
+}
+
+/* SHA-256 of a || b into out (HASH_LEN bytes); 0 when OpenSSL fails. One context serves
+ * every hash of a page: EVP_Digest would allocate and free one per call. */
+static int sha256_of(const EVP_MD *md, EVP_MD_CTX *ctx, const void *a, size_t a_len,
+                     const void *b, size_t b_len, unsigned char *out) {
+    unsigned int out_len = 0;
+    return EVP_DigestInit_ex(ctx, md, NULL) && EVP_DigestUpdate(ctx, a, a_len)
+        && EVP_DigestUpdate(ctx, b, b_len) && EVP_DigestFinal_ex(ctx, out, &out_len)
+        && out_len == HASH_LEN;
+}
+
 /* Index of the first of rows[0..n) whose stored hash is not its chain hash, n when all match,
  * -1 when OpenSSL fails. Touches no Python object: runs without the GIL. `head` has room for
  * the longest preimage head of the page. The indexes of the good rows whose payload holds
- * `mark` (when mark_len > 0) go to marked[0..*n_marked). One context serves both hashes of a
- * v2 row: EVP_Digest would allocate and free one per call. */
+ * `mark` (when mark_len > 0) go to marked[0..*n_marked). */
 static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buffer *tag,
                                  const Py_buffer *sid, const char *prev, const Row *rows,
                                  Py_ssize_t n, unsigned char *head, const Py_buffer *mark,
@@ -114,37 +136,23 @@ static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buf
     *n_marked = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const Row *row = &rows[i];
-        unsigned char *at = head;
-        at = put(at, tag->buf, (size_t)tag->len);
-        at = put(at, i ? rows[i - 1].stored : prev, HASH_LEN);
-        at = put_be(at, row->seq, 8);
-        at = put_be(at, row->created_len, 4);
-        at = put(at, row->created, row->created_len);
-        at = put_be(at, (unsigned long long)sid->len, 4);
-        at = put(at, sid->buf, (size_t)sid->len);
+        unsigned char *at = put_head(head, tag, i ? rows[i - 1].stored : prev, row, sid);
         unsigned char digest[HASH_LEN];
-        unsigned int digest_len = 0;
         if (row->salt != NULL) { /* v2: the salted digest, then the row over it */
-            if (!EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, row->salt, SALT_LEN)
-                || !EVP_DigestUpdate(ctx, row->payload, row->payload_len)
-                || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
+            if (!sha256_of(md, ctx, row->salt, SALT_LEN, row->payload, row->payload_len, digest)) {
                 return -1;
             }
             if (memcmp(digest, row->digest, HASH_LEN) != 0) {
                 return i;
             }
             at = put(at, row->digest, HASH_LEN);
-            if (!EVP_DigestInit_ex(ctx, md, NULL)
-                || !EVP_DigestUpdate(ctx, head, (size_t)(at - head))
-                || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
+            if (!sha256_of(md, ctx, head, (size_t)(at - head), NULL, 0, digest)) {
                 return -1;
             }
         } else {
             at = put_be(at, row->payload_len, 8);
-            if (!EVP_DigestInit_ex(ctx, md, NULL)
-                || !EVP_DigestUpdate(ctx, head, (size_t)(at - head))
-                || !EVP_DigestUpdate(ctx, row->payload, row->payload_len)
-                || !EVP_DigestFinal_ex(ctx, digest, &digest_len) || digest_len != HASH_LEN) {
+            if (!sha256_of(md, ctx, head, (size_t)(at - head), row->payload, row->payload_len,
+                           digest)) {
                 return -1;
             }
         }
@@ -157,6 +165,21 @@ static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buf
         }
     }
     return n;
+}
+
+/* SHA-256 fetched once, and a context and a head buffer of `head_len` bytes; 0 (with a
+ * Python error set) when one cannot be had. */
+static int hashing_start(size_t head_len, EVP_MD_CTX **ctx, unsigned char **head) {
+    *head = PyMem_Malloc(head_len);
+    *ctx = EVP_MD_CTX_new();
+    if (sha256_md == NULL) {
+        sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
+    }
+    if (*head == NULL || *ctx == NULL || sha256_md == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    return 1;
 }
 
 PyDoc_STRVAR(first_bad_row_doc,
@@ -234,14 +257,9 @@ static PyObject *check_page(PyObject *args, int version) {
             longest = rows[shaped].created_len;
         }
     }
-    head = PyMem_Malloc((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len
-                        + HASH_LEN);
-    ctx = EVP_MD_CTX_new();
-    if (sha256_md == NULL) {
-        sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
-    }
-    if (head == NULL || ctx == NULL || sha256_md == NULL) {
-        PyErr_NoMemory();
+    if (!hashing_start((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len
+                           + HASH_LEN,
+                       &ctx, &head)) {
         goto done;
     }
     Py_ssize_t mismatch;
@@ -304,9 +322,168 @@ static PyObject *first_bad_row_v2(PyObject *Py_UNUSED(module), PyObject *args) {
     return check_page(args, 2);
 }
 
+PyDoc_STRVAR(chain_rows_v2_doc,
+"chain_rows_v2(tag, session_id, prev_hash, first_seq, rows, /) -> (list, list)\n"
+"\n"
+"The digests and chain hashes of new v2 rows: ``rows`` is a list of ``(created_at, payload,\n"
+"salt)`` tuples (ASCII str, bytes, 32 bytes) getting seqs ``first_seq``, ``first_seq + 1``\n"
+"...; row i's digest is SHA-256(salt || payload) and its hash chains to row i - 1's\n"
+"(``prev_hash`` for row 0), as first_bad_row_v2 checks them. The GIL is released while the\n"
+"rows are hashed.\n"
+"\n"
+"Raises TypeError for a row of another shape, ValueError for a prev_hash or salt that is not\n"
+"32 bytes or a first_seq out of range, RuntimeError if OpenSSL's SHA-256 fails.");
+
+/* Each row's digest then hash into out[64 i .. 64 i + 64). -1 when OpenSSL fails. */
+static int chain_rows(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buffer *tag,
+                      const Py_buffer *sid, const char *prev, const Row *rows, Py_ssize_t n,
+                      unsigned char *head, unsigned char *out) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Row *row = &rows[i];
+        unsigned char *digest = out + 2 * HASH_LEN * i;
+        if (!sha256_of(md, ctx, row->salt, SALT_LEN, row->payload, row->payload_len, digest)) {
+            return -1;
+        }
+        const char *link = i ? (const char *)digest - HASH_LEN : prev; /* row i - 1's hash */
+        unsigned char *at = put_head(head, tag, link, row, sid);
+        at = put(at, digest, HASH_LEN);
+        if (!sha256_of(md, ctx, head, (size_t)(at - head), NULL, 0, digest + HASH_LEN)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A list of the n hashes of HASH_LEN bytes at out + offset, out + offset + 64 ... */
+static PyObject *hash_list(const unsigned char *out, Py_ssize_t n, size_t offset) {
+    PyObject *list = PyList_New(n);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item =
+            PyBytes_FromStringAndSize((const char *)out + 2 * HASH_LEN * i + offset, HASH_LEN);
+        if (item == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+}
+
+/* Borrow new row i (created_at, payload, salt) into *row with seq `seq`; 0 with a Python
+ * error set when it has another shape. */
+static int borrow_new_row(PyObject *item, unsigned long long seq, Row *row) {
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3
+        || !PyUnicode_CheckExact(PyTuple_GET_ITEM(item, 0))
+        || !PyUnicode_IS_ASCII(PyTuple_GET_ITEM(item, 0))
+        || !PyBytes_CheckExact(PyTuple_GET_ITEM(item, 1))
+        || !PyBytes_CheckExact(PyTuple_GET_ITEM(item, 2))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "chain_rows_v2: each row must be (ASCII str, bytes, bytes)");
+        return 0;
+    }
+    PyObject *created = PyTuple_GET_ITEM(item, 0);
+    PyObject *payload = PyTuple_GET_ITEM(item, 1);
+    PyObject *salt = PyTuple_GET_ITEM(item, 2);
+    if (PyBytes_GET_SIZE(salt) != SALT_LEN
+        || (unsigned long long)PyUnicode_GET_LENGTH(created) > U32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "chain_rows_v2: a salt must be 32 bytes");
+        return 0;
+    }
+    row->seq = seq;
+    row->created = PyUnicode_DATA(created);
+    row->created_len = (size_t)PyUnicode_GET_LENGTH(created);
+    row->payload = PyBytes_AS_STRING(payload);
+    row->payload_len = (size_t)PyBytes_GET_SIZE(payload);
+    row->salt = PyBytes_AS_STRING(salt);
+    return 1;
+}
+
+static PyObject *chain_rows_v2(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer tag, sid, prev;
+    PyObject *list;
+    long long first_seq;
+    if (!PyArg_ParseTuple(args, "y*y*y*LO!:chain_rows_v2", &tag, &sid, &prev, &first_seq,
+                          &PyList_Type, &list)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    PyObject *page = NULL; /* a tuple: the rows stay alive and in place without the GIL */
+    Row *rows = NULL;
+    unsigned char *head = NULL;
+    unsigned char *out = NULL;
+    EVP_MD_CTX *ctx = NULL;
+    if (prev.len != HASH_LEN) {
+        PyErr_SetString(PyExc_ValueError, "chain_rows_v2: prev_hash must be 32 bytes");
+        goto done;
+    }
+    if ((unsigned long long)sid.len > U32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "chain_rows_v2: session_id is too long");
+        goto done;
+    }
+    page = PyList_AsTuple(list);
+    if (page == NULL) {
+        goto done;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(page);
+    if (first_seq < 0 || first_seq > LLONG_MAX - n) {
+        PyErr_SetString(PyExc_ValueError, "chain_rows_v2: first_seq out of range");
+        goto done;
+    }
+    rows = PyMem_New(Row, n ? n : 1);
+    out = PyMem_Malloc((size_t)(n ? n : 1) * 2 * HASH_LEN);
+    if (rows == NULL || out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    size_t longest = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!borrow_new_row(PyTuple_GET_ITEM(page, i), (unsigned long long)(first_seq + i),
+                            &rows[i])) {
+            goto done;
+        }
+        if (rows[i].created_len > longest) {
+            longest = rows[i].created_len;
+        }
+    }
+    if (!hashing_start((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len
+                           + HASH_LEN,
+                       &ctx, &head)) {
+        goto done;
+    }
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = chain_rows(sha256_md, ctx, &tag, &sid, prev.buf, rows, n, head, out);
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_SetString(PyExc_RuntimeError, "chain_rows_v2: OpenSSL SHA-256 failed");
+        goto done;
+    }
+    PyObject *digests = hash_list(out, n, 0);
+    PyObject *hashes = digests == NULL ? NULL : hash_list(out, n, HASH_LEN);
+    if (hashes != NULL) {
+        result = Py_BuildValue("NN", digests, hashes);
+    } else {
+        Py_XDECREF(digests);
+    }
+done:
+    EVP_MD_CTX_free(ctx);
+    PyMem_Free(out);
+    PyMem_Free(head);
+    PyMem_Free(rows);
+    Py_XDECREF(page);
+    PyBuffer_Release(&tag);
+    PyBuffer_Release(&sid);
+    PyBuffer_Release(&prev);
+    return result;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"first_bad_row", first_bad_row, METH_VARARGS, first_bad_row_doc},
     {"first_bad_row_v2", first_bad_row_v2, METH_VARARGS, first_bad_row_v2_doc},
+    {"chain_rows_v2", chain_rows_v2, METH_VARARGS, chain_rows_v2_doc},
     {NULL, NULL, 0, NULL},
 };
 

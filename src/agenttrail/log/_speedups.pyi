@@ -17,3 +17,11 @@ def first_bad_row_v2(
     mark: bytes,
     /,
 ) -> tuple[int, list[int]]: ...
+def chain_rows_v2(
+    tag: bytes,
+    session_id: bytes,
+    prev_hash: bytes,
+    first_seq: int,
+    rows: list[tuple[str, bytes, bytes]],
+    /,
+) -> tuple[list[bytes], list[bytes]]: ...

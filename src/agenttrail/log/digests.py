@@ -57,6 +57,11 @@ import secrets
 import struct
 from collections.abc import Callable, Sequence
 
+try:
+    from agenttrail.log import _speedups
+except ImportError:  # built without a C compiler or OpenSSL's headers (pyproject.toml)
+    _speedups = None  # type: ignore[assignment]
+
 __all__ = [
     "CHAIN_TAG_V2",
     "KEY_TAG",
@@ -66,6 +71,7 @@ __all__ = [
     "TRACE_TAG",
     "ChainHasherV2",
     "chain_hasher_v2",
+    "chain_rows_v2",
     "key_hash",
     "key_hasher",
     "log_row_hash",
@@ -121,6 +127,35 @@ def chain_hasher_v2(session_id: str) -> ChainHasherV2:
         ).digest()
 
     return hash_row
+
+
+def chain_rows_v2(
+    session_id: str, prev_hash: bytes, first_seq: int, rows: list[tuple[str, bytes, bytes]]
+) -> tuple[list[bytes], list[bytes]]:
+    """The digests and chain hashes of new v2 rows of one session (layout in the module
+    docstring), in C when the extension was built (``agenttrail.log._speedups``), else with
+    :func:`payload_digest` and :func:`chain_hasher_v2`: the same bytes either way.
+
+    Args:
+        session_id: the session.
+        prev_hash: the hash the first row chains to (the head's, or the session's genesis).
+        first_seq: the first row's seq; the others follow it.
+        rows: ``(created_at, payload, salt)`` of each row: the stored ``created_at`` (ASCII),
+            the payload's canonical CBOR and its 32-byte salt.
+
+    Returns:
+        ``(digests, hashes)``, one of each per row, 32 bytes each.
+    """
+    if _speedups is not None:
+        sid = session_id.encode("utf-8")
+        return _speedups.chain_rows_v2(CHAIN_TAG_V2, sid, prev_hash, first_seq, rows)
+    hash_row = chain_hasher_v2(session_id)
+    digests: list[bytes] = []
+    hashes: list[bytes] = []
+    for seq, (created_at, payload, salt) in enumerate(rows, start=first_seq):
+        digests.append(digest := payload_digest(salt, payload))
+        hashes.append(prev_hash := hash_row(prev_hash, seq, created_at, digest))
+    return digests, hashes
 
 
 def session_genesis(session_id: str, fields: Sequence[object]) -> bytes:

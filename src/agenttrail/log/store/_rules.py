@@ -27,9 +27,8 @@ from agenttrail.errors import (
 from agenttrail.log.chain import GENESIS_HASH, chain_hasher, stored_type
 from agenttrail.log.digests import (
     SALT_BYTES,
-    chain_hasher_v2,
+    chain_rows_v2,
     new_salt,
-    payload_digest,
     session_genesis,
 )
 from agenttrail.log.store import Appended, ChainPage, Row
@@ -309,34 +308,50 @@ def chain_events(
         version: the session's chain version: 1 hashes the payload bytes, 2 a digest of
             the payload with a salt (the event's own, else a fresh one).
     """
-    hash_v1 = chain_hasher(session_id)
-    hash_v2 = chain_hasher_v2(session_id)
-    seq, prev = head_seq, head_hash
-    results: list[Appended] = []
-    rows: list[Row] = []
+    first = head_seq + 1
+    new: list[tuple[str, bytes, bytes | None]] = []  # (created_at, payload, salt) of new rows
+    placed: list[Appended | int] = []  # per event: what was stored, or its row (~row: a copy)
     keys: list[tuple[str, int]] = []
-    batch_keys: dict[str, Appended] = {}
+    batch_keys: dict[str, int] = {}
     for data, created_at, key, given_salt in encoded:
         if key is not None:
-            hit = batch_keys.get(key) or stored.get(key)
+            hit = stored.get(key)
             if hit is not None:
-                results.append(hit)
+                placed.append(hit)
                 continue
-        seq += 1
-        stamp = created_at or now
-        if version == 1:
-            prev = hash_v1(prev, seq, stamp, data)
-            rows.append((seq, stamp, data, prev, None, None))
+            row = batch_keys.get(key)
+            if row is not None:
+                placed.append(~row)
+                continue
+            batch_keys[key] = len(new)
+            keys.append((key, first + len(new)))
+        placed.append(len(new))
+        new.append((created_at or now, data, given_salt))
+    seqs = range(first, first + len(new))
+    rows: list[Row] = []
+    if version == 1:
+        hash_v1 = chain_hasher(session_id)
+        prev = head_hash
+        for seq, (created_at, data, _) in zip(seqs, new, strict=True):
+            prev = hash_v1(prev, seq, created_at, data)
+            rows.append((seq, created_at, data, prev, None, None))
+        hashes = [row[3] for row in rows]
+    else:  # all rows at once: in C (digests.chain_rows_v2)
+        salted = [(c, d, s or new_salt()) for c, d, s in new]
+        digests, hashes = chain_rows_v2(session_id, head_hash, first, salted)
+        for seq, (created_at, data, salt), digest, hashed in zip(
+            seqs, salted, digests, hashes, strict=True
+        ):
+            rows.append((seq, created_at, data, hashed, salt, digest))
+    results: list[Appended] = []
+    for place in placed:
+        if isinstance(place, Appended):
+            results.append(place)
+        elif place >= 0:
+            results.append(Appended(first + place, hashes[place]))
         else:
-            salt = given_salt or new_salt()
-            digest = payload_digest(salt, data)
-            prev = hash_v2(prev, seq, stamp, digest)
-            rows.append((seq, stamp, data, prev, salt, digest))
-        results.append(Appended(seq, prev))
-        if key is not None:
-            keys.append((key, seq))
-            batch_keys[key] = Appended(seq, prev, duplicate=True)
-    return Chained(results, rows, keys, seq, prev)
+            results.append(Appended(first + ~place, hashes[~place], duplicate=True))
+    return Chained(results, rows, keys, head_seq + len(new), hashes[-1] if new else head_hash)
 
 
 def as_new_session(session: Session) -> NewSession:
