@@ -63,7 +63,14 @@ def test_sessions_filters_and_limit(tmp_path: Path) -> None:
     table = run_cli("sessions", "--db", db, "--agent", "mistral").stdout
     assert "s-mar" in table and "s-jan" not in table
     bad = run_cli("sessions", "--db", db, "--since", "last week")
-    assert bad.returncode == 2 and "expected a date" in bad.stderr
+    assert bad.returncode == 2 and "error: --since 'last week': expected a date" in bad.stderr
+    # a range that ends before it starts is a slip: said, not an empty list
+    backwards = run_cli("sessions", "--db", db, "--since", "2026-03-01", "--until", "2026-02-28")
+    assert (backwards.returncode, backwards.stdout) == (2, "")
+    assert backwards.stderr == (
+        "error: --since 2026-03-01 is after --until 2026-02-28: no session can match\n"
+    )
+    assert ids("--since", "2026-02-10T10:00:00Z", "--until", "2026-02-10") == ["s-feb"]
     assert "Traceback" not in bad.stderr
 
 

@@ -229,7 +229,12 @@ def test_usage_command(db_path: Path, store: LogStore) -> None:
         "usage", "--by", "model", "--since", "2026-02-10T00:00:00Z", "--json", "--db", db
     )
     assert that_day.stdout == result.stdout
-    assert run_cli("usage", "--since", "2026-02-11T00:00:00Z", "--db", db).stdout == ""
+    none = run_cli("usage", "--since", "2026-02-11T00:00:00Z", "--db", db)
+    assert (none.returncode, none.stdout) == (0, "")
+    # nothing printed at all read as a log that could not be read: stderr says why
+    assert none.stderr == (
+        "no model calls with usage on or after 2026-02-11T00:00:00.000000Z in 2 sessions\n"
+    )
     odd = run_cli("usage", "--since", "soon", "--db", db)
     assert (odd.returncode, odd.stderr.strip()) == (
         2,

@@ -193,8 +193,9 @@ def sessions(
     - `agenttrail sessions --agent harvey --since 2026-01-01 --limit 20`
     """
     from agenttrail.cli._listing import is_terminal, print_json_lines, print_tsv
-    from agenttrail.views.session_list import SessionFilter, list_sessions
+    from agenttrail.views.session_list import SessionFilter, checked_range, list_sessions
 
+    since, until = checked_range(since, until, ("--since", "--until"))  # named as typed
     where = SessionFilter(agent, user, since, until, model, errors, limit)
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from agenttrail.cli._common import find_session, open_log, out
+from agenttrail.cli._common import err, find_session, open_log, out
 from agenttrail.cli._listing import is_terminal, list_table, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
@@ -65,6 +65,11 @@ def usage(
             calls += calls_of(session, store.read(session.id))
     if since is not None:
         calls = [c for c in calls if c.created_at[: len(since)] >= since]
+    if not calls:  # else nothing at all is printed, as for a log that could not be read
+        after = f" on or after {since}" if since is not None else ""
+        err.print(
+            f"no model calls with usage{after} in {counted(len(chosen), 'session')}", markup=False
+        )
     groups = totals_by(calls, group)
     if json:
         for key, totals in groups.items():

@@ -19,7 +19,14 @@ from agenttrail.model import Session
 from agenttrail.model.search import SearchableLog
 from agenttrail.views.search import bring_up_to_date
 
-__all__ = ["SessionFilter", "SessionPage", "checked_time", "list_sessions", "start_of"]
+__all__ = [
+    "SessionFilter",
+    "SessionPage",
+    "checked_range",
+    "checked_time",
+    "list_sessions",
+    "start_of",
+]
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,25 @@ def checked_time(name: str, value: str | None) -> str | None:
     raise InputError(f"{name} {value!r}: expected a date (YYYY-MM-DD) or an RFC 3339 time")
 
 
+def checked_range(
+    since: str | None, until: str | None, names: tuple[str, str] = ("since", "until")
+) -> tuple[str | None, str | None]:
+    """``since`` and ``until`` checked (:func:`checked_time`, named by ``names``) and in
+    order: a range that ends before it starts matches nothing, which is a slip, not a filter.
+
+    Raises:
+        InputError: either is not a date or an RFC 3339 time, or ``since`` is after ``until``.
+    """
+    since, until = checked_time(names[0], since), checked_time(names[1], until)
+    if since is not None and until is not None:
+        common = min(len(since), len(until))  # a date and a time compare by the date
+        if since[:common] > until[:common]:
+            raise InputError(
+                f"{names[0]} {since} is after {names[1]} {until}: no session can match"
+            )
+    return since, until
+
+
 def list_sessions(
     store: SearchableLog, ordered: Sequence[Session], where: SessionFilter
 ) -> SessionPage:
@@ -88,10 +114,11 @@ def list_sessions(
     that ``where`` asks for.
 
     Raises:
-        InputError: ``since`` or ``until`` is not a date or an RFC 3339 time, ``limit`` is
-            below 1, or ``after`` names no session of ``ordered``.
+        InputError: ``since`` or ``until`` is not a date or an RFC 3339 time, or ``since``
+            is after ``until``, ``limit`` is below 1, or ``after`` names no session of
+            ``ordered``.
     """
-    since, until = checked_time("since", where.since), checked_time("until", where.until)
+    since, until = checked_range(where.since, where.until)
     if where.limit is not None and where.limit < 1:
         raise InputError(f"limit {where.limit}: expected 1 or more")
     chosen = list(ordered)
