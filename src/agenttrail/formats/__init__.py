@@ -127,7 +127,10 @@ def detect(path: Path, data: bytes) -> ModuleType:
     elif lead(text) in ("{", "["):
         load_json(path, text)  # one JSON document: name where it breaks
     names = ", ".join(_formats())
-    raise FormatError(f"unknown format (not one of: {names}); pass --format", path=str(path))
+    raise FormatError(  # quickstart says it too, and has no --format
+        f"unknown format (not one of: {names}); agenttrail import --format names it",
+        path=str(path),
+    )
 
 
 def read_file(
