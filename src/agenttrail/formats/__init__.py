@@ -110,7 +110,8 @@ def detect(path: Path, data: bytes) -> ModuleType:
     Raises:
         FormatError: no format recognises the file; the message lists the formats.
     """
-    for module in _formats().values():
+    for name in _MODULES:  # each imported when asked: an export is known by the first
+        module = importlib.import_module(f"{__name__}.{name}")
         if module.sniff(path, data):
             return module
     # Nothing claims the file: say what is wrong with it as precisely as we can.
