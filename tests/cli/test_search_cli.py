@@ -139,3 +139,38 @@ def test_a_blank_query_is_refused(tmp_path: Path) -> None:
         result = run_cli("search", blank, "--db", db)
         assert (result.returncode, result.stdout) == (2, "")
         assert result.stderr == "error: the query is blank: give the text to find\n"
+
+
+def test_agent_and_model_are_named_in_any_case_and_a_model_by_its_snapshots(
+    tmp_path: Path,
+) -> None:
+    # what responses name (a dated snapshot of the model asked for), and what a user types
+    db = str(tmp_path / "log.db")
+    models = {
+        "s-4o": "gpt-4o-2024-08-06",
+        "s-4o-caps": "GPT-4O",
+        "s-mini": "gpt-4o-mini-2024-07-18",
+        "s-sonnet": "claude-sonnet-4-5-20250929",
+        "s-vertex": "claude-3-5-sonnet@20240620",
+    }
+    with open_store(db) as store:
+        for sid, model in models.items():
+            store.create_session(NewSession(sid, sid, "Harvey"))
+            store.append(sid, events.message("assistant", "hi", meta={"model": model}))
+
+    def ids(*args: str) -> list[str]:
+        result = run_cli("sessions", "--json", "--db", db, *args)
+        assert result.returncode == 0, result.stderr
+        return sorted(_ids(result.stdout))
+
+    assert ids("--model", "gpt-4o") == ["s-4o", "s-4o-caps"]  # not gpt-4o-mini
+    assert ids("--model", "GPT-4o-Mini") == ["s-mini"]
+    assert ids("--model", "gpt-4o-2024-08-06") == ["s-4o"]
+    assert ids("--model", "claude-sonnet-4-5") == ["s-sonnet"]
+    assert ids("--model", "claude-3-5-sonnet") == ["s-vertex"]
+    assert ids("--model", "claude") == []
+    assert ids("--agent", "harvey") == sorted(models)
+    found = run_cli("search", "hi", "--agent", "HARVEY", "--json", "--db", db)
+    assert sorted(json.loads(line)["session_id"] for line in found.stdout.splitlines()) == sorted(
+        models
+    )

@@ -154,7 +154,9 @@ def sessions(
         bool,
         typer.Option("--usage", help="Add each session's tokens and cost (reads every event)."),
     ] = False,
-    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's.")] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only this agent's (in any case).")
+    ] = None,
     user: Annotated[str | None, typer.Option("--user", help="Only this user's.")] = None,
     since: Annotated[
         str | None,
@@ -165,7 +167,11 @@ def sessions(
         typer.Option("--until", metavar="DATE", help="Started on or before this UTC date or time."),
     ] = None,
     model: Annotated[
-        str | None, typer.Option("--model", help="Only those with a message of this model.")
+        str | None,
+        typer.Option(
+            "--model",
+            help="Only those with a message of this model (in any case, its dated snapshots too).",
+        ),
     ] = None,
     errors: Annotated[
         bool, typer.Option("--errors", help="Only those with an error or a failed tool result.")

@@ -36,7 +36,8 @@ def search_command(
         bool, typer.Option("--errors", help="Only errors and failed tool results.")
     ] = False,
     agent: Annotated[
-        str | None, typer.Option("--agent", metavar="A", help="Only sessions of this agent.")
+        str | None,
+        typer.Option("--agent", metavar="A", help="Only sessions of this agent (in any case)."),
     ] = None,
     since: Annotated[
         str | None,

@@ -10,13 +10,22 @@ of it) before it queries.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from agenttrail.model.reader import LogReader
 
-__all__ = ["IndexHit", "IndexRow", "SearchFilter", "SearchIndex", "SearchableLog"]
+__all__ = [
+    "IndexHit",
+    "IndexRow",
+    "SearchFilter",
+    "SearchIndex",
+    "SearchableLog",
+    "names_agent",
+    "names_model",
+]
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,8 @@ class SearchIndex(Protocol):
 
     def flagged_sessions(self, *, errors: bool = False, model: str | None = None) -> set[str]:
         """Ids of the indexed sessions with an error or failed tool result (``errors``) and a
-        message of ``model`` (when given); every indexed session when neither is asked."""
+        message of a model ``model`` names (:func:`names_model`, when given); every indexed
+        session when neither is asked."""
         ...
 
     def query(self, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:
@@ -118,3 +128,25 @@ class SearchIndex(Protocol):
 
 class SearchableLog(LogReader, SearchIndex, Protocol):
     """A log with its search index: what :func:`agenttrail.views.search.search` reads."""
+
+
+def names_agent(asked: str, agent: str | None) -> bool:
+    """Whether ``--agent asked`` names a session's ``agent``: the same name in any case
+    (``harvey`` names ``Harvey``; the store compares with SQL's ``lower``)."""
+    return agent is not None and agent.lower() == asked.lower()
+
+
+_SNAPSHOT = re.compile(r"[-@](?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{8})")
+"""The date a provider appends to a model's name for a snapshot of it: OpenAI's
+``gpt-4o-mini-2024-07-18``, Anthropic's ``claude-sonnet-4-5-20250929``, Vertex's
+``claude-3-5-sonnet@20240620``."""
+
+
+def names_model(asked: str, model: str) -> bool:
+    """Whether ``--model asked`` names a model a message recorded: the same name in any case,
+    or that name with a snapshot's date after it (a response names the snapshot that answered
+    ``gpt-4o-mini``: ``gpt-4o-mini-2024-07-18``). ``gpt-4o`` does not name ``gpt-4o-mini``."""
+    asked, model = asked.lower(), model.lower()
+    if model == asked:
+        return True
+    return model.startswith(asked) and _SNAPSHOT.fullmatch(model, len(asked)) is not None

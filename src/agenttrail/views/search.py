@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agenttrail.model import Event, Session, failed, payload_attachments, prose_text
-from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter
+from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter, names_agent
 from agenttrail.views.safe import safe
 
 __all__ = [
@@ -289,7 +289,7 @@ def search(
     narrowed = where.tool is not None or where.errors or where.since is not None
     matches: list[SessionMatch] = []
     for session in sessions:
-        if where.agent is not None and session.agent != where.agent:
+        if where.agent is not None and not names_agent(where.agent, session.agent):
             continue
         hits = _once_per_message(by_session.get(session.id, []))
         fields = [] if narrowed else _session_fields(session, needle)

@@ -16,7 +16,7 @@ from datetime import date
 from agenttrail.codec import normalize_timestamp
 from agenttrail.errors import InputError, InvalidTimestamp
 from agenttrail.model import Session
-from agenttrail.model.search import SearchableLog
+from agenttrail.model.search import SearchableLog, names_agent
 from agenttrail.views.search import bring_up_to_date
 
 __all__ = [
@@ -132,7 +132,7 @@ def list_sessions(
         flagged = store.flagged_sessions(errors=where.errors, model=where.model)
         chosen = [s for s in chosen if s.id in flagged]
     if where.agent is not None:
-        chosen = [s for s in chosen if s.agent == where.agent]
+        chosen = [s for s in chosen if names_agent(where.agent, s.agent)]
     if where.user is not None:
         chosen = [s for s in chosen if s.user == where.user]
     if since is not None:

@@ -19,7 +19,7 @@ from dataclasses import fields
 from typing import Any, Protocol, TypeVar
 
 from agenttrail.log.store._sql import Statements, Tx
-from agenttrail.model.search import IndexHit, IndexRow, SearchFilter
+from agenttrail.model.search import IndexHit, IndexRow, SearchFilter, names_model
 
 __all__ = ["PostgresSearch", "SQLiteSearch"]
 
@@ -154,12 +154,22 @@ class _SearchBase:
             )
             chosen = {str(r[0]) for r in rows}
         if model is not None:
-            rows = self._read(
-                lambda tx: tx.execute(
-                    f"SELECT DISTINCT session_id FROM search_events WHERE model = {p}", (model,)
+            recorded = self._read(
+                lambda tx: tx.execute(  # through the partial index on model
+                    "SELECT DISTINCT model FROM search_events WHERE model IS NOT NULL"
                 ).fetchall()
             )
-            found = {str(r[0]) for r in rows}
+            named = [str(r[0]) for r in recorded if names_model(model, str(r[0]))]
+            found: set[str] = set()
+            if named:
+                rows = self._read(
+                    lambda tx: tx.execute(
+                        "SELECT DISTINCT session_id FROM search_events "
+                        f"WHERE model IN ({', '.join([p] * len(named))})",
+                        named,
+                    ).fetchall()
+                )
+                found = {str(r[0]) for r in rows}
             chosen = found if chosen is None else chosen & found
         if chosen is None:
             rows = self._read(
@@ -184,7 +194,9 @@ class _SearchBase:
         if where.errors:
             clauses.append("e.error = 1")
         if where.agent is not None:
-            clauses.append(f"e.session_id IN (SELECT id FROM sessions WHERE agent = {p})")
+            clauses.append(  # names_agent's rule
+                f"e.session_id IN (SELECT id FROM sessions WHERE lower(agent) = lower({p}))"
+            )
             params.append(where.agent)
         if where.since is not None:
             clauses.append(f"e.created_at >= {p}")
