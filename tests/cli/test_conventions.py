@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from agenttrail.cli._listing import tsv_field
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import open_store
+from agenttrail.model import NewSession, events
 from agenttrail.views.safe import safe
 from tests.conftest import REALDATA, read_terminal, run_cli, run_cli_subprocess
 
@@ -82,6 +83,32 @@ def test_sessions_with_short_titles_keep_whole_ids_at_80_columns(tmp_path: Path)
     [row] = [line for line in shown.splitlines() if "Harvey Session" in line]
     assert row.startswith(SAMPLE_SESSION_ID + " "), shown
     assert all(len(line.rstrip()) <= 80 for line in shown.splitlines()), shown
+
+
+def test_usage_and_search_at_80_columns_keep_names_whole_and_snippets_under_themselves(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "log.db")
+    models = ["claude-haiku-4-5-20251001", "gpt-4o-mini-2024-07-18"]
+    with open_store(db) as store:
+        for model in models:
+            sid = store.create_session(NewSession(title=model)).id
+            store.append(sid, events.message("user", "weather, " + "and more words " * 12))
+            meta = events.meta(model=model, usage=events.usage(123_456, 7_890))
+            store.append(sid, events.message("assistant", "It is sunny.", meta=meta))
+    usage = _on_terminal(80, "usage", "--by", "model", "--db", db).splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in usage), usage
+    # the model's name whole on its row: two-word headers took two lines instead
+    assert [line.split()[0] for line in usage if "123,456" in line] == models
+    assert usage[0].split() == ["cache", "cache"]
+    assert usage[1].split()[-3:] == ["read", "write", "cost"]
+    found = _on_terminal(80, "search", "weather", "--db", db).splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in found), found
+    rows = [line for line in found if line.startswith(" ")]
+    # each session's message is a row of two lines, the second under the snippet
+    assert [line.startswith(" " * 23) for line in rows] == [False, True] * 2, found
+    for line in rows:  # a seq and a type, or the snippet going on under itself
+        assert re.match(r" {7}1  message {6}weather|^ {23}\S", line), found
 
 
 def test_lists_in_a_pipe_are_tab_separated_lines(tmp_path: Path) -> None:

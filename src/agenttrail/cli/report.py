@@ -84,19 +84,34 @@ def usage(
         return
     from agenttrail.providers.prices import PRICE_SOURCE
 
-    table = list_table(caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
-    table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
-    for name in ("calls", "input", "output", "cache read", "cache write", "cost"):
-        table.add_column(name, justify="right", no_wrap=True, min_width=len(name))
-    for key, totals in groups.items():
-        counts = (totals.tokens[k] for k in kinds)
-        table.add_row(
+    rows = [
+        (
             escape(safe(key)),
             str(totals.calls),
-            *("-" if n is None else f"{n:,}" for n in counts),
+            *("-" if n is None else f"{n:,}" for n in (totals.tokens[k] for k in kinds)),
             totals.cost_text(),
         )
+        for key, totals in groups.items()
+    ]
+    table = list_table(caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
+    table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
+    names = ("calls", "input", "output", "cache read", "cache write", "cost")
+    widths = [max(len(name), *(len(row[n]) for row in rows)) for n, name in enumerate(names, 1)]
+    keys = min(max((len(row[0]) for row in rows), default=0), MODEL_NAME_CELLS)
+    # On a narrow terminal the headers of two words take two lines ("cache" / "read"), so
+    # that a model's name is not folded for the width of a header.
+    two_lines = keys + sum(widths) + 2 * len(names) > out.width
+    for name in names:
+        header = name.replace(" ", "\n") if two_lines else name
+        table.add_column(header, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
+
+
+MODEL_NAME_CELLS = 30
+"""The widest key ``usage``'s table keeps whole on a narrow terminal: a model's name with
+its date (``claude-haiku-4-5-20251001``); a session id is folded past it."""
 
 
 def diff(

@@ -86,12 +86,22 @@ def search_command(
     if not is_terminal():
         print_tsv(_tsv_lines(found))
         return
+    from rich.table import Table
+
     for match in found:
         also = f"  (matches {', '.join(match.fields)})" if match.fields else ""
         count = counted(match.total, "event")
         out.print(f"[bold]{escape(safe(match.session_id))}[/bold]  {count}{also}")
+        if not match.hits:
+            continue
+        # a snippet longer than the terminal goes on under itself, not under the seqs
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(justify="right", min_width=8, no_wrap=True)
+        grid.add_column(min_width=11, no_wrap=True)
+        grid.add_column(ratio=1, overflow="fold")
         for hit in match.hits:
-            out.print(f"  {hit.seq:>6}  {escape(hit.type or '-'):<12} {escape(hit.snippet)}")
+            grid.add_row(str(hit.seq), escape(hit.type or "-"), escape(hit.snippet))
+        out.print(grid)
 
 
 def _no_match(query: str, session: str | None, where: SearchFilter) -> str:
