@@ -381,8 +381,9 @@ def migrate_command(
         copied = f"{m.events} of {_count(m.head_seq, 'event')} copied"
         line = f"{mark}{m.session_id}  {copied}, {_count(m.traces, 'trace row')}"
         out.print(line + (f": {m.problem}" if m.problem else ""), markup=False)
+    events = sum(m.events for m in report.sessions)  # none again for a copy made before
     err.print(
-        f"{_count(len(report.sessions), 'session')} and "
+        f"{_count(len(report.sessions), 'session')}: {_count(events, 'event')} and "
         f"{_count(report.tombstones, 'tombstone')} copied to {dst.url}",
         markup=False,
     )
