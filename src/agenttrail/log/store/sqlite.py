@@ -75,6 +75,17 @@ _INSERT_ROWS = (
     "INSERT INTO session_events (session_id, seq, created_at, payload, hash, salt, digest) VALUES "
 )
 
+
+def _insert_event_rows(tx: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
+    """Insert a session's new rows, :data:`ROWS_PER_INSERT` to a statement."""
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        chunk = rows[start : start + ROWS_PER_INSERT]
+        tx.execute(
+            _INSERT_ROWS + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
+            [value for row in chunk for value in (session_id, *row)],
+        )
+
+
 SCHEMA_VERSION = 5
 
 _SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
@@ -270,12 +281,7 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
     # -- rows -------------------------------------------------------------------------------
 
     def _insert_rows(self, tx: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
-        for start in range(0, len(rows), ROWS_PER_INSERT):
-            chunk = rows[start : start + ROWS_PER_INSERT]
-            tx.execute(
-                _INSERT_ROWS + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
-                [value for row in chunk for value in (session_id, *row)],
-            )
+        _insert_event_rows(tx, session_id, rows)
 
     def _insert_keys(
         self, tx: sqlite3.Connection, session_id: str, keys: Sequence[tuple[str, int, bytes]]
