@@ -65,21 +65,24 @@ def _attack(db: str | Path, *statements: str, params: tuple[object, ...] = ()) -
         conn.close()
 
 
-def _documented_hash(prev: bytes, seq: int, created: str, sid: str, payload: bytes) -> bytes:
-    """docs/log-format.md, "The hash chain": built here with struct, independently of
-    chain.py."""
-    preimage = (
-        b"agenttrail-chain-v1\x00"
+def _documented_head(tag: bytes, prev: bytes, seq: int, created: str, sid: str) -> bytes:
+    """A row's preimage up to its payload part (docs/log-format.md, "The hash chain" and
+    Chain v2): built here with struct, independently of chain.py and digests.py."""
+    return (
+        tag
         + prev
         + struct.pack(">Q", seq)
         + struct.pack(">I", len(created))
         + created.encode()
         + struct.pack(">I", len(sid.encode()))
         + sid.encode()
-        + struct.pack(">Q", len(payload))
-        + payload
     )
-    return hashlib.sha256(preimage).digest()
+
+
+def _documented_hash(prev: bytes, seq: int, created: str, sid: str, payload: bytes) -> bytes:
+    """A v1 row's hash: the preimage ends with the payload's length and bytes."""
+    head = _documented_head(b"agenttrail-chain-v1\x00", prev, seq, created, sid)
+    return hashlib.sha256(head + struct.pack(">Q", len(payload)) + payload).digest()
 
 
 def test_the_hash_is_the_documented_preimage_hashed_with_sha256() -> None:
@@ -365,18 +368,9 @@ def test_the_c_check_refuses_arguments_of_the_wrong_shape(c_check: Any) -> None:
 
 
 def _documented_v2(prev: bytes, seq: int, created: str, sid: str, digest: bytes) -> bytes:
-    """docs/log-format.md, Chain v2: a row's hash, built here with struct."""
-    preimage = (
-        b"agenttrail-chain-v2\x00"
-        + prev
-        + struct.pack(">Q", seq)
-        + struct.pack(">I", len(created))
-        + created.encode()
-        + struct.pack(">I", len(sid.encode()))
-        + sid.encode()
-        + digest
-    )
-    return hashlib.sha256(preimage).digest()
+    """A v2 row's hash: the preimage ends with the payload's salted digest."""
+    head = _documented_head(b"agenttrail-chain-v2\x00", prev, seq, created, sid)
+    return hashlib.sha256(head + digest).digest()
 
 
 @settings(max_examples=200, deadline=None)

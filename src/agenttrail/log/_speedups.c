@@ -167,10 +167,38 @@ static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buf
     return n;
 }
 
-/* SHA-256 fetched once, and a context and a head buffer of `head_len` bytes; 0 (with a
- * Python error set) when one cannot be had. */
-static int hashing_start(size_t head_len, EVP_MD_CTX **ctx, unsigned char **head) {
-    *head = PyMem_Malloc(head_len);
+/* The rows of `list` as a tuple in *page (alive and in place without the GIL), after the
+ * checks every function here makes of its arguments; their count, or -1 with a Python error
+ * set (naming `function`). */
+static Py_ssize_t take_page(const char *function, const Py_buffer *sid, const Py_buffer *prev,
+                            PyObject *list, long long first_seq, PyObject **page) {
+    if (prev->len != HASH_LEN) {
+        PyErr_Format(PyExc_ValueError, "%s: prev_hash must be 32 bytes", function);
+        return -1;
+    }
+    if ((unsigned long long)sid->len > U32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: session_id is too long", function);
+        return -1;
+    }
+    *page = PyList_AsTuple(list);
+    if (*page == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(*page);
+    if (first_seq < 0 || first_seq > LLONG_MAX - n) {
+        PyErr_Format(PyExc_ValueError, "%s: first_seq out of range", function);
+        return -1;
+    }
+    return n;
+}
+
+/* SHA-256 fetched once, and a context and a buffer for the longest preimage head of a page
+ * (its longest created_at `longest` bytes); 0 (with a Python error set) when one cannot be
+ * had. */
+static int hashing_start(const Py_buffer *tag, const Py_buffer *sid, size_t longest,
+                         EVP_MD_CTX **ctx, unsigned char **head) {
+    *head = PyMem_Malloc((size_t)tag->len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid->len
+                         + HASH_LEN);
     *ctx = EVP_MD_CTX_new();
     if (sha256_md == NULL) {
         sha256_md = EVP_MD_fetch(NULL, "SHA2-256", NULL);
@@ -218,21 +246,8 @@ static PyObject *check_page(PyObject *args, int version) {
     Row *rows = NULL;
     unsigned char *head = NULL;
     EVP_MD_CTX *ctx = NULL;
-    if (prev.len != HASH_LEN) {
-        PyErr_SetString(PyExc_ValueError, "first_bad_row: prev_hash must be 32 bytes");
-        goto done;
-    }
-    if ((unsigned long long)sid.len > U32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "first_bad_row: session_id is too long");
-        goto done;
-    }
-    page = PyList_AsTuple(list);
-    if (page == NULL) {
-        goto done;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(page);
-    if (first_seq < 0 || first_seq > LLONG_MAX - n) {
-        PyErr_SetString(PyExc_ValueError, "first_bad_row: first_seq out of range");
+    Py_ssize_t n = take_page("first_bad_row", &sid, &prev, list, first_seq, &page);
+    if (n < 0) {
         goto done;
     }
     rows = PyMem_New(Row, n ? n : 1);
@@ -257,9 +272,7 @@ static PyObject *check_page(PyObject *args, int version) {
             longest = rows[shaped].created_len;
         }
     }
-    if (!hashing_start((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len
-                           + HASH_LEN,
-                       &ctx, &head)) {
+    if (!hashing_start(&tag, &sid, longest, &ctx, &head)) {
         goto done;
     }
     Py_ssize_t mismatch;
@@ -415,21 +428,8 @@ static PyObject *chain_rows_v2(PyObject *Py_UNUSED(module), PyObject *args) {
     unsigned char *head = NULL;
     unsigned char *out = NULL;
     EVP_MD_CTX *ctx = NULL;
-    if (prev.len != HASH_LEN) {
-        PyErr_SetString(PyExc_ValueError, "chain_rows_v2: prev_hash must be 32 bytes");
-        goto done;
-    }
-    if ((unsigned long long)sid.len > U32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "chain_rows_v2: session_id is too long");
-        goto done;
-    }
-    page = PyList_AsTuple(list);
-    if (page == NULL) {
-        goto done;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(page);
-    if (first_seq < 0 || first_seq > LLONG_MAX - n) {
-        PyErr_SetString(PyExc_ValueError, "chain_rows_v2: first_seq out of range");
+    Py_ssize_t n = take_page("chain_rows_v2", &sid, &prev, list, first_seq, &page);
+    if (n < 0) {
         goto done;
     }
     rows = PyMem_New(Row, n ? n : 1);
@@ -448,9 +448,7 @@ static PyObject *chain_rows_v2(PyObject *Py_UNUSED(module), PyObject *args) {
             longest = rows[i].created_len;
         }
     }
-    if (!hashing_start((size_t)tag.len + HASH_LEN + 8 + 4 + longest + 4 + (size_t)sid.len
-                           + HASH_LEN,
-                       &ctx, &head)) {
+    if (!hashing_start(&tag, &sid, longest, &ctx, &head)) {
         goto done;
     }
     int failed;
@@ -494,7 +492,8 @@ static PyModuleDef_Slot speedups_slots[] = {
 static struct PyModuleDef speedups_module = {
     .m_base = PyModuleDef_HEAD_INIT,
     .m_name = "agenttrail._speedups",
-    .m_doc = "The chain check of verify in C (see agenttrail.chain).",
+    .m_doc = "The chain check of verify and the hashes of new rows in C (see agenttrail.log.chain"
+              " and agenttrail.log.digests).",
     .m_size = 0,
     .m_methods = speedups_methods,
     .m_slots = speedups_slots,
