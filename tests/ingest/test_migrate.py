@@ -20,6 +20,7 @@ from agenttrail.ingest.sample import record_sample
 from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
+from agenttrail.views.search import search
 from tests.conftest import (
     owner_connection,
     postgres_schema,
@@ -106,6 +107,26 @@ def test_a_second_run_copies_only_the_new_events(db_url: str, tmp_path: Path) ->
         dst.append("s", events.message("assistant", "only on the target"))
         with pytest.raises(InputError, match="the target has 4 events, the source only 3"):
             migrate(src, dst)
+
+
+def test_an_erasure_after_an_earlier_copy_reaches_the_copy(db_url: str, tmp_path: Path) -> None:
+    # a new user's finding: the second run copied the erasure event but left the erased
+    # payload in the copy, which then failed verify for good
+    source = str(tmp_path / "a.db")
+    with open_store(source) as src, open_store(db_url) as dst:
+        rec = Recorder.start(src, session_id="s")
+        rec.append(events.message("user", "my card is 4111 1111 1111 1111, zebra"))
+        rec.append(events.message("assistant", "noted"))
+        assert migrate(src, dst).ok
+        assert search(dst, "zebra", dst.sessions())  # indexed on the target
+        src.erase("s", [1], by="ana", reason="a card number")
+        again = migrate(src, dst)
+        assert [(m.events, m.head_seq, m.problem) for m in again.sessions] == [(1, 3, None)]
+        assert list(dst.read_rows("s")) == list(src.read_rows("s"))
+        assert dst.erasures("s") == src.erasures("s") == [(1, 3)]
+        assert search(dst, "zebra", dst.sessions()) == []
+        (verdict,) = verify(dst, ["s"])
+        assert verdict.ok
 
 
 def test_a_session_that_differs_on_the_target_is_refused(db_url: str, tmp_path: Path) -> None:

@@ -400,6 +400,8 @@ class Archive(LogReader, Protocol):
         version), then writes each row after this log's head of the session, with the same
         seq, time, payload bytes, salt and digest, recomputing each hash, the keys (``(key,
         seq)`` pairs, default none) and the erasures (``(seq, erasure_seq)``, default none).
+        A row here that an erasure names whose event is here by then is erased as
+        :meth:`erase` leaves it (an earlier copy, made before the source erased it).
 
         Returns:
             How many rows were written (0 when the session was already here up to them).

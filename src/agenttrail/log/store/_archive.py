@@ -91,12 +91,13 @@ class ArchiveBase(Backend[C]):
 
         erased = dict(erasures)
 
-        def tx(conn: C) -> int:
+        def tx(conn: C) -> tuple[int, bool]:
             head = conn.execute(self.sql.head_version, (session.id,)).fetchone()
             if head is None:
                 self._insert_session(conn, as_new_session(session), created_at=session.created_at)
                 head = conn.execute(self.sql.head_version, (session.id,)).fetchone()
             seq, prev = stored_head(session.id, head[0], head[1])
+            before = seq  # rows up to here were copied by an earlier run
             chains = _RowCheck(session.id, head[2], erased)
             written = 0
             copied: list[int] = []
@@ -123,11 +124,24 @@ class ArchiveBase(Backend[C]):
                 have = {key for key, _ in stored}
                 new = [(k, n) for k, n in keys if n <= seq and k not in have]
                 self._chain_keys(conn, session.id, new)
-            for n in copied:  # rows copied earlier keep what they had then
+            for n in copied:
                 conn.execute(self.sql.insert_erasure, (session.id, n, erased[n]))
-            return written
+            # A row an earlier run copied whole and the source erased since is erased here
+            # too, once its erasure event is here (it kept the payload, and failed verify).
+            done = {n for n, _ in conn.execute(self.sql.erasures, (session.id,)).fetchall()}
+            late = [n for n, by in sorted(erased.items()) if n <= before and by <= seq]
+            late = [n for n in late if n not in done]
+            for n in late:
+                conn.execute(self.sql.insert_erasure, (session.id, n, erased[n]))
+                conn.execute(self.sql.erase_row, (b"", session.id, n))
+            if late:
+                self._drop_rows(conn, session.id, late)  # the search index's copy of the text
+            return written, bool(late)
 
-        return self._write("copy_session", tx)
+        written, erasing = self._write("copy_session", tx)
+        if erasing:
+            self._scrub()  # as erase does: the bytes leave the database's files
+        return written
 
     def _copy_rows(self, tx: C, session_id: str, batch: list[Row]) -> None:
         """Insert a batch of copied rows and empty it."""
