@@ -129,6 +129,22 @@ def test_an_erasure_after_an_earlier_copy_reaches_the_copy(db_url: str, tmp_path
         assert verdict.ok
 
 
+def test_a_session_removed_from_the_source_after_a_copy_is_refused_before_any_copy(
+    db_url: str, tmp_path: Path
+) -> None:
+    source = str(tmp_path / "a.db")
+    with open_store(source) as src, open_store(db_url) as dst:
+        Recorder.start(src, session_id="old").append(events.message("user", "one"))
+        assert migrate(src, dst).ok
+        src.remove_session("old", reason="records schedule R-7")
+        Recorder.start(src, session_id="new").append(events.message("user", "two"))
+        with pytest.raises(InputError, match=r"session old was removed from .* by retention"):
+            migrate(src, dst)
+        assert dst.head("new") is None  # nothing was copied
+        dst.remove_session("old", reason="records schedule R-7")
+        assert [m.session_id for m in migrate(src, dst).sessions] == ["new"]
+
+
 def test_a_session_that_differs_on_the_target_is_refused(db_url: str, tmp_path: Path) -> None:
     with open_store(tmp_path / "a.db") as src, open_store(db_url) as dst:
         src.create_session(NewSession(id="s"))

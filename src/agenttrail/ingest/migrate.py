@@ -85,9 +85,10 @@ def migrate(source: MigrationSource, target: LogStore) -> MigrationReport:
 
     Raises:
         InputError: source and target are the same log, a session on the target is not a
-            prefix of the source's (another log's session under the same id), or a session
-            to create on the target has an id that does not follow the id rule
-            (``agenttrail.model.SESSION_ID_RULE``; refused before anything is copied).
+            prefix of the source's (another log's session under the same id), a session to
+            create on the target has an id that does not follow the id rule
+            (``agenttrail.model.SESSION_ID_RULE``), or a session retention removed from the
+            source is live on the target (both refused before anything is copied).
         ChainBroken: a source session does not verify (``agenttrail verify`` on the source
             says the same); the sessions before it are copied.
         SessionExists: a session id was removed from the target by retention.
@@ -104,8 +105,18 @@ def migrate(source: MigrationSource, target: LogStore) -> MigrationReport:
                 f"session id {session.id!r} does not follow the id rule: {SESSION_ID_RULE} "
                 f"(it stays readable in {source.url}; nothing was copied)"
             )
+    stones = source.tombstones()
+    for stone in stones:
+        # Removed from the source by retention after an earlier copy: refused before
+        # anything is copied, not after the sessions (the copy cannot hold both).
+        if target.head(stone.session_id) is not None:
+            raise InputError(
+                f"session {stone.session_id} was removed from {source.url} by retention "
+                f"({stone.reason}) but is in {target.url}: remove it there first (the same "
+                "agenttrail retain, with --db naming the target); nothing was copied"
+            )
     copied = [_copy_session(source, target, session) for session in sessions]
-    tombstones = sum(target.copy_tombstone(stone) for stone in source.tombstones())
+    tombstones = sum(target.copy_tombstone(stone) for stone in stones)
     verdicts = {v.session_id: v for v in verify(target, [m.session_id for m in copied])}
     checked: list[MigratedSession] = []
     for m in copied:
