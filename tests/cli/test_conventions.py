@@ -90,9 +90,11 @@ def test_usage_and_search_at_80_columns_keep_names_whole_and_snippets_under_them
 ) -> None:
     db = str(tmp_path / "log.db")
     models = ["claude-haiku-4-5-20251001", "gpt-4o-mini-2024-07-18"]
+    ids = []
     with open_store(db) as store:
         for model in models:
             sid = store.create_session(NewSession(title=model)).id
+            ids.append(sid)
             store.append(sid, events.message("user", "weather, " + "and more words " * 12))
             meta = events.meta(model=model, usage=events.usage(123_456, 7_890))
             store.append(sid, events.message("assistant", "It is sunny.", meta=meta))
@@ -102,6 +104,12 @@ def test_usage_and_search_at_80_columns_keep_names_whole_and_snippets_under_them
     assert [line.split()[0] for line in usage if "123,456" in line] == models
     assert usage[0].split() == ["cache", "cache"]
     assert usage[1].split()[-3:] == ["read", "write", "cost"]
+    # a session's id is cut to a prefix that names it, as `sessions` cuts it, not folded
+    by_session = _on_terminal(80, "usage", "--db", db).splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in by_session), by_session
+    shown = [line.split()[0] for line in by_session if "123,456" in line]
+    assert len(ids[0]) == 36 and shown == [sid[:8] for sid in ids]
+    assert run_cli("show", shown[0], "--db", db).returncode == 0
     found = _on_terminal(80, "search", "weather", "--db", db).splitlines()
     assert all(len(line.rstrip()) <= 80 for line in found), found
     rows = [line for line in found if line.startswith(" ")]

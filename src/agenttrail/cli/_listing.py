@@ -18,7 +18,15 @@ from typing import Any
 
 from agenttrail.cli._common import out
 
-__all__ = ["is_terminal", "list_table", "print_json_lines", "print_tsv", "tsv_field"]
+__all__ = [
+    "ID_PREFIX",
+    "is_terminal",
+    "list_table",
+    "print_json_lines",
+    "print_tsv",
+    "tsv_field",
+    "unique_prefix",
+]
 
 
 def is_terminal() -> bool:
@@ -60,3 +68,27 @@ def print_json_lines(records: Iterable[dict[str, Any]]) -> None:
     write = sys.stdout.write
     for record in records:
         write(json_line(record) + "\n")
+
+
+ID_PREFIX = 8
+"""Shortest id prefix shown (git's abbreviated hashes start at 7)."""
+
+
+def unique_prefix(shown: list[str], ids: list[str]) -> int:
+    """The shortest length, at least :data:`ID_PREFIX`, at which each of ``shown`` has a
+    prefix that no other of ``ids`` starts with (what ``find_session`` resolves): a list on
+    a narrow terminal shows ids cut to it."""
+    ordered = sorted(set(ids))
+    need = ID_PREFIX
+    wanted = set(shown)
+    for i, sid in enumerate(ordered):
+        if sid not in wanted:
+            continue
+        neighbours = (ordered[i - 1] if i else "", ordered[i + 1] if i + 1 < len(ordered) else "")
+        for other in neighbours:
+            common = next(
+                (n for n, (x, y) in enumerate(zip(sid, other, strict=False)) if x != y), None
+            )
+            common = min(len(sid), len(other)) if common is None else common
+            need = max(need, min(common + 1, len(sid)))
+    return need

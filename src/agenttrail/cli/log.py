@@ -239,9 +239,6 @@ and start times leave it fewer, ids are cut to a unique prefix, then start times
 (a title folded into a column of a few letters is unreadable, as `sessions` printed at 80
 columns before)."""
 
-ID_PREFIX = 8
-"""Shortest id prefix shown (git's abbreviated hashes start at 7)."""
-
 
 def _print_session_table(
     rows: list[Session], ids: list[str], totals: dict[str, Totals] | None
@@ -249,7 +246,7 @@ def _print_session_table(
     from rich.cells import cell_len
     from rich.text import Text
 
-    from agenttrail.cli._listing import list_table
+    from agenttrail.cli._listing import list_table, unique_prefix
     from agenttrail.views.safe import safe
     from agenttrail.views.table import print_table
 
@@ -271,7 +268,7 @@ def _print_session_table(
     title_room = min(TITLE_COLUMNS, max([len("title"), *titles]))
     prefix = None
     if _room(widths, gaps) < title_room:
-        prefix = _unique_prefix([s.id for s in rows], ids)
+        prefix = unique_prefix([s.id for s in rows], ids)
         widths[0] = min(widths[0], prefix)
     date_only = _room(widths, gaps) < title_room
     if date_only:
@@ -319,25 +316,6 @@ def _room(widths: list[int], gaps: int) -> int:
 
 def _first_line(title: str | None) -> str:
     return title.splitlines()[0] if title else ""
-
-
-def _unique_prefix(shown: list[str], ids: list[str]) -> int:
-    """The shortest length, at least :data:`ID_PREFIX`, at which each of ``shown`` has a
-    prefix that no other of ``ids`` starts with (what :func:`find_session` resolves)."""
-    ordered = sorted(set(ids))
-    need = ID_PREFIX
-    wanted = set(shown)
-    for i, sid in enumerate(ordered):
-        if sid not in wanted:
-            continue
-        neighbours = (ordered[i - 1] if i else "", ordered[i + 1] if i + 1 < len(ordered) else "")
-        for other in neighbours:
-            common = next(
-                (n for n, (x, y) in enumerate(zip(sid, other, strict=False)) if x != y), None
-            )
-            common = min(len(sid), len(other)) if common is None else common
-            need = max(need, min(common + 1, len(sid)))
-    return need
 
 
 def show(

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 
 from agenttrail.cli._common import err, find_session, open_log, out
-from agenttrail.cli._listing import is_terminal, list_table, print_tsv
+from agenttrail.cli._listing import is_terminal, list_table, print_tsv, unique_prefix
 from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
@@ -60,7 +60,8 @@ def usage(
     since = checked_time("--since", since)  # as sessions --since reads it
     calls: list[Call] = []
     with open_log(db) as store:
-        chosen = [find_session(store, s) for s in sessions] if sessions else store.sessions()
+        every = store.sessions()
+        chosen = [find_session(store, s) for s in sessions] if sessions else every
         for session in chosen:
             calls += calls_of(session, store.read(session.id))
     if since is not None:
@@ -96,17 +97,37 @@ def usage(
     table = list_table(caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
     table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
     names = ("calls", "input", "output", "cache read", "cache write", "cost")
-    widths = [max(len(name), *(len(row[n]) for row in rows)) for n, name in enumerate(names, 1)]
-    keys = min(max((len(row[0]) for row in rows), default=0), MODEL_NAME_CELLS)
+    keys = max((len(row[0]) for row in rows), default=0)
+    keys = keys if by in ("session", "turn") else min(keys, MODEL_NAME_CELLS)
     # On a narrow terminal the headers of two words take two lines ("cache" / "read"), so
-    # that a model's name is not folded for the width of a header.
-    two_lines = keys + sum(widths) + 2 * len(names) > out.width
-    for name in names:
-        header = name.replace(" ", "\n") if two_lines else name
+    # that a model's name is not folded for the width of a header; a session id still too
+    # long is cut to a prefix that names it, as `sessions` does.
+    headers = list(names)
+    if keys + _room_taken(headers, rows) > out.width:
+        headers = [name.replace(" ", "\n") for name in names]
+    if by in ("session", "turn") and keys + _room_taken(headers, rows) > out.width:
+        ids = [str(key).partition("#")[0] for key in groups]
+        prefix = unique_prefix(ids, [s.id for s in every])
+        rows = [(_cut_id(row[0], prefix), *row[1:]) for row in rows]
+    for header in headers:
         table.add_column(header, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(*row)
     out.print(table)
+
+
+def _room_taken(headers: list[str], rows: list[tuple[str, ...]]) -> int:
+    """Columns the numbers of ``usage``'s table take, with the gaps before them."""
+    lines = [max(map(len, header.split("\n"))) for header in headers]
+    return sum(
+        max(line, *(len(row[n]) for row in rows)) + 2 for n, line in enumerate(lines, start=1)
+    )
+
+
+def _cut_id(key: str, prefix: int) -> str:
+    """A session id, or a turn's ``<session id>#<seq>``, with the id cut to ``prefix``."""
+    sid, mark, seq = key.partition("#")
+    return sid[:prefix] + mark + seq
 
 
 MODEL_NAME_CELLS = 30
