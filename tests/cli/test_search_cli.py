@@ -87,6 +87,7 @@ def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Pat
 
     assert found("KOLN") == {"s-jan": [1, 3], "s-feb": [1, 3], "s-mar": [1, 3]}
     assert found("koln", "--tool", "fetch") == {"s-jan": [3], "s-feb": [3], "s-mar": [3]}
+    assert found("koln", "--tool", "FETCH") == found("koln", "--tool", "fetch")
     assert found("timeout", "--errors") == {"s-feb": [4], "s-mar": [4]}
     assert found("timeout", "--agent", "mistral") == {"s-mar": [4]}
     assert found("köln", "--session", "s-fe") == {"s-feb": [1, 3]}

@@ -525,7 +525,7 @@ def replay(
     ] = "openai",
     upto: Annotated[
         int | None,
-        typer.Option("--upto", metavar="SEQ", help="Replay the events up to this seq only."),
+        typer.Option("--upto", metavar="SEQ", min=0, help="Replay the events up to this seq only."),
     ] = None,
     db: DbOption = None,
 ) -> None:

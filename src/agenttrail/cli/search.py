@@ -30,7 +30,9 @@ def search_command(
     ] = None,
     tool: Annotated[
         str | None,
-        typer.Option("--tool", metavar="NAME", help="Only calls and results of this tool."),
+        typer.Option(
+            "--tool", metavar="NAME", help="Only calls and results of this tool (in any case)."
+        ),
     ] = None,
     errors: Annotated[
         bool, typer.Option("--errors", help="Only errors and failed tool results.")

@@ -189,7 +189,7 @@ class _SearchBase:
             clauses.append(f"e.session_id IN ({', '.join([p] * len(where.session_ids))})")
             params += list(where.session_ids)
         if where.tool is not None:
-            clauses.append(f"e.tool = {p}")
+            clauses.append(f"lower(e.tool) = lower({p})")  # a tool named in any case
             params.append(where.tool)
         if where.errors:
             clauses.append("e.error = 1")
