@@ -229,6 +229,13 @@ def test_usage_command(db_path: Path, store: LogStore) -> None:
         "usage", "--by", "model", "--since", "2026-02-10T00:00:00Z", "--json", "--db", db
     )
     assert that_day.stdout == result.stdout
+    # --until as sessions --until reads it: a date takes the whole day
+    through = run_cli("usage", "--by", "model", "--until", "2026-02-10", "--json", "--db", db)
+    assert through.stdout == result.stdout
+    earlier = run_cli("usage", "--until", "2026-02-09T23:59:59Z", "--json", "--db", db)
+    assert earlier.stdout == ""
+    backwards = run_cli("usage", "--since", "2026-02-11", "--until", "2026-02-10", "--db", db)
+    assert backwards.returncode == 2 and "--since 2026-02-11 is after --until" in backwards.stderr
     none = run_cli("usage", "--since", "2026-02-11T00:00:00Z", "--db", db)
     assert (none.returncode, none.stdout) == (0, "")
     # nothing printed at all read as a log that could not be read: stderr says why

@@ -15,7 +15,7 @@ from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.views.safe import safe
-from agenttrail.views.session_list import checked_time
+from agenttrail.views.session_list import checked_range
 from agenttrail.views.units import counted
 from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
 
@@ -40,6 +40,12 @@ def usage(
             "--since", metavar="DATE", help="Only calls made on or after this UTC date or time."
         ),
     ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until", metavar="DATE", help="Only calls made on or before this UTC date or time."
+        ),
+    ] = None,
     db: DbOption = None,
     json: JsonOption = False,
 ) -> None:
@@ -57,7 +63,7 @@ def usage(
     group = next((g for g in GROUPS if g == by), None)
     if group is None:
         raise InputError(f"--by {by!r}: use one of {', '.join(GROUPS)}")
-    since = checked_time("--since", since)  # as sessions --since reads it
+    since, until = checked_range(since, until, ("--since", "--until"))  # as sessions reads them
     calls: list[Call] = []
     with open_log(db) as store:
         every = store.sessions()
@@ -66,8 +72,11 @@ def usage(
             calls += calls_of(session, store.read(session.id))
     if since is not None:
         calls = [c for c in calls if c.created_at[: len(since)] >= since]
+    if until is not None:
+        calls = [c for c in calls if c.created_at[: len(until)] <= until]
     if not calls:  # else nothing at all is printed, as for a log that could not be read
         after = f" on or after {since}" if since is not None else ""
+        after += f" on or before {until}" if until is not None else ""
         err.print(
             f"no model calls with usage{after} in {counted(len(chosen), 'session')}", markup=False
         )
