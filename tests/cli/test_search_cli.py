@@ -92,6 +92,9 @@ def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Pat
     assert found("timeout", "--agent", "mistral") == {"s-mar": [4]}
     assert found("köln", "--session", "s-fe") == {"s-feb": [1, 3]}
     assert found("köln", "--since", "2026-03-01") == {"s-mar": [1, 3]}
+    assert found("köln", "--until", "2026-02-10") == {"s-jan": [1, 3], "s-feb": [1, 3]}
+    assert found("köln", "--until", "2026-02-10T09:59:59Z") == {"s-jan": [1, 3]}
+    assert found("köln", "--since", "2026-02-01", "--until", "2026-02-28") == {"s-feb": [1, 3]}
     assert found("köln", "--since", "2026-03-15T10:00:00Z") == {"s-mar": [1, 3]}
     assert found("köln", "--since", "2026-03-15T06:00:00-04:00") == {"s-mar": [1, 3]}
     # in a pipe: one tab-separated line per matching event (session, seq, type, snippet)

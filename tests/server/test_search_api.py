@@ -4,6 +4,7 @@ loopback, on each backend."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -64,6 +65,14 @@ def test_search_uses_the_index_and_takes_the_filters(api: tuple[str, LogStore]) 
         ]
         bad = http.get("/v1/search", params={"q": "x", "since": "soon"})
         assert bad.status_code == 422 and "since" in bad.json()["detail"]
+        # the events were written now: none until a day long past, all until today
+        past = http.get("/v1/search", params={"q": "запрос", "until": "2000-01-01"}).json()
+        assert past["sessions"] == []
+        today = datetime.now(UTC).date().isoformat()
+        upto = http.get("/v1/search", params={"q": "запрос", "until": today}).json()
+        assert len(upto["sessions"]) == 4
+        backwards = http.get("/v1/search", params={"q": "x", "since": today, "until": "2000-01-01"})
+        assert backwards.status_code == 422 and "is after until" in backwards.json()["detail"]
     store.append("s01", events.message("assistant", "позже"))
     with _client(url, session="s01") as http:  # a token of one session finds only it
         assert [

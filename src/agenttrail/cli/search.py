@@ -16,7 +16,7 @@ from agenttrail.errors import InputError
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.safe import safe
 from agenttrail.views.search import HITS_PER_SESSION, SessionMatch, search
-from agenttrail.views.session_list import checked_time
+from agenttrail.views.session_list import checked_range
 from agenttrail.views.units import counted
 
 __all__ = ["search_command"]
@@ -47,6 +47,12 @@ def search_command(
             "--since", metavar="DATE", help="Only events on or after this UTC date or time."
         ),
     ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until", metavar="DATE", help="Only events on or before this UTC date or time."
+        ),
+    ] = None,
     hits: Annotated[
         int, typer.Option("--hits", min=1, help="Matching events shown per session.")
     ] = HITS_PER_SESSION,
@@ -66,7 +72,7 @@ def search_command(
 
     - `agenttrail search "undefined variable" --session sample-harvey-session`
     """
-    since = checked_time("--since", since)
+    since, until = checked_range(since, until, ("--since", "--until"))
     if not query.strip():  # it would match nothing: a slip, not a search
         raise InputError("the query is blank: give the text to find")
     with open_log(db) as store:
@@ -77,6 +83,7 @@ def search_command(
             errors=errors,
             agent=agent,
             since=since,
+            until=until,
         )
         found = search(store, query, chosen, where=where, hits_per_session=hits)
     if json:
@@ -117,6 +124,7 @@ def _no_match(query: str, session: str | None, where: SearchFilter) -> str:
             ("errors only", where.errors),
             (f"agent {where.agent}", where.agent),
             (f"since {where.since}", where.since),
+            (f"until {where.until}", where.until),
         )
         if given
     ]

@@ -65,13 +65,16 @@ class SearchFilter:
     session_ids: Sequence[str] | None = None
     """Only these sessions (a token's one session, ``--session``)."""
     tool: str | None = None
-    """Only events of this tool (exact name)."""
+    """Only events of this tool (its name in any case)."""
     errors: bool = False
     """Only errors and failed tool results."""
     agent: str | None = None
-    """Only sessions of this agent (exact)."""
+    """Only sessions of this agent (:func:`names_agent`)."""
     since: str | None = None
-    """Only events created at or after this ``created_at`` (RFC 3339 UTC, compared as text)."""
+    """Only events created at or after this: a date (``YYYY-MM-DD``) or a ``created_at``
+    (``agenttrail.views.session_list.checked_time``), compared with as many characters."""
+    until: str | None = None
+    """Only events created at or before this, as ``since`` (a date takes the whole day)."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from agenttrail.model import Session
 from agenttrail.model.search import SearchFilter
 from agenttrail.server.auth import Grant
 from agenttrail.views.search import search
-from agenttrail.views.session_list import checked_time
+from agenttrail.views.session_list import checked_range
 from agenttrail.views.transcript import IndexCache
 from agenttrail.views.usage import usage_totals_of
 
@@ -109,15 +109,16 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[
         errors: bool = False,
         agent: str | None = None,
         since: str | None = None,
+        until: str | None = None,
     ) -> dict[str, Any]:
         """Sessions whose fields or events contain ``q`` (case and accents ignored), with
-        snippets, through the search index; ``tool``, ``errors``, ``agent`` and ``since``
-        narrow the events as ``agenttrail search`` does (docs/server.md)."""
+        snippets, through the search index; ``tool``, ``errors``, ``agent``, ``since`` and
+        ``until`` narrow the events as ``agenttrail search`` does (docs/server.md)."""
         auth.require("read")
-        since = checked_time("since", since)
+        since, until = checked_range(since, until)
         sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
         one = None if auth.session == "*" else [auth.session]
-        where = SearchFilter(one, tool, errors, agent, since)
+        where = SearchFilter(one, tool, errors, agent, since, until)
         found = await run(lambda: search(store, q, sessions, where=where, hits_per_session=hits))
         return {"query": q, "sessions": [m.body() for m in found]}
 

@@ -286,7 +286,7 @@ def search(
     by_session: dict[str, list[IndexHit]] = {}
     for hit in store.query(needle, where, limit=HIT_LIMIT):
         by_session.setdefault(hit.session_id, []).append(hit)
-    narrowed = where.tool is not None or where.errors or where.since is not None
+    narrowed = where.tool is not None or where.errors or (where.since or where.until) is not None
     matches: list[SessionMatch] = []
     for session in sessions:
         if where.agent is not None and not names_agent(where.agent, session.agent):

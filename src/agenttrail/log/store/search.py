@@ -201,6 +201,9 @@ class _SearchBase:
         if where.since is not None:
             clauses.append(f"e.created_at >= {p}")
             params.append(where.since)
+        if where.until is not None:  # a date: the whole day
+            clauses.append(f"substr(e.created_at, 1, {len(where.until)}) <= {p}")
+            params.append(where.until)
         statement = (
             "SELECT e.session_id, e.seq, e.type, e.actor, e.message_id, e.text, "
             "CASE WHEN e.message_id IS NULL THEN e.seq ELSE (SELECT min(f.seq) "
