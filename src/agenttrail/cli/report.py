@@ -104,7 +104,7 @@ def usage(
         for key, totals in groups.items()
     ]
     table = list_table(caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
-    table.add_column(by, overflow="fold", ratio=1)  # folded, never cut: an id can be copied
+    table.add_column(by, overflow="fold", ratio=1)  # folded where too long, never cut off
     names = ("calls", "input", "output", "cache read", "cache write", "cost")
     keys = max((len(row[0]) for row in rows), default=0)
     keys = keys if by in ("session", "turn") else min(keys, MODEL_NAME_CELLS)
@@ -140,8 +140,9 @@ def _cut_id(key: str, prefix: int) -> str:
 
 
 MODEL_NAME_CELLS = 30
-"""The widest key ``usage``'s table keeps whole on a narrow terminal: a model's name with
-its date (``claude-haiku-4-5-20251001``); a session id is folded past it."""
+"""The widest key ``usage``'s table keeps whole on a narrow terminal, two-line headers
+first: a model's name with its date (``claude-haiku-4-5-20251001``); a longer one is
+folded. A session id is cut to a prefix that names it instead (``unique_prefix``)."""
 
 
 def diff(
