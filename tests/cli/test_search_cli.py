@@ -71,6 +71,13 @@ def test_sessions_filters_and_limit(tmp_path: Path) -> None:
         "error: --since 2026-03-01 is after --until 2026-02-28: no session can match\n"
     )
     assert ids("--since", "2026-02-10T10:00:00Z", "--until", "2026-02-10") == ["s-feb"]
+    # a blank filter would match nothing and say nothing of why
+    for option in ("--agent", "--user", "--model"):
+        blank = run_cli("sessions", "--db", db, option, " ")
+        assert (blank.returncode, blank.stdout) == (2, "")
+        assert blank.stderr == f"error: {option} is blank: give a name, or leave the option out\n"
+    blank = run_cli("search", "köln", "--db", db, "--tool", "")
+    assert blank.returncode == 2 and "--tool is blank" in blank.stderr
     assert "Traceback" not in bad.stderr
 
 

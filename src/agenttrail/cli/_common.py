@@ -32,6 +32,7 @@ __all__ = [
     "open_log",
     "out",
     "output_file",
+    "refuse_blank",
     "write_atomically",
 ]
 
@@ -70,6 +71,18 @@ def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -
         if db is None and os.environ.get("AGENTTRAIL_DATABASE_URL"):
             e.add_note("the log AGENTTRAIL_DATABASE_URL names")  # else no word says where
         raise
+
+
+def refuse_blank(**options: str | None) -> None:
+    """Refuse a filter option given blank (``--agent ''``): it would match nothing, and say
+    nothing of why. Keyword names are the options' (``agent`` for ``--agent``).
+
+    Raises:
+        InputError: an option's value is empty or only white space; names the option.
+    """
+    for name, value in options.items():
+        if value is not None and not value.strip():
+            raise InputError(f"--{name} is blank: give a name, or leave the option out")
 
 
 def find_session(store: LogStore, text: str) -> Session:

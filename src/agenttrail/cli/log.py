@@ -18,6 +18,7 @@ from agenttrail.cli._common import (
     out,
     output_file,
     read_whole,
+    refuse_blank,
     write_atomically,
 )
 from agenttrail.cli._options import (
@@ -201,6 +202,7 @@ def sessions(
     from agenttrail.cli._listing import is_terminal, print_json_lines, print_tsv
     from agenttrail.views.session_list import SessionFilter, checked_range, list_sessions
 
+    refuse_blank(agent=agent, user=user, model=model)
     since, until = checked_range(since, until, ("--since", "--until"))  # named as typed
     where = SessionFilter(agent, user, since, until, model, errors, limit)
     with open_log(db) as store:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from agenttrail.cli._common import err, find_session, open_log, out
+from agenttrail.cli._common import err, find_session, open_log, out, refuse_blank
 from agenttrail.cli._listing import is_terminal, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption
 from agenttrail.codec import json_line
@@ -72,6 +72,7 @@ def search_command(
 
     - `agenttrail search "undefined variable" --session sample-harvey-session`
     """
+    refuse_blank(agent=agent, tool=tool)
     since, until = checked_range(since, until, ("--since", "--until"))
     if not query.strip():  # it would match nothing: a slip, not a search
         raise InputError("the query is blank: give the text to find")
