@@ -408,6 +408,12 @@ def test_replay_prints_the_body_and_notes_on_stderr(tmp_path: Path) -> None:
     )
     early = run_cli("replay", "todo", "--upto", "1", "--db", str(db))
     assert json.loads(early.stdout) == {"messages": [{"role": "user", "content": "find TODOs"}]}
+    # past the head: the whole session, and a note that says so (a slip of a seq, perhaps)
+    late = run_cli("replay", "todo", "--format", "anthropic", "--upto", "99", "--db", str(db))
+    assert late.stdout == got.stdout
+    assert late.stderr.endswith("note: --upto 99 is past the last event (seq 6)\n")
+    below = run_cli("replay", "todo", "--upto", "-1", "--db", str(db))
+    assert below.returncode == 2 and "'--upto'" in below.stderr
     bad = run_cli("replay", "todo", "--format", "gemini", "--db", str(db))
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown replay format")
 

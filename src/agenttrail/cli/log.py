@@ -548,6 +548,8 @@ def replay(
             result = replay_events(events, format, upto_seq=upto)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
+    if upto is not None and upto > found.head_seq:  # not an error: a replay of all of it
+        err.print(f"note: --upto {upto} is past the last event (seq {found.head_seq})")
     for text in result.json_chunks(indent=2):  # written as made: never whole in memory
         sys.stdout.write(text)
     sys.stdout.write("\n")
