@@ -136,7 +136,9 @@ def test_an_altered_hash_is_refused(store: LogStore, second: LogStore, tmp_path:
     assert (error.line, error.field) == (3, "hash")
     assert str(error) == (
         f"{tmp_path / 'altered.jsonl'}:3: field 'hash': hash does not match the line's "
-        "contents: the export, or the log it came from, was altered"
+        "contents: the export, or the log it came from, was altered (a JSON tool that "
+        "rewrites the file, as jq does, alters it too: 1.0 written as 1, the keys of "
+        "session.metadata reordered)"
     )
 
 

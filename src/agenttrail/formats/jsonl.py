@@ -253,11 +253,19 @@ def _check_hash(digest: bytes, stated: str | None, where: str, number: int) -> N
     if stated is not None and digest.hex() != stated:
         raise FormatError(
             "hash does not match the line's contents: the export, or the log it came "
-            "from, was altered",
+            f"from, was altered{_REWRITTEN}",
             path=where,
             line=number,
             field="hash",
         )
+
+
+_REWRITTEN = (
+    " (a JSON tool that rewrites the file, as jq does, alters it too: 1.0 written as 1, "
+    "the keys of session.metadata reordered)"
+)
+"""What a reformatted export changes that the chain covers: a float's type (canonical CBOR
+keeps 1.0 a float) and the order of the metadata the session's genesis hashes."""
 
 
 def _salt(record: dict[str, Any], version: int, where: str, number: int) -> bytes | None:
