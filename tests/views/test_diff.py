@@ -100,6 +100,16 @@ def test_diff_command(db_path: Path, tmp_path: Path) -> None:
     assert report["first"]["changes"][0]["field"] == "output"
     text = run_cli("diff", a, COPY_ID, "--db", db).stdout
     assert "    + /home/marco/projects/spotter/assets/js/other.js" in text
+    # B in another log: the session exported and imported into a new one is alike
+    exported = tmp_path / "a.jsonl"
+    assert run_cli("export", a, "-o", str(exported), "--db", db).returncode == 0
+    other = str(tmp_path / "other.db")
+    assert run_cli("import", str(exported), "--db", other).returncode == 0
+    across = run_cli("diff", a, a[:8], "--db", db, "--b-db", other)
+    assert across.returncode == 0, across.stderr
+    assert "identical: all" in across.stdout
+    missing = run_cli("diff", a, COPY_ID, "--db", db, "--b-db", other)
+    assert missing.returncode == 2 and COPY_ID in missing.stderr
 
 
 SIMONW = REALDATA / "claude-code-simonw" / "sample_session.jsonl"

@@ -163,21 +163,37 @@ def diff(
         ),
     ],
     db: DbOption = None,
+    b_db: Annotated[
+        str | None,
+        typer.Option(
+            "--b-db",
+            metavar="URL",
+            help="The log B is in, when not the one --db names (a copy, an import).",
+        ),
+    ] = None,
     json: Annotated[bool, typer.Option("--json", help="The alignment as one JSON object.")] = False,
 ) -> None:
     """Align two sessions step by step and show the first point where they part.
 
     Steps are messages, tool calls and tool results, compared by what they say (role, text,
     model; tool name and arguments; output and status), not by ids or times. Exits 0 when
-    every step is alike, 1 when they differ, as diff(1) does.
+    every step is alike, 1 when they differ, as diff(1) does. B may be in another log
+    (--b-db): a session and its copy, or its import from an export in another format.
 
     Example:
 
     - `agenttrail diff sample-harvey-session sample-harvey-session`
     """
     with open_log(db) as store:
-        first, second = find_session(store, a), find_session(store, b)
-        a_events, b_events = list(store.read(first.id)), list(store.read(second.id))
+        first = find_session(store, a)
+        a_events = list(store.read(first.id))
+        if b_db is None:
+            second = find_session(store, b)
+            b_events = list(store.read(second.id))
+    if b_db is not None:
+        with open_log(b_db) as other:
+            second = find_session(other, b)
+            b_events = list(other.read(second.id))
     from agenttrail.views.diff import diff_sessions
 
     result = diff_sessions(a_events, b_events)
