@@ -174,7 +174,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     ends: dict[str, int] = {}  # each session's last line
     # a v2 session's genesis, its rows and each row's (line, stated hash): its hashes are
     # computed at once when every line has been read
-    v2_rows: dict[str, tuple[bytes, list[tuple[str, bytes, bytes]], list[tuple[int, Any]]]] = {}
+    v2_rows: dict[str, tuple[bytes, list[tuple[str, bytes, bytes]], list[tuple[int, str | None]]]]
+    v2_rows = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
         record = _record(line, where, number)
@@ -222,8 +223,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         ends[session_id] = number
     for session_id, (genesis, rows, lines) in v2_rows.items():
         _, hashed = chain_rows_v2(session_id, genesis, 1, rows)  # in C: one call a session
-        for digest, (number, stated) in zip(hashed, lines, strict=True):
-            _check_hash(digest, stated, where, number)
+        for digest, (number, written) in zip(hashed, lines, strict=True):
+            _check_hash(digest, written, where, number)
         sessions[session_id][1].extend(hashed)
     for sid, head in heads.items():
         _check_head(sid, head, sessions[sid][1], sid in rechained, where, ends[sid])

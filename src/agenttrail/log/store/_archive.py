@@ -128,9 +128,14 @@ class ArchiveBase(Backend[C]):
                 conn.execute(self.sql.insert_erasure, (session.id, n, erased[n]))
             # A row an earlier run copied whole and the source erased since is erased here
             # too, once its erasure event is here (it kept the payload, and failed verify).
-            done = {n for n, _ in conn.execute(self.sql.erasures, (session.id,)).fetchall()}
-            late = [n for n, by in sorted(erased.items()) if n <= before and by <= seq]
-            late = [n for n in late if n not in done]
+            late: list[int] = []
+            if erased:  # a session never erased asks nothing more
+                done = {n for n, _ in conn.execute(self.sql.erasures, (session.id,)).fetchall()}
+                late = [
+                    n
+                    for n, by in sorted(erased.items())
+                    if n <= before and by <= seq and n not in done
+                ]
             for n in late:
                 conn.execute(self.sql.insert_erasure, (session.id, n, erased[n]))
                 conn.execute(self.sql.erase_row, (b"", session.id, n))
