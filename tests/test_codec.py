@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import enum
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import cbor2
 import pytest
@@ -11,6 +16,7 @@ from hypothesis import strategies as st
 
 from agenttrail import codec
 from agenttrail.codec import (
+    MAX_DEPTH,
     decode_payload,
     encode_payload,
     indented_json,
@@ -124,16 +130,114 @@ _json_values = st.recursive(
 )
 
 
-@given(st.dictionaries(st.text(max_size=30), _json_values, max_size=6))
-def test_encoding_equals_cbor2_canonical_mode(payload: dict[str, object]) -> None:
+_PATHS = pytest.mark.parametrize("path", ["c", "python"])
+"""Run a test with the C encoder (``agenttrail._cbor``) and with the Python path alone."""
+
+
+@contextmanager
+def _encoder(path: str) -> Iterator[None]:
+    """Encode with ``path`` (see :data:`_PATHS`); CI (``AGENTTRAIL_REQUIRE_SPEEDUPS``) fails
+    when the C encoder was not built."""
+    if path == "c" and codec._cbor is None:
+        if os.environ.get("AGENTTRAIL_REQUIRE_SPEEDUPS"):
+            pytest.fail("agenttrail._cbor was not built (a C compiler and Python's headers)")
+        pytest.skip("agenttrail._cbor was not built; payloads are encoded in Python only")
+    with pytest.MonkeyPatch.context() as patch:
+        if path == "python":
+            patch.setattr(codec, "_cbor", None)
+        yield
+
+
+@_PATHS
+@given(payload=st.dictionaries(st.text(max_size=30), _json_values, max_size=6))
+def test_encoding_equals_cbor2_canonical_mode(path: str, payload: dict[str, object]) -> None:
     # The oracle is cbor2's own canonical encoder (RFC 8949 §4.2); ours only gets there faster.
     try:
         expected = cbor2.dumps(payload, canonical=True)
     except UnicodeEncodeError:
         expected = None  # lone surrogates: our tagged escape instead, tested above
-    if expected is not None:
-        assert encode_payload(payload) == expected
-    assert decode_payload(encode_payload(payload)) == payload
+    with _encoder(path):
+        if expected is not None:
+            assert encode_payload(payload) == expected
+        assert decode_payload(encode_payload(payload)) == payload
+
+
+_EDGES: list[object] = [
+    *(2**k + d for k in (7, 8, 15, 16, 31, 32, 63, 64) for d in (-1, 0, 1)),
+    *(-(2**k) + d for k in (7, 8, 15, 16, 31, 32, 63, 64) for d in (-1, 0, 1)),
+    0.0,
+    -0.0,
+    5.960464477539063e-08,
+    2**-25,
+    6.1e-05,
+    65504.0,
+    65505.0,
+    65520.0,
+    1.401298464324817e-45,
+    3.4028234663852886e38,
+    3.4028235677973366e38,
+    1e-320,
+    1e300,
+    0.1,
+    "",
+    "é",
+    "\u2028",
+    "😀" * 70,
+    "a" * 23,
+    "a" * 24,
+    "a" * 255,
+    "a" * 256,
+    "a" * 65536,
+]
+"""Values at the edges of each head width (RFC 8949 §3), of 64 bits, of each float
+precision (half subnormals and overflow included), and texts of each width."""
+
+
+@_PATHS
+def test_edge_values_encode_as_cbor2_canonical_mode(path: str) -> None:
+    many = {chr(0x61 + i % 26) * (1 + i // 26) + ("é" if i % 3 else ""): i for i in range(70)}
+    listed = {"k": [many, [many] * 3, list(range(30))], "é": {"z": 1, "yy": 2, "x": 3}}
+    with _encoder(path):
+        for value in _EDGES:
+            expected = cbor2.dumps({"v": value}, canonical=True)
+            assert encode_payload({"v": value}) == expected, value
+        assert encode_payload(listed) == cbor2.dumps(listed, canonical=True)
+
+
+class _Kind(enum.IntEnum):
+    ONE = 1
+
+
+@_PATHS
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"a": (1, 2)}, r"payload\.a: a tuple"),
+        ({"a": [_Kind.ONE]}, r"payload\.a\[0\]: a _Kind"),
+        ({"a": {1: 2}}, r"payload\.a: key 1 is not text"),
+        ({"a": [0, {"b": float("nan")}]}, r"payload\.a\[1\]\.b: nan"),
+        ([1], "must be a mapping, not list"),
+    ],
+)
+def test_both_paths_refuse_alike(path: str, payload: object, message: str) -> None:
+    with _encoder(path), pytest.raises(PayloadError, match=message):
+        encode_payload(payload)
+
+
+@_PATHS
+def test_nesting_is_refused_at_the_same_depth(path: str) -> None:
+    def nested(below: int) -> dict[str, object]:
+        """A payload with ``below`` containers under its top map, maps and lists in turn."""
+        value: Any = {}
+        for level in range(below - 1):
+            value = {"x": value} if level % 2 else [value]
+        return {"top": value}
+
+    with _encoder(path):
+        deepest = nested(MAX_DEPTH - 1)
+        assert encode_payload(deepest) == cbor2.dumps(deepest, canonical=True)
+        with pytest.raises(PayloadError, match="deeper than"):
+            encode_payload(nested(MAX_DEPTH))
 
 
 _JSON = st.recursive(

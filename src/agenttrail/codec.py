@@ -32,6 +32,11 @@ import rfc8785
 
 from agenttrail.errors import InvalidTimestamp, NotIJSON, PayloadError
 
+try:
+    from agenttrail import _cbor
+except ImportError:  # built without a C compiler (pyproject.toml): the Python path alone
+    _cbor = None  # type: ignore[assignment]
+
 __all__ = [
     "MAX_DEPTH",
     "MAX_SAFE_INTEGER",
@@ -63,10 +68,13 @@ def encode_payload(payload: Any) -> bytes:
 
     The bytes are exactly ``cbor2.dumps(payload, canonical=True)`` (RFC 8949 §4.2: map keys
     in length-first order, shortest integer and float forms); ``tests/test_codec.py`` holds
-    the two equal. They are produced faster: one walk validates the payload and orders each
-    map's keys, then cbor2 encodes without re-sorting (its canonical mode sorts every map
-    again, about three times slower). A payload holding a float goes through canonical
-    mode, which writes the shortest exact float form (RFC 8949 §4.2.2).
+    the two equal. They are produced faster: in C (``agenttrail._cbor``) when the extension
+    was built and the payload holds nothing it leaves to Python (a text with lone
+    surrogates, an int beyond 64 bits, a value that is refused). Otherwise one walk
+    validates the payload and orders each map's keys, then cbor2 encodes without re-sorting
+    (its canonical mode sorts every map again, about three times slower); a payload holding
+    a float goes through canonical mode, which writes the shortest exact float form (RFC
+    8949 §4.2.2).
 
     Args:
         payload: a ``dict`` with ``str`` keys whose values are JSON-shaped (``dict`` with
@@ -80,6 +88,10 @@ def encode_payload(payload: Any) -> bytes:
             equal (a tuple, a set, bytes, a non-text key, NaN or infinity, nesting deeper than
             :data:`MAX_DEPTH`); the message names the path of the offending value.
     """
+    if _cbor is not None:
+        fast = _cbor.encode(payload, MAX_DEPTH)
+        if fast is not None:
+            return fast
     if not isinstance(payload, dict):
         raise PayloadError(f"payload must be a mapping, not {type(payload).__name__}")
     floats: list[float] = []
