@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import InputError
+from agenttrail.log import redact
 from agenttrail.log.redact import Redactor, RedactRules
 from agenttrail.log.redact._detectors import _FOLDS_TO_ASCII
 from agenttrail.log.store import LogStore, open_store
@@ -293,3 +294,23 @@ def test_the_gate_over_a_payloads_cbor_redacts_as_the_gate_over_its_text(
     # the one a look at the payload itself gives, secrets, markers and paths alike
     redactor = Redactor(RedactRules(fields=fields), key=lambda: b"k" * 32)
     assert redactor.payload(payload, encode_payload(payload)) == redactor.payload(payload)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    payloads=st.lists(_GATE_PAYLOADS, max_size=6),
+    fields=st.sampled_from([(), ("contraseña",)]),
+    per_look=st.integers(1, 4),
+)
+def test_a_look_over_many_payloads_finds_every_one_redaction_changes(
+    payloads: list[dict[str, Any]], fields: tuple[str, ...], per_look: int
+) -> None:
+    # import looks over all of an export's payloads at once (Redactor.may_change): when it
+    # finds nothing, redacting each payload alone must change none of them
+    redactor = Redactor(RedactRules(fields=fields), key=lambda: b"k" * 32)
+    changed = [redactor.payload(p) is not p for p in payloads]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(redact, "PAYLOADS_PER_LOOK", per_look)
+        looked = redactor.may_change([encode_payload(p) for p in payloads])
+    assert looked or not any(changed)
+    assert not Redactor(RedactRules(enabled=False), key=bytes).may_change([b"sk-"])

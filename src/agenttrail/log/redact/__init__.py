@@ -74,6 +74,10 @@ REDACTIONS = "redactions"
 
 _SESSION_TEXT = ("title", "agent", "user", "workspace")
 
+PAYLOADS_PER_LOOK = 1024
+"""Payloads :meth:`Redactor.may_change` looks through at once (their bytes joined, then
+lowered: two copies of that many payloads in memory at a time)."""
+
 
 class Redactor:
     """Applies :class:`RedactRules` to payloads and sessions, with a log's key.
@@ -125,6 +129,22 @@ class Redactor:
         before = payload.get(REDACTIONS)
         redacted[REDACTIONS] = (before if isinstance(before, list) else []) + found
         return redacted
+
+    def may_change(self, data: Sequence[bytes]) -> bool:
+        """False when :meth:`payload` returns each of the payloads whose canonical CBOR
+        ``data`` holds unchanged: the first look for a secret (:meth:`Gate.may_match_bytes`)
+        over many payloads at a time, about twice as fast as one at a time for an import's
+        many small ones. True when one of them may hold a secret (then :meth:`payload`
+        tells which)."""
+        if not self.rules.enabled:
+            return False
+        if self._paths is not None or self._gate.always:
+            return True
+        for start in range(0, len(data), PAYLOADS_PER_LOOK):
+            # NUL between payloads: no anchor holds it, so none is found across two
+            if self._gate.may_match_bytes(b"\0".join(data[start : start + PAYLOADS_PER_LOOK])):
+                return True
+        return False
 
     @overload
     def session(self, new: NewSession) -> NewSession: ...
