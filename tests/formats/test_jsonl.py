@@ -109,7 +109,7 @@ def _lines(store: LogStore) -> list[dict[str, Any]]:
 
 
 def _file(tmp_path: Path, records: list[dict[str, Any]]) -> Path:
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    text = "".join(json.dumps(r) + "\n" for r in records)  # \u escapes: lone surrogates too
     return write(tmp_path / "altered.jsonl", text.encode("utf-8"))
 
 
@@ -168,8 +168,24 @@ def test_a_dropped_line_is_refused(store: LogStore, second: LogStore, tmp_path: 
         # written, so a changed time is refused (a line without hash is re-chained instead:
         # tests/formats/test_jsonl_session.py)
         (lambda r: r.update(created_at="2026-01-01T00:00:00Z"), "hash"),
+        (lambda r: r.update(seq=True), "seq"),
+        (lambda r: r.update(hash=None), "hash"),
+        (lambda r: r.update(key=7), "key"),
+        (lambda r: r.update(session_id=["s"]), "session_id"),
+        (lambda r: r.update(session_id="s\udc81"), "session_id"),
     ],
-    ids=["no payload", "seq as text", "payload a list", "created_at not RFC 3339", "time altered"],
+    ids=[
+        "no payload",
+        "seq as text",
+        "payload a list",
+        "created_at not RFC 3339",
+        "time altered",
+        "seq true",
+        "hash null",
+        "key a number",
+        "session_id a list",
+        "session_id a lone surrogate",
+    ],
 )
 def test_a_line_of_the_wrong_shape_is_refused(
     store: LogStore, second: LogStore, tmp_path: Path, change: Any, field: str

@@ -8,7 +8,7 @@ import math
 import re
 import sys
 import uuid
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,13 @@ def _int(text: str) -> int:
 
 _STRICT = json.JSONDecoder(parse_float=_finite_float, parse_int=_int, parse_constant=_refuse)
 
+_SCAN: Callable[[str, int], tuple[Any, int]]
+_SCAN = json.JSONDecoder(parse_float=_finite_float, parse_constant=_refuse).scan_once  # type: ignore[attr-defined]
+"""The C scanner of a decoder like :data:`_STRICT` whose integers the scanner makes itself
+(``int``, not a call of :func:`_int` each): a document without surrounding white space in
+one call, where ``JSONDecoder.decode`` adds two regular-expression matches. It says nothing
+of an error, so :func:`loads` decodes again with :data:`_STRICT` to name it."""
+
 
 def loads(text: str) -> Any:
     """Parse JSON text, refusing what RFC 8259 §6 does not allow as a number.
@@ -198,6 +205,12 @@ def loads(text: str) -> Any:
         json.JSONDecodeError: not JSON.
         JSONValueError: such a number (its ``field`` names where) or nesting too deep.
     """
+    try:
+        value, end = _SCAN(text, 0)
+        if end == len(text):
+            return value
+    except (StopIteration, ValueError, _BadNumber, RecursionError):
+        pass  # not JSON, white space around it, or a refused number: decoded again below
     try:
         return _STRICT.decode(text)
     except _BadNumber as e:

@@ -180,7 +180,9 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     for number, line in iter_jsonl(path, data):
         record = _record(line, where, number)
         session_id = record["session_id"]
-        events, hashes = sessions.setdefault(session_id, ([], []))
+        if session_id not in sessions:
+            sessions[_checked_id(session_id, where, number)] = ([], [])
+        events, hashes = sessions[session_id]
         seq = len(events) + 1
         if record["seq"] != seq:
             raise FormatError(
@@ -223,8 +225,9 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         ends[session_id] = number
     for session_id, (genesis, rows, lines) in v2_rows.items():
         _, hashed = chain_rows_v2(session_id, genesis, 1, rows)  # in C: one call a session
-        for digest, (number, written) in zip(hashed, lines, strict=True):
-            _check_hash(digest, written, where, number)
+        if [written for _, written in lines] != [digest.hex() for digest in hashed]:
+            for digest, (number, written) in zip(hashed, lines, strict=True):
+                _check_hash(digest, written, where, number)
         sessions[session_id][1].extend(hashed)
     for sid, head in heads.items():
         _check_head(sid, head, sessions[sid][1], sid in rechained, where, ends[sid])
@@ -397,6 +400,19 @@ _KINDS = (("session_id", str), ("seq", int), ("created_at", str), ("payload", di
 
 
 def _record(line: Any, where: str, number: int) -> dict[str, Any]:
+    """``line`` when it has every field an export line has, each of its type (``hash`` and
+    ``key`` may be absent); else raises ``FormatError`` naming the field. Whether the session
+    id is text that can be hashed is checked once a session (:func:`_checked_id`)."""
+    if (  # every field as the export writes it: one look each (JSON gives exact types)
+        type(line) is dict
+        and type(line.get("session_id")) is str
+        and type(line.get("seq")) is int
+        and type(line.get("created_at")) is str
+        and type(line.get("payload")) is dict
+        and type(line.get("hash", "")) is str
+        and type(line.get("key", "")) is str
+    ):
+        return line
     if not isinstance(line, dict):
         raise FormatError("expected a JSON object", path=where, line=number)
     for name in _REQUIRED:
@@ -409,10 +425,15 @@ def _record(line: Any, where: str, number: int) -> dict[str, Any]:
             continue
         if not isinstance(line[name], kind) or isinstance(line[name], bool):
             raise FormatError(f"expected {kind.__name__}", path=where, line=number, field=name)
+    return line  # a subclass of a field's type, which JSON does not give
+
+
+def _checked_id(session_id: str, where: str, number: int) -> str:
+    """``session_id``, which the chain hashes as UTF-8 (:mod:`agenttrail.log.chain`)."""
     try:
-        line["session_id"].encode("utf-8")  # hashed as UTF-8 (agenttrail.log.chain)
+        session_id.encode("utf-8")
     except UnicodeEncodeError:
         raise FormatError(
             "not valid Unicode text (a lone surrogate)", path=where, line=number, field="session_id"
         ) from None
-    return line
+    return session_id

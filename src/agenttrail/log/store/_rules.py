@@ -235,20 +235,19 @@ def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[En
         data = event.data if event.data is not None else encode_payload(event.payload)
         if len(data) > max_payload_bytes:
             raise PayloadTooLarge(len(data), max_payload_bytes)
-        if event.created_at is not None:
-            check_created_at(event.created_at)
-        if event.key is not None:
-            check_text("idempotency key", event.key)
+        created_at, key, salt = event.created_at, event.key, event.salt
+        if created_at is not None:
+            check_created_at(created_at)
+        if key is not None:
+            check_text("idempotency key", key)
         if event.payload.get("type") == ERASURE:
             raise InputError(
                 "a payload of type 'erasure' is written only by agenttrail erase "
                 "(docs/log-format.md, Erasure)"
             )
-        if event.salt is not None and (
-            not isinstance(event.salt, bytes) or len(event.salt) != SALT_BYTES
-        ):
-            raise InputError(f"a salt is {SALT_BYTES} bytes, not {event.salt!r}")
-        encoded.append(Encoded(data, event.created_at, event.key, event.salt))
+        if salt is not None and (type(salt) is not bytes or len(salt) != SALT_BYTES):
+            raise InputError(f"a salt is {SALT_BYTES} bytes, not {salt!r}")
+        encoded.append(Encoded(data, created_at, key, salt))
     return encoded
 
 
@@ -310,7 +309,52 @@ def chain_events(
     """
     first = head_seq + 1
     new: list[tuple[str, bytes, bytes | None]] = []  # (created_at, payload, salt) of new rows
-    placed: list[Appended | int] = []  # per event: what was stored, or its row (~row: a copy)
+    placed: list[Appended | int] | None = None  # per event: what was stored, or its row
+    keys: list[tuple[str, int]] = []
+    if any(event.key is not None for event in encoded):
+        placed, keys = _place_keyed(encoded, stored, first, now, new)
+    else:  # each event a new row (an import of an export, most recorders)
+        new = [(created_at or now, data, salt) for data, created_at, _, salt in encoded]
+    seqs = range(first, first + len(new))
+    rows: list[Row] = []
+    if version == 1:
+        hash_v1 = chain_hasher(session_id)
+        prev = head_hash
+        for seq, (created_at, data, _) in zip(seqs, new, strict=True):
+            prev = hash_v1(prev, seq, created_at, data)
+            rows.append((seq, created_at, data, prev, None, None))
+        hashes = [row[3] for row in rows]
+    else:  # all rows at once: in C (digests.chain_rows_v2)
+        salted = [(c, d, s or new_salt()) for c, d, s in new]
+        digests, hashes = chain_rows_v2(session_id, head_hash, first, salted)
+        times, payloads, salts = zip(*salted, strict=True) if salted else ((), (), ())
+        rows = list(zip(seqs, times, payloads, hashes, salts, digests, strict=True))
+    if placed is None:
+        results = [Appended(seq, hashed) for seq, hashed in zip(seqs, hashes, strict=True)]
+    else:
+        results = [
+            place
+            if isinstance(place, Appended)
+            else Appended(first + place, hashes[place])
+            if place >= 0
+            else Appended(first + ~place, hashes[~place], duplicate=True)
+            for place in placed
+        ]
+    return Chained(results, rows, keys, head_seq + len(new), hashes[-1] if new else head_hash)
+
+
+def _place_keyed(
+    encoded: Sequence[Encoded],
+    stored: Mapping[str, Appended],
+    first: int,
+    now: str,
+    new: list[tuple[str, bytes, bytes | None]],
+) -> tuple[list[Appended | int], list[tuple[str, int]]]:
+    """Which events of a batch that holds idempotency keys are new rows (appended to
+    ``new`` as ``(created_at, payload, salt)``): per event, what was stored under its key,
+    its row in ``new``, or ``~row`` for a second event of the batch with the key of that
+    row; and ``(key, seq)`` of each new keyed row."""
+    placed: list[Appended | int] = []
     keys: list[tuple[str, int]] = []
     batch_keys: dict[str, int] = {}
     for data, created_at, key, given_salt in encoded:
@@ -327,31 +371,7 @@ def chain_events(
             keys.append((key, first + len(new)))
         placed.append(len(new))
         new.append((created_at or now, data, given_salt))
-    seqs = range(first, first + len(new))
-    rows: list[Row] = []
-    if version == 1:
-        hash_v1 = chain_hasher(session_id)
-        prev = head_hash
-        for seq, (created_at, data, _) in zip(seqs, new, strict=True):
-            prev = hash_v1(prev, seq, created_at, data)
-            rows.append((seq, created_at, data, prev, None, None))
-        hashes = [row[3] for row in rows]
-    else:  # all rows at once: in C (digests.chain_rows_v2)
-        salted = [(c, d, s or new_salt()) for c, d, s in new]
-        digests, hashes = chain_rows_v2(session_id, head_hash, first, salted)
-        for seq, (created_at, data, salt), digest, hashed in zip(
-            seqs, salted, digests, hashes, strict=True
-        ):
-            rows.append((seq, created_at, data, hashed, salt, digest))
-    results: list[Appended] = []
-    for place in placed:
-        if isinstance(place, Appended):
-            results.append(place)
-        elif place >= 0:
-            results.append(Appended(first + place, hashes[place]))
-        else:
-            results.append(Appended(first + ~place, hashes[~place], duplicate=True))
-    return Chained(results, rows, keys, head_seq + len(new), hashes[-1] if new else head_hash)
+    return placed, keys
 
 
 def as_new_session(session: Session) -> NewSession:
