@@ -135,6 +135,18 @@ def test_tool_names_inputs_outputs_and_errors_are_found_and_filtered(store: LogS
     assert _seqs(store, "needle", SearchFilter(since="2999-01-01")) == {}
 
 
+def test_an_agent_and_a_tool_beyond_ascii_are_named_in_any_case(store: LogStore) -> None:
+    # SQLite's own lower() lowers ASCII letters only; Python's and PostgreSQL's every letter
+    sid = _world(store, "equipe", agent="Équipe")
+    _world(store, "other", agent="Ärger")
+    store.append(sid, events.tool_call("c9", "Übersetzen", {"text": "needle"}))
+    store.append(sid, events.tool_result("c9", "Übersetzen", output="needle done"))
+    assert _seqs(store, "needle", SearchFilter(agent="ÉQUIPE")) == {sid: [6, 9, 11, 12]}
+    assert _seqs(store, "needle", SearchFilter(agent="équipe")) == {sid: [6, 9, 11, 12]}
+    assert _seqs(store, "needle", SearchFilter(tool="ÜBERSETZEN")) == {sid: [11, 12]}
+    assert _seqs(store, "needle", SearchFilter(agent="ärger")) == {"other": [6, 9]}
+
+
 def test_events_appended_after_a_search_are_found_by_the_next(store: LogStore) -> None:
     sid = _world(store)
     assert _seqs(store, "zebra") == {}

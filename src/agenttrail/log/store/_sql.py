@@ -65,6 +65,10 @@ SESSION_COLUMNS = (
 
 _TRACE_COLUMNS = ", ".join(TRACE_FIELDS)
 
+SQLITE_LOWER = "agenttrail_lower"
+"""The name of the function each SQLite connection registers as Python's ``str.lower``
+(:attr:`Statements.lower`)."""
+
 
 @dataclass(frozen=True)
 class Statements:
@@ -72,6 +76,12 @@ class Statements:
 
     param: str
     """The placeholder of one parameter."""
+    lower: str
+    """The SQL function that lowers text as Python's ``str.lower`` does, so that a name
+    given in any case is found as :func:`agenttrail.model.search.names_agent` finds it:
+    PostgreSQL's ``lower`` (every letter, in a UTF-8 database); on SQLite, whose own
+    ``lower`` lowers ASCII letters only, :data:`SQLITE_LOWER`, which every connection
+    registers (``sqlite.py``)."""
     get_session: str
     sessions: str
     session_ids: str
@@ -134,9 +144,11 @@ def statements(dialect: Dialect) -> Statements:
         case Dialect.SQLITE:
             p, order, lock, binary = "?", "rowid", "", ""
             begin = "BEGIN"  # deferred: the snapshot is taken by the first read
+            lower = SQLITE_LOWER
         case Dialect.POSTGRESQL:
             p, order, lock, binary = "%s", "pos", " FOR NO KEY UPDATE", ' COLLATE "C"'
             begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+            lower = "lower"
 
         case _:
             assert_never(dialect)
@@ -145,6 +157,7 @@ def statements(dialect: Dialect) -> Statements:
     traces = f"SELECT {_TRACE_COLUMNS}, id FROM trace_rows WHERE session_id = {p}"
     return Statements(
         param=p,
+        lower=lower,
         get_session=f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = {p}",
         sessions=f"SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at, {order}",
         session_ids=f"SELECT id FROM sessions ORDER BY created_at, {order}",

@@ -189,13 +189,15 @@ class _SearchBase:
             clauses.append(f"e.session_id IN ({', '.join([p] * len(where.session_ids))})")
             params += list(where.session_ids)
         if where.tool is not None:
-            clauses.append(f"lower(e.tool) = lower({p})")  # a tool named in any case
+            lower = self.sql.lower  # a tool named in any case
+            clauses.append(f"{lower}(e.tool) = {lower}({p})")
             params.append(where.tool)
         if where.errors:
             clauses.append("e.error = 1")
         if where.agent is not None:
-            clauses.append(  # names_agent's rule
-                f"e.session_id IN (SELECT id FROM sessions WHERE lower(agent) = lower({p}))"
+            lower = self.sql.lower  # names_agent's rule
+            clauses.append(
+                f"e.session_id IN (SELECT id FROM sessions WHERE {lower}(agent) = {lower}({p}))"
             )
             params.append(where.agent)
         if where.since is not None:

@@ -41,7 +41,7 @@ from agenttrail.log.store._backend import (
 from agenttrail.log.store._base import StoreBase
 from agenttrail.log.store._keys import redactor_for
 from agenttrail.log.store._rules import START_COLUMNS, Encoded, chain_start, stored_head, with_id
-from agenttrail.log.store._sql import Dialect, Tx, statements
+from agenttrail.log.store._sql import SQLITE_LOWER, Dialect, Tx, statements
 from agenttrail.log.store.search import SQLiteSearch
 from agenttrail.model import NewSession
 
@@ -74,6 +74,12 @@ import. One statement per 256 rows journals those pages once (bench/scale.py, im
 _INSERT_ROWS = (
     "INSERT INTO session_events (session_id, seq, created_at, payload, hash, salt, digest) VALUES "
 )
+
+
+def _lower(value: str | None) -> str | None:
+    """:data:`SQLITE_LOWER`: text lowered as Python lowers it; anything else as it is (NULL:
+    a session without an agent, an event without a tool; a value changed by hand)."""
+    return value.lower() if isinstance(value, str) else value
 
 
 def _insert_event_rows(tx: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
@@ -160,11 +166,13 @@ class SQLiteStore(SQLiteSearch, StoreBase[sqlite3.Connection]):
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            return sqlite3.connect(
+            conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as e:
             raise StoreError(f"cannot open database {self.path}: {e}") from e
+        conn.create_function(SQLITE_LOWER, 1, _lower, deterministic=True)
+        return conn
 
     def _setup(self) -> None:
         with self._translate():
