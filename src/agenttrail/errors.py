@@ -177,11 +177,24 @@ class SessionNotFound(AgentTrailError):
 
 
 class SessionExists(AgentTrailError):
-    """A session with the given id already exists."""
+    """A session with the given id already exists, or existed: ``removed`` is ``(deleted_at,
+    reason)`` of its tombstone when retention removed it, whose id is not used again
+    (docs/log-format.md, the ``tombstones`` table); ``where`` (a file) goes before the
+    message."""
 
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"session {session_id!r} already exists")
+    def __init__(
+        self, session_id: str, removed: tuple[str, str] | None = None, *, where: str = ""
+    ) -> None:
+        if removed is None:
+            message = f"session {session_id!r} already exists"
+        else:
+            message = (
+                f"session {session_id!r} was removed from this log on {removed[0]} "
+                f"({removed[1]}), and a removed session's id is not used again"
+            )
+        super().__init__(f"{where}: {message}" if where else message)
         self.session_id = session_id
+        self.removed = removed
 
 
 class TurnInFlight(AgentTrailError):

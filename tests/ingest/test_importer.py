@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from agenttrail.errors import FormatError, InputError, SessionNotFound
+from agenttrail.errors import FormatError, InputError, SessionExists, SessionNotFound
 from agenttrail.formats import ImportedSession
 from agenttrail.formats._common import iter_jsonl
 from agenttrail.formats.jsonl import jsonl_from_events
@@ -120,6 +120,23 @@ def test_importing_a_file_again_writes_nothing(store: LogStore) -> None:
     assert (again.session_id, again.written, again.skipped) == (first.session_id, 0, len(rows))
     assert _rows(store, first.session_id) == rows
     assert store.traces(first.session_id) == traces
+
+
+@pytest.mark.parametrize("source", ["transcript", "export"])
+def test_a_session_retention_removed_is_not_imported_again_and_says_why(
+    store: LogStore, exported: Path, source: str
+) -> None:
+    if source == "transcript":
+        path, session_id = SHORT, import_paths(store, [SHORT])[0].session_id
+    else:  # recorded, then exported (the fixture)
+        path, session_id = exported, SAMPLE_SESSION_ID
+    store.remove_session(session_id, reason="policy R-7")
+    with pytest.raises(SessionExists) as refused:
+        import_paths(store, [path])
+    message = str(refused.value)
+    assert message.startswith(f"{path}: session {session_id!r} was removed from this log on ")
+    assert "(policy R-7), and a removed session's id is not used again" in message
+    assert store.head(session_id) is None
 
 
 def test_a_session_without_a_title_or_start_takes_them_from_its_events(

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from agenttrail.codec import encode_payload
-from agenttrail.errors import FormatError, InputError, PayloadTooLarge, SessionNotFound, StoreError
+from agenttrail.errors import (
+    FormatError,
+    InputError,
+    PayloadTooLarge,
+    SessionExists,
+    SessionNotFound,
+    StoreError,
+)
 from agenttrail.formats import (
     DEFAULT_MAX_IMPORT_BYTES,
     IMPORT_SUFFIXES,
@@ -344,6 +351,19 @@ def _encoded(limit: int, path: Path, imported: ImportedSession) -> ImportedSessi
 
 
 def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportReport:
+    """Write one session read from ``path`` (:func:`write_sessions`).
+
+    Raises:
+        SessionExists: the session was removed by retention (its id is not used again) or,
+            for a re-chained export, exists already; names ``path``.
+    """
+    try:
+        return _write_session(store, path, imported)
+    except SessionExists as e:
+        raise SessionExists(e.session_id, e.removed, where=str(path)) from None
+
+
+def _write_session(store: LogStore, path: Path, imported: ImportedSession) -> ImportReport:
     session_id = imported.session.id
     assert session_id is not None, "read_file gives every session an id"
     if imported.exported_hashes is not None:

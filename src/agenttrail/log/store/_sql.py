@@ -91,7 +91,8 @@ class Statements:
     lock_head: str
     """The head, with the session row locked until the transaction ends (PostgreSQL)."""
     session_taken: str
-    """A row when the id is a session's or a tombstone's (two parameters, the id twice)."""
+    """A row when the id is a session's (``NULL, NULL``) or a tombstone's (its
+    ``deleted_at, reason``); two parameters, the id twice."""
     insert_session: str
     event_session_ids: str
     read_page: str
@@ -167,8 +168,8 @@ def statements(dialect: Dialect) -> Statements:
         ),
         lock_head=head + lock,
         session_taken=(
-            f"SELECT 1 FROM sessions WHERE id = {p} UNION ALL "
-            f"SELECT 1 FROM tombstones WHERE session_id = {p}"
+            f"SELECT NULL, NULL FROM sessions WHERE id = {p} UNION ALL "
+            f"SELECT deleted_at, reason FROM tombstones WHERE session_id = {p}"
         ),
         insert_session=(
             'INSERT INTO sessions (id, title, agent, "user", workspace, started, metadata, '

@@ -33,7 +33,6 @@ and SQLSTATE (:func:`postgres_error`): the layers above see
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -301,11 +300,14 @@ class PostgresStore(PostgresSearch, StoreBase[Conn]):
             if create is None:
                 raise SessionNotFound(session_id)
             # Another appender may have created it meanwhile (or it was removed: raised below).
-            with contextlib.suppress(SessionExists):
+            taken: SessionExists | None = None
+            try:
                 self._insert_session(tx, with_id(create, session_id))
+            except SessionExists as e:
+                taken = e
             row = tx.execute(bump, (count, session_id)).fetchone()
             if row is None:
-                raise SessionExists(session_id)
+                raise taken or SessionExists(session_id)
         if keys and self._stored_keys(tx, session_id, keys).keys() != stored.keys():
             raise _KeysMoved(session_id)
         return LockedHead(row[0] - count, bytes(row[1]), stored, row[2])
