@@ -78,6 +78,12 @@ def test_erase_refuses_what_it_cannot_erase(store: LogStore) -> None:
         store.erase("old", [1], by="me", reason="r")
     with pytest.raises(InputError, match="written only by agenttrail erase"):
         store.append("s", {"type": "erasure", "seqs": [1]})
+    for blank in ("", " \t"):  # an auditor reads why: an erasure and a tombstone say it
+        with pytest.raises(InputError, match="the erasure reason is blank"):
+            store.erase("s", [3], by="me", reason=blank)
+        with pytest.raises(InputError, match="the retention reason is blank"):
+            store.remove_session("s", reason=blank)
+    assert store.head("s") is not None and len(store.erasures("s")) == 1
     assert all(v.ok for v in verify(store))
 
 

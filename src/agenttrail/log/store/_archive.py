@@ -28,6 +28,7 @@ from agenttrail.log.store._rules import (
     Encoded,
     as_new_session,
     check_created_at,
+    check_reason,
     check_session,
     check_text,
     event_of,
@@ -53,8 +54,9 @@ class ArchiveBase(Backend[C]):
 
         Raises:
             SessionNotFound: no such session.
+            InputError: ``reason`` is blank.
         """
-        check_text("retention reason", reason)
+        check_reason("retention reason", reason)
         deleted_at = now_timestamp()
         row = self._write(
             "remove_session", lambda tx: self._remove(tx, session_id, deleted_at, reason)
@@ -169,11 +171,12 @@ class ArchiveBase(Backend[C]):
 
         Raises:
             SessionNotFound: no such session.
-            InputError: nothing to erase, the session is v1, a seq is not an event of it, is
-                already erased, is an erasure event, or has a trace row.
+            InputError: nothing to erase, a blank ``reason``, the session is v1, a seq is
+                not an event of it, is already erased, is an erasure event, or has a trace
+                row.
         """
         check_text("erasure author", by)
-        check_text("erasure reason", reason)
+        check_reason("erasure reason", reason)
         wanted = sorted(set(seqs))
         if not wanted:
             raise InputError("name at least one seq to erase")

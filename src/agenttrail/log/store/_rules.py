@@ -56,6 +56,7 @@ __all__ = [
     "check_chain_version",
     "check_created_at",
     "check_new_session",
+    "check_reason",
     "check_session",
     "check_session_fields",
     "check_text",
@@ -447,6 +448,15 @@ def check_text(what: str, value: object) -> None:
         raise InputError(
             f"{what} {value!r} holds a NUL character, which a database text column cannot store"
         )
+
+
+def check_reason(what: str, value: object) -> None:
+    """Raise ``InputError`` unless ``value`` is text (:func:`check_text`) that says
+    something: an erasure and a tombstone keep why they were made, for an auditor."""
+    check_text(what, value)
+    assert isinstance(value, str)
+    if not value.strip():
+        raise InputError(f"the {what} is blank: say why (it is kept for an auditor)")
 
 
 def _is_text(value: object) -> bool:
