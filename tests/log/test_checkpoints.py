@@ -71,6 +71,17 @@ def test_a_checkpoint_catches_a_history_rewritten_by_hand(tmp_path: Path) -> Non
     assert (statement["session_id"], statement["seq"]) == (SAMPLE_SESSION_ID, 18)
     pub = ["--checkpoint", str(head), "--pubkey", f"{key}.pub", "--db", str(db)]
     assert run_cli("verify", *pub).returncode == 0
+    assert run_cli("verify", SAMPLE_SESSION_ID[:6], *pub).returncode == 0
+    # a checkpoint of another session than the one named proves nothing of it: refused
+    with open_store(db) as store:
+        store.create_session(NewSession("other"))
+        store.append("other", events.message("user", "hi"))
+    other = run_cli("verify", "other", *pub)
+    assert (other.returncode, other.stdout) == (2, "")
+    assert other.stderr == (
+        f"error: --checkpoint {head}: a checkpoint of session {SAMPLE_SESSION_ID}, not of "
+        "other: name that session, or none to verify them all\n"
+    )
     # The log grows after the checkpoint: it still extends it.
     with open_store(db) as store:
         store.append(SAMPLE_SESSION_ID, events.message("user", "one more thing"))

@@ -84,12 +84,17 @@ def verify(
         raise InputError("--checkpoint and --pubkey cannot both read stdin: name one as a file")
     with open_log(db) as store:
         ids = [find_session(store, session).id] if session is not None else None
+        statement = load_checkpoint(_file(checkpoint)) if checkpoint is not None else None
+        if statement is not None and ids is not None and statement["session_id"] != ids[0]:
+            raise InputError(
+                f"--checkpoint {checkpoint}: a checkpoint of session {statement['session_id']}, "
+                f"not of {ids[0]}: name that session, or none to verify them all"
+            )
         verdicts = audit(store, ids)
         # The log's own rows (tombstones, log keys) belong to no session: checked with all.
         log_problems = log_chain_problems(store) if session is None else []
         proof = None
-        if checkpoint is not None and pubkey is not None:
-            statement = load_checkpoint(_file(checkpoint))
+        if statement is not None and pubkey is not None:
             proof = verify_checkpoint(store, statement, _read_key(pubkey), key_name=str(pubkey))
     if json:
         from agenttrail.cli._listing import print_json_lines
