@@ -44,14 +44,7 @@ def test_quickstart_records_the_sample_when_there_are_no_transcripts(tmp_path: P
     assert "not on PATH" not in first.stderr  # run in-process: `agenttrail` is the name
     suggested = [line.split()[1:] for line in first.stderr.splitlines() if line.startswith("  ")]
     assert suggested[0] == ["show", "sample-harvey-session"]
-    assert suggested[1] == [
-        "export",
-        "sample-harvey-session",
-        "--format",
-        "html",
-        "-o",
-        "session.html",
-    ]
+    assert suggested[1] == ["export", "sample-harvey-session", "-o", "session.html"]
     assert suggested[2] == ["serve"]
     for args in suggested[:2]:
         assert run_cli(*args, cwd=tmp_path, env=env).returncode == 0
@@ -110,6 +103,28 @@ def test_export_import_export_gives_identical_bytes(tmp_path: Path) -> None:
     assert {"session_id", "seq", "created_at", "actor", "payload"} <= set(lines[0])
     assert all("type" in line["payload"] for line in lines)
     assert run_cli("verify", "--db", str(second_db)).returncode == 0
+
+
+def test_export_without_format_takes_it_from_the_files_suffix(tmp_path: Path) -> None:
+    db = str(tmp_path / "log.db")
+    _mixed_log(Path(db))
+    given = {"a.html": (), "b.HTM": (), "c.md": (), "d.jsonl": (), "e.html": ("--format", "jsonl")}
+    for name, extra in given.items():
+        done = run_cli("export", SAMPLE_SESSION_ID, "-o", str(tmp_path / name), *extra, "--db", db)
+        assert done.returncode == 0, done.stderr
+    against = {
+        f: run_cli("export", SAMPLE_SESSION_ID, "--format", f, "--db", db).stdout
+        for f in ("html", "md", "jsonl")
+    }
+    wrote = {name: (tmp_path / name).read_text(encoding="utf-8") for name in given}
+    assert wrote == {
+        "a.html": against["html"],
+        "b.HTM": against["html"],
+        "c.md": against["md"],
+        "d.jsonl": against["jsonl"],
+        "e.html": against["jsonl"],  # --format given: the suffix says nothing
+    }
+    assert wrote["a.html"].startswith("<!doctype html>") and wrote["c.md"].startswith("# ")
 
 
 def test_an_altered_export_is_refused(tmp_path: Path) -> None:

@@ -403,12 +403,21 @@ EXPORT_FORMATS = ("jsonl", "otlp", "md", "html")
 tests/cli keeps them equal)."""
 
 
+_FORMAT_OF_SUFFIX = {".html": "html", ".htm": "html", ".md": "md"}
+"""The export format ``-o FILE`` names by its suffix when ``--format`` is not given (jsonl
+otherwise)."""
+
+
 def export(
     session: SessionArg,
     format: Annotated[
-        str,
-        typer.Option("--format", help="Export format: jsonl, otlp (OTLP/JSON traces), md or html."),
-    ] = "jsonl",
+        str | None,
+        typer.Option(
+            "--format",
+            help="Export format: jsonl, otlp (OTLP/JSON traces), md or html; by default html "
+            "or md when -o ends in .html or .md, else jsonl.",
+        ),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write to this file (- is stdout).")
     ] = None,
@@ -431,10 +440,13 @@ def export(
 
     Example:
 
-    - `agenttrail export sample-harvey-session --format html -o harvey.html`
+    - `agenttrail export sample-harvey-session -o harvey.html` (html, by its suffix)
     """
     from agenttrail.log.chain import verify as verify_chain
 
+    if format is None:
+        suffix = output.suffix.lower() if output is not None else ""
+        format = _FORMAT_OF_SUFFIX.get(suffix, "jsonl")
     if format not in EXPORT_FORMATS:
         raise InputError(f"unknown export format {format!r} (use {', '.join(EXPORT_FORMATS)})")
     output = output_file(output)

@@ -103,7 +103,7 @@ def _print_next(session_id: str, db: str | None) -> None:
         "next: read it again, save it as one HTML page, or browse every session in the",
         "viewer (http://127.0.0.1:8787):",
         f"  {command} show {sid}{log}",
-        f"  {command} export {sid} --format html -o session.html{log}",
+        f"  {command} export {sid} -o session.html{log}",
         f"  {command} serve{log}",
     ]
     err.print("\n".join(lines), markup=False, soft_wrap=True)
