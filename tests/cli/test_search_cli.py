@@ -62,6 +62,11 @@ def test_sessions_filters_and_limit(tmp_path: Path) -> None:
     assert ids("--limit", "2") == ["s-jan", "s-feb"]
     table = run_cli("sessions", "--db", db, "--agent", "mistral").stdout
     assert "s-mar" in table and "s-jan" not in table
+    # filters that leave none say so on stderr, as search does; the output stays empty
+    for args in ([], ["--json"]):
+        none = run_cli("sessions", "--db", db, "--agent", "nobody", "--errors", *args)
+        assert (none.returncode, none.stdout) == (0, "")
+        assert none.stderr == "no session matches (agent nobody, errors only)\n"
     bad = run_cli("sessions", "--db", db, "--since", "last week")
     assert bad.returncode == 2 and "error: --since 'last week': expected a date" in bad.stderr
     # a range that ends before it starts is a slip: said, not an empty list

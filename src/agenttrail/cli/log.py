@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from agenttrail.ingest.importer import ImportReport
     from agenttrail.log.store import LogStore
     from agenttrail.model import Session
+    from agenttrail.views.session_list import SessionFilter
     from agenttrail.views.usage import Totals
 
 # The formats, the importer, replay and Rich's tables are imported by the commands that use
@@ -214,6 +215,8 @@ def sessions(
             from agenttrail.views.usage import usage_totals_of
 
             totals = {s.id: usage_totals_of(store.read(s.id)) for s in rows}
+    if every and not rows:  # filters that left none: say so, as search does
+        err.print(f"no session matches ({', '.join(_filters_said(where))})", markup=False)
     if json:
         print_json_lines(
             {**s.record(), **({"usage": totals[s.id].record()} if usage else {})} for s in rows
@@ -233,6 +236,22 @@ def sessions(
         )
         return
     _print_session_table(rows, [s.id for s in every], totals if usage else None)
+
+
+def _filters_said(where: SessionFilter) -> list[str]:
+    """The filters ``sessions`` was given, as its note of no match names them."""
+    return [
+        said
+        for said, given in (
+            (f"agent {where.agent}", where.agent),
+            (f"user {where.user}", where.user),
+            (f"model {where.model}", where.model),
+            (f"since {where.since}", where.since),
+            (f"until {where.until}", where.until),
+            ("errors only", where.errors),
+        )
+        if given
+    ]
 
 
 TITLE_COLUMNS = 24

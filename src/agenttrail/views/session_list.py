@@ -34,7 +34,7 @@ class SessionFilter:
     """Which sessions to list; a field left ``None`` (or False) does not filter."""
 
     agent: str | None = None
-    """The session's agent, exactly."""
+    """The session's agent, in any case (:func:`agenttrail.model.search.names_agent`)."""
     user: str | None = None
     """The session's user, exactly."""
     since: str | None = None
