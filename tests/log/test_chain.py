@@ -652,11 +652,11 @@ def test_a_model_call_whose_time_was_changed_into_text_shows_unpriced(tmp_path: 
     with open_store(str(db), create=True) as store:
         store.create_session(NewSession(id="s"))
         store.append("s", events.message("assistant", "Paris.", meta=meta))
-    assert "cost $0.00" in run_cli("show", "s", "--db", str(db)).stdout
+    assert "cost: $0.00" in run_cli("show", "s", "--db", str(db)).stdout
     _attack(db, "UPDATE session_events SET created_at = 'noon' WHERE session_id = 's'")
     result = run_cli("show", "s", "--db", str(db))
     assert (result.returncode, result.stderr) == (0, "")
-    assert "usage: 1 model call · 100 in · 20 out · cost unknown" in result.stdout
+    assert "usage: 1 model call · 100 in · 20 out\ncost: unknown\n" in result.stdout
     assert "⚠ chain broken at seq 1" in result.stdout
 
 

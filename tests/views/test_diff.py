@@ -126,7 +126,7 @@ def test_diff_names_cost_as_every_command_does(db_path: Path, tmp_path: Path) ->
     # the sample's llama3 and mistral calls are not in the price table: unknown, as show says
     assert a.endswith("· 2,019 in · 45 out · cost unknown"), a
     shown = run_cli("show", "sample-harvey-session", "--db", db).stdout
-    assert "· cost unknown" in shown
+    assert "· 2,019 in · 45 out\ncost: unknown\n" in shown
     # the transcript reports no usage: no cost at all (it printed `cost -`), as show's header
     assert b.endswith("· no usage reported"), b
     assert "usage:" not in run_cli("show", "test-session-id", "--db", db).stdout

@@ -99,7 +99,9 @@ def _print_header(console: Console, session: Session, usage: Totals) -> None:
             header.append(f"\n{label}: {safe(value)}", style="dim")
     if usage.calls:
         calls = counted(usage.calls, "model call")
-        line = f"\nusage: {calls} · {usage.tokens_text()} · cost {usage.cost_text()}"
+        # the cost on a line of its own: with its price table's name, one line was ~110
+        # columns (docs/usage.md, Output: 80-column terminals)
+        line = f"\nusage: {calls} · {usage.tokens_text()}\ncost: {usage.cost_text()}"
         if usage.sources:
             line += f" ({', '.join(sorted(usage.sources))})"
         header.append(line, style="dim")
