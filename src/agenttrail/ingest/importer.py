@@ -354,8 +354,8 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
     """Write one session read from ``path`` (:func:`write_sessions`).
 
     Raises:
-        SessionExists: the session was removed by retention (its id is not used again) or,
-            for a re-chained export, exists already; names ``path``.
+        SessionExists: the session was removed by retention (its id is not used again),
+            or another writer created it meanwhile; names ``path``.
     """
     try:
         return _write_session(store, path, imported)

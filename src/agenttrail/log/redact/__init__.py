@@ -131,11 +131,11 @@ class Redactor:
         return redacted
 
     def may_change(self, data: Sequence[bytes]) -> bool:
-        """False when :meth:`payload` returns each of the payloads whose canonical CBOR
-        ``data`` holds unchanged: the first look for a secret (:meth:`Gate.may_match_bytes`)
-        over many payloads at a time, about twice as fast as one at a time for an import's
-        many small ones. True when one of them may hold a secret (then :meth:`payload`
-        tells which)."""
+        """False when :meth:`payload` changes none of the payloads whose canonical CBOR is
+        ``data`` (no rule's anchor is in any of them): the first look for a secret
+        (:meth:`Gate.may_match_bytes`) over many payloads at a time, cheaper than one at a
+        time for an import's many small ones. True when one of them may hold a secret
+        (then :meth:`payload` tells which)."""
         if not self.rules.enabled:
             return False
         if self._paths is not None or self._gate.always:
