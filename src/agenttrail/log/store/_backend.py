@@ -306,8 +306,7 @@ class Backend(ABC, Generic[C]):
             SessionExists: the id is taken, or was removed by retention.
         """
         session_id = check_new_session(new)
-        taken = tx.execute(self.sql.session_taken, (session_id, session_id)).fetchone()
-        if taken is not None:
+        if taken := tx.execute(self.sql.session_taken, (session_id, session_id)).fetchone():
             raise SessionExists(session_id, None if taken[0] is None else (taken[0], taken[1]))
         metadata = json_line(new.metadata)
         fields = (new.title, new.agent, new.user, new.workspace, new.started, metadata)
