@@ -57,6 +57,14 @@ static unsigned char *put(unsigned char *out, const void *bytes, size_t len) {
     return out + len;
 }
 
+/* Borrow a row's created_at (an ASCII str) and payload (bytes) into *row. */
+static void borrow_time_and_payload(Row *row, PyObject *created, PyObject *payload) {
+    row->created = PyUnicode_DATA(created);
+    row->created_len = (size_t)PyUnicode_GET_LENGTH(created);
+    row->payload = PyBytes_AS_STRING(payload);
+    row->payload_len = (size_t)PyBytes_GET_SIZE(payload);
+}
+
 /* Borrow row i's bytes into *row. 1 when the row has the shape the store writes (int, ASCII
  * str, bytes, 32 bytes) and seq `expected`; 0 when it does not (a bad row); -1 on error. */
 static int borrow_row(PyObject *item, long long expected, Row *row, int version) {
@@ -95,10 +103,7 @@ static int borrow_row(PyObject *item, long long expected, Row *row, int version)
         return 0;
     }
     row->seq = (unsigned long long)value;
-    row->created = PyUnicode_DATA(created);
-    row->created_len = (size_t)PyUnicode_GET_LENGTH(created);
-    row->payload = PyBytes_AS_STRING(payload);
-    row->payload_len = (size_t)PyBytes_GET_SIZE(payload);
+    borrow_time_and_payload(row, created, payload);
     row->stored = PyBytes_AS_STRING(stored);
     return 1;
 }
@@ -168,10 +173,10 @@ static Py_ssize_t first_mismatch(const EVP_MD *md, EVP_MD_CTX *ctx, const Py_buf
 }
 
 /* The rows of `list` as a tuple in *page (alive and in place without the GIL), after the
- * checks every function here makes of its arguments; their count, or -1 with a Python error
- * set (naming `function`). */
+ * checks every function here makes of its arguments, and room for as many Rows in *rows (the
+ * caller frees both); their count, or -1 with a Python error set (naming `function`). */
 static Py_ssize_t take_page(const char *function, const Py_buffer *sid, const Py_buffer *prev,
-                            PyObject *list, long long first_seq, PyObject **page) {
+                            PyObject *list, long long first_seq, PyObject **page, Row **rows) {
     if (prev->len != HASH_LEN) {
         PyErr_Format(PyExc_ValueError, "%s: prev_hash must be 32 bytes", function);
         return -1;
@@ -187,6 +192,11 @@ static Py_ssize_t take_page(const char *function, const Py_buffer *sid, const Py
     Py_ssize_t n = PyTuple_GET_SIZE(*page);
     if (first_seq < 0 || first_seq > LLONG_MAX - n) {
         PyErr_Format(PyExc_ValueError, "%s: first_seq out of range", function);
+        return -1;
+    }
+    *rows = PyMem_New(Row, n ? n : 1);
+    if (*rows == NULL) {
+        PyErr_NoMemory();
         return -1;
     }
     return n;
@@ -208,6 +218,19 @@ static int hashing_start(const Py_buffer *tag, const Py_buffer *sid, size_t long
         return 0;
     }
     return 1;
+}
+
+/* Free what a page's call took: its hashing context and head buffer (hashing_start), its
+ * rows and their tuple (take_page), and the argument buffers. NULLs are skipped. */
+static void end_page(EVP_MD_CTX *ctx, unsigned char *head, Row *rows, PyObject *page,
+                     Py_buffer *tag, Py_buffer *sid, Py_buffer *prev) {
+    EVP_MD_CTX_free(ctx);
+    PyMem_Free(head);
+    PyMem_Free(rows);
+    Py_XDECREF(page);
+    PyBuffer_Release(tag);
+    PyBuffer_Release(sid);
+    PyBuffer_Release(prev);
 }
 
 PyDoc_STRVAR(first_bad_row_doc,
@@ -246,13 +269,12 @@ static PyObject *check_page(PyObject *args, int version) {
     Row *rows = NULL;
     unsigned char *head = NULL;
     EVP_MD_CTX *ctx = NULL;
-    Py_ssize_t n = take_page("first_bad_row", &sid, &prev, list, first_seq, &page);
+    Py_ssize_t n = take_page("first_bad_row", &sid, &prev, list, first_seq, &page, &rows);
     if (n < 0) {
         goto done;
     }
-    rows = PyMem_New(Row, n ? n : 1);
     marked = PyMem_New(Py_ssize_t, n ? n : 1);
-    if (rows == NULL || marked == NULL) {
+    if (marked == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -304,13 +326,7 @@ static PyObject *check_page(PyObject *args, int version) {
     result = Py_BuildValue("nN", mismatch == n ? (Py_ssize_t)-1 : mismatch, found);
 done:
     PyMem_Free(marked);
-    EVP_MD_CTX_free(ctx);
-    PyMem_Free(head);
-    PyMem_Free(rows);
-    Py_XDECREF(page);
-    PyBuffer_Release(&tag);
-    PyBuffer_Release(&sid);
-    PyBuffer_Release(&prev);
+    end_page(ctx, head, rows, page, &tag, &sid, &prev);
     if (mark.buf != NULL) {
         PyBuffer_Release(&mark);
     }
@@ -406,10 +422,7 @@ static int borrow_new_row(PyObject *item, unsigned long long seq, Row *row) {
         return 0;
     }
     row->seq = seq;
-    row->created = PyUnicode_DATA(created);
-    row->created_len = (size_t)PyUnicode_GET_LENGTH(created);
-    row->payload = PyBytes_AS_STRING(payload);
-    row->payload_len = (size_t)PyBytes_GET_SIZE(payload);
+    borrow_time_and_payload(row, created, payload);
     row->salt = PyBytes_AS_STRING(salt);
     return 1;
 }
@@ -428,13 +441,12 @@ static PyObject *chain_rows_v2(PyObject *Py_UNUSED(module), PyObject *args) {
     unsigned char *head = NULL;
     unsigned char *out = NULL;
     EVP_MD_CTX *ctx = NULL;
-    Py_ssize_t n = take_page("chain_rows_v2", &sid, &prev, list, first_seq, &page);
+    Py_ssize_t n = take_page("chain_rows_v2", &sid, &prev, list, first_seq, &page, &rows);
     if (n < 0) {
         goto done;
     }
-    rows = PyMem_New(Row, n ? n : 1);
     out = PyMem_Malloc((size_t)(n ? n : 1) * 2 * HASH_LEN);
-    if (rows == NULL || out == NULL) {
+    if (out == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -467,14 +479,8 @@ static PyObject *chain_rows_v2(PyObject *Py_UNUSED(module), PyObject *args) {
         Py_XDECREF(digests);
     }
 done:
-    EVP_MD_CTX_free(ctx);
     PyMem_Free(out);
-    PyMem_Free(head);
-    PyMem_Free(rows);
-    Py_XDECREF(page);
-    PyBuffer_Release(&tag);
-    PyBuffer_Release(&sid);
-    PyBuffer_Release(&prev);
+    end_page(ctx, head, rows, page, &tag, &sid, &prev);
     return result;
 }
 

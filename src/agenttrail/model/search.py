@@ -135,7 +135,8 @@ class SearchableLog(LogReader, SearchIndex, Protocol):
 
 def names_agent(asked: str, agent: str | None) -> bool:
     """Whether ``--agent asked`` names a session's ``agent``: the same name in any case
-    (``harvey`` names ``Harvey``; the store compares with SQL's ``lower``)."""
+    (``harvey`` names ``Harvey``; the store's search compares with the lowering of
+    ``Statements.lower``, which is Python's on SQLite too)."""
     return agent is not None and agent.lower() == asked.lower()
 
 
