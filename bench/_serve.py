@@ -38,6 +38,37 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_of(pid: int) -> set[int]:
+    """The processes process ``pid`` started that are alive now (of any of its threads), from
+    ``/proc/PID/task/*/children``."""
+    return {
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    }
+
+
+CORE_OF_THE_WRITER = """the writer process is bound to a CPU of its own, and every other process to
+another: on a machine where the upstream is a provider's API (elsewhere) and the agent uses one
+core, the writer has the second core to itself. On a loopback of two cores the upstream must
+run somewhere: it shares the agent's core, where it runs while the agent waits for it. Linux
+only (sched_setaffinity); needs two CPUs."""
+
+
+def agent_core() -> tuple[int, int]:
+    """Bind this process, and every process it starts from now, to its first allowed CPU
+    (:data:`CORE_OF_THE_WRITER`); return that CPU and the one the writer gets.
+
+    Raises:
+        SystemExit: fewer than two CPUs are allowed.
+    """
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--writer-core needs two CPUs")
+    os.sched_setaffinity(0, {cpus[0]})
+    return cpus[0], cpus[1]
+
+
 @dataclass(frozen=True)
 class Served:
     """A running ``agenttrail serve``: its process, base URL and token."""

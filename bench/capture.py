@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -308,11 +309,22 @@ def _first_chunks(client: Any, streams: int, flush: Callable[[], object]) -> lis
 
 
 def main() -> None:
+    from _serve import (  # bench/_serve.py, beside this script
+        CORE_OF_THE_WRITER,
+        agent_core,
+        children_of,
+        free_port,
+        load_average,
+    )
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--instructions", action="store_true")
+    parser.add_argument(
+        "--writer-core", action="store_true", help=CORE_OF_THE_WRITER.replace("\n", " ")
+    )
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--client", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -324,11 +336,11 @@ def main() -> None:
         return
 
     import openai
-    from _serve import free_port, load_average  # bench/_serve.py, beside this script
 
     import agenttrail
     from agenttrail.ingest.instrument import capture_of
 
+    cores = agent_core() if args.writer_core else None
     port = free_port()
     print(f"load average at the start: {load_average()}")
     server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
@@ -348,6 +360,10 @@ def main() -> None:
             assert capture is not None
             nothing: Callable[[], object] = lambda: None  # noqa: E731
             _calls(plain, 20, nothing), _calls(live, 20, capture.flush)  # warm up both
+            if cores is not None:  # the writer process started at the first recorded call
+                for child in children_of(os.getpid()) - {server.pid}:
+                    os.sched_setaffinity(child, {cores[1]})
+                print(f"CPU {cores[0]}: client and upstream; CPU {cores[1]}: the writer")
             _report(
                 f"{args.calls} non-streaming calls, a new conversation each",
                 *_best(

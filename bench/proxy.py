@@ -37,7 +37,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from _serve import cpu_s, free_port, load_average  # bench/_serve.py, beside this script
+from _serve import (  # bench/_serve.py, beside this script
+    CORE_OF_THE_WRITER,
+    agent_core,
+    children_of,
+    cpu_s,
+    free_port,
+    load_average,
+)
 
 _CHAT = "/v1/chat/completions"
 
@@ -136,12 +143,8 @@ def _stack() -> str:
 
 def _writer_cpu_s(pid: int) -> float:
     """CPU seconds used by the children of process ``pid`` that are alive now (the proxy's
-    capture writer process, started by one of its threads), from
-    ``/proc/PID/task/*/children``."""
-    children = {
-        c for t in Path(f"/proc/{pid}/task").iterdir() for c in (t / "children").read_text().split()
-    }
-    return sum(cpu_s(int(child)) for child in children)
+    capture writer process, started by one of its threads)."""
+    return sum(cpu_s(child) for child in children_of(pid))
 
 
 def _pct(samples: list[float], q: int) -> float:
@@ -172,7 +175,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--streams", type=int, default=500)
     parser.add_argument("--think-ms", type=float, default=0.0)
+    parser.add_argument(
+        "--writer-core", action="store_true", help=CORE_OF_THE_WRITER.replace("\n", " ")
+    )
     args = parser.parse_args()
+    cores = agent_core() if args.writer_core else None
     up_port, proxy_port = free_port(), free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -199,6 +206,14 @@ def main() -> None:
                     f"{args.requests} requests, {args.streams} streams, think {args.think_ms} ms; "
                     f"uvicorn's parser and loop: {_stack()}; load average {load_average()}"
                 )
+                if cores is not None:  # the proxy starts its writer at the first recorded call
+                    _whole(proxied, _CHAT, body)
+                    deadline = time.monotonic() + 10
+                    while not children_of(proxy.pid) and time.monotonic() < deadline:
+                        time.sleep(0.05)
+                    for child in children_of(proxy.pid):
+                        os.sched_setaffinity(child, {cores[1]})
+                    print(f"CPU {cores[0]}: client, proxy, upstream; CPU {cores[1]}: the writer")
                 runs = [
                     ("non-streaming call, recorded", _whole, _CHAT, body, args.requests),
                     ("non-streaming call, passed through only", _whole, "/v1/models", body,
