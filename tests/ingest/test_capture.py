@@ -489,6 +489,30 @@ def test_an_exchange_that_fails_in_a_group_loses_only_itself(tmp_path: Path) -> 
         assert payloads(only_session(log)) == payloads(import_events(other, TOOL_LOOP))
 
 
+def test_headers_cross_to_the_writer_process_as_the_client_holds_them() -> None:
+    # httpx's headers go as their raw bytes, names lowered, only those a record reads; the
+    # writer decodes each value as UTF-8, else as ISO-8859-1 (one byte a character).
+    import httpx
+
+    sent = httpx.Headers(
+        [
+            (b"User-Agent", "naïve/1.0".encode()),
+            (b"Authorization", f"Bearer {KEY}".encode()),
+            (b"X-Stainless-Lang", b"python"),
+            (b"Anthropic-Beta", b"caf\xe9"),
+        ]
+    )
+    got = httpx.Headers([(b"Content-Type", b"application/json"), (b"x-api-key", KEY.encode())])
+    exchange = HttpExchange("POST", "https://api.example/v1/messages", sent, b"{}", 200, got)
+    wire = to_wire(exchange, None)
+    assert KEY.encode() not in wire
+    back, _ = from_wire(wire)
+    assert back.request_headers == [("user-agent", "naïve/1.0"), ("anthropic-beta", "café")]
+    assert back.response_headers == [("content-type", "application/json")]
+    pairs = HttpExchange("POST", "u", {"User-Agent": "a", "Cookie": "c"}, b"")
+    assert from_wire(to_wire(pairs, None))[0].request_headers == [("User-Agent", "a")]
+
+
 def test_an_exchange_crosses_to_the_writer_process_without_its_credentials(
     tmp_path: Path,
 ) -> None:

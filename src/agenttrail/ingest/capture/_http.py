@@ -101,17 +101,8 @@ _ENCODING = "content-encoding"
 
 
 _READ_RAW = frozenset(name.encode() for name in (*KEPT_HEADERS, _ENCODING))
-
-
-def _read_headers(headers: Headers) -> list[tuple[str, str]]:
-    """The pairs of ``headers`` that a record or a body's decoding reads. httpx's ``Headers``
-    are filtered on their raw bytes (``.raw``) and only the pairs kept are decoded (UTF-8,
-    else ISO-8859-1), without httpx decoding them all."""
-    raw = getattr(headers, "raw", None)
-    if isinstance(raw, list):
-        return [(low.decode(), _text(v)) for n, v in raw if (low := n.lower()) in _READ_RAW]
-    pairs = headers.items() if isinstance(headers, Mapping) else headers
-    return [(n, v) for n, v in pairs if (low := n.lower()) in KEPT_HEADERS or low == _ENCODING]
+"""The names of :data:`KEPT_HEADERS` and ``Content-Encoding`` as httpx's raw headers hold
+them (bytes), once lowered."""
 
 
 def _text(value: bytes) -> str:
@@ -279,10 +270,22 @@ def from_wire(data: bytes) -> tuple[HttpExchange, Any]:
 
 
 def _header_lines(headers: Headers) -> bytes:
-    """The headers capture reads (:func:`_read_headers`) as ``name:value`` lines (a field
-    value holds no CR or LF: RFC 9110 §5.5)."""
+    """The headers capture reads (:data:`KEPT_HEADERS`, ``Content-Encoding``) as ``name:value``
+    lines (a field value holds no CR or LF: RFC 9110 §5.5). httpx's ``Headers`` are filtered
+    on their raw bytes (``.raw``; names lowered) and copied as they are, on the agent's path:
+    none is decoded there, :func:`_header_pairs` decodes those kept in the writer.
+
+    Raises:
+        TypeError: a header given as ``(name, value)`` whose value is not text.
+    """
+    raw = getattr(headers, "raw", None)
+    if isinstance(raw, list):
+        kept = _READ_RAW
+        return b"".join([low + b":" + v + b"\r\n" for n, v in raw if (low := n.lower()) in kept])
     lines = []
-    for name, value in _read_headers(headers):
+    for name, value in headers.items() if isinstance(headers, Mapping) else headers:
+        if (low := name.lower()) not in KEPT_HEADERS and low != _ENCODING:
+            continue
         if not isinstance(value, str):
             raise TypeError(f"header {name!r}: {type(value).__name__}, not text")
         lines.append(f"{name}:{value}\r\n")
@@ -290,8 +293,10 @@ def _header_lines(headers: Headers) -> bytes:
 
 
 def _header_pairs(lines: bytes) -> list[tuple[str, str]]:
+    """The ``(name, value)`` pairs of :func:`_header_lines`, a line at a time decoded as UTF-8,
+    else as ISO-8859-1 (a byte a character, as HTTP/1.1 carries a value that is not UTF-8)."""
     pairs = []
-    for line in lines.decode().split("\r\n")[:-1]:
-        name, _, value = line.partition(":")
+    for line in lines.split(b"\r\n")[:-1]:
+        name, _, value = _text(line).partition(":")
         pairs.append((name, value))
     return pairs
