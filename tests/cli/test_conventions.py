@@ -104,6 +104,9 @@ def test_usage_and_search_at_80_columns_keep_names_whole_and_snippets_under_them
     assert [line.split()[0] for line in usage if "123,456" in line] == models
     assert usage[0].split() == ["cache", "cache"]
     assert usage[1].split()[-3:] == ["read", "write", "cost"]
+    # the last line before the price caption is the sum of the two models' rows
+    [total] = [line for line in usage if line.startswith("total ")]
+    assert total.split()[1:4] == ["2", "246,912", "15,780"], usage
     # a session's id is cut to a prefix that names it, as `sessions` cuts it, not folded
     by_session = _on_terminal(80, "usage", "--db", db).splitlines()
     assert all(len(line.rstrip()) <= 80 for line in by_session), by_session

@@ -4,6 +4,7 @@ changed here at one known point: the first divergence found is the one made."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,13 @@ def test_diff_command(db_path: Path, tmp_path: Path) -> None:
     assert report["first"]["changes"][0]["field"] == "output"
     text = run_cli("diff", a, COPY_ID, "--db", db).stdout
     assert "    + /home/marco/projects/spotter/assets/js/other.js" in text
+    # each side's id and steps, then its tokens and cost under it: lines an 80-column
+    # terminal holds
+    header = text.splitlines()[:4]
+    assert re.fullmatch(f"A: {a} · \\d+ steps", header[0]), text
+    assert re.fullmatch(f"B: {COPY_ID} · \\d+ steps", header[2]), text
+    assert header[1].startswith("   ") and " cache read · " in header[1], text
+    assert all(len(line) <= 80 for line in header), header
     # B in another log: the session exported and imported into a new one is alike
     exported = tmp_path / "a.jsonl"
     assert run_cli("export", a, "-o", str(exported), "--db", db).returncode == 0
@@ -122,13 +130,13 @@ def test_diff_names_cost_as_every_command_does(db_path: Path, tmp_path: Path) ->
     assert run_cli("quickstart", "--db", db, env=home).returncode == 0
     assert run_cli("import", str(SIMONW), "--db", db).returncode == 0
     said = run_cli("diff", "sample-harvey-session", "test-session-id", "--db", db).stdout
-    a, b = said.splitlines()[:2]
+    a, b = said.splitlines()[1:4:2]  # each side's tokens, on the line under its id
     # the sample's llama3 and mistral calls are not in the price table: unknown, as show says
-    assert a.endswith("· 2,019 in · 45 out · cost unknown"), a
+    assert a == "   2,019 in · 45 out · cost unknown", a
     shown = run_cli("show", "sample-harvey-session", "--db", db).stdout
     assert "· 2,019 in · 45 out\ncost: unknown\n" in shown
     # the transcript reports no usage: no cost at all (it printed `cost -`), as show's header
-    assert b.endswith("· no usage reported"), b
+    assert b == "   no usage reported", b
     assert "usage:" not in run_cli("show", "test-session-id", "--db", db).stdout
 
 
@@ -143,7 +151,7 @@ def test_the_text_counts_steps_as_a_reader_says_them(db_path: Path) -> None:
                 sid, [NewEvent(events.message(r, t)) for r, t in zip(roles, texts, strict=True)]
             )
     lines = run_cli("diff", "a", "b", "--db", db).stdout.splitlines()
-    assert lines[2:5] == [
+    assert lines[4:7] == [
         "they part at:",
         "  A seq 1 (turn 1): user message",
         "  B seq 1 (turn 1): user message and 1 more step",

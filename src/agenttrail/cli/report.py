@@ -17,7 +17,15 @@ from agenttrail.errors import InputError
 from agenttrail.views.safe import safe
 from agenttrail.views.session_list import checked_range
 from agenttrail.views.units import counted
-from agenttrail.views.usage import GROUPS, Call, calls_of, totals_by, usage_totals_of
+from agenttrail.views.usage import (
+    GROUPS,
+    Call,
+    Totals,
+    calls_of,
+    totals_by,
+    totals_of,
+    usage_totals_of,
+)
 
 if TYPE_CHECKING:  # the price table and diff load only in the commands that use them
     from agenttrail.views.diff import Change, Divergence
@@ -53,7 +61,8 @@ def usage(
 
     Cost is what the source recorded (a Langfuse export's cost), else the price of the tokens
     in the offline price table at the call's date; `unknown` for a model it does not price.
-    In a pipe, one tab-separated line per group: the group, calls, input, output, cache read
+    On a terminal, a table, its last line the total when there are several groups. In a pipe,
+    one tab-separated line per group (no total): the group, calls, input, output, cache read
     and cache write tokens (empty when not reported), cost.
 
     Example:
@@ -94,17 +103,19 @@ def usage(
         return
     from agenttrail.providers.prices import PRICE_SOURCE
 
-    rows = [
-        (
-            escape(safe(key)),
-            str(totals.calls),
-            *("-" if n is None else f"{n:,}" for n in (totals.tokens[k] for k in kinds)),
-            totals.cost_text(),
-        )
-        for key, totals in groups.items()
-    ]
-    table = list_table(caption=f"prices: {PRICE_SOURCE}", caption_justify="left")
-    table.add_column(by, overflow="fold", ratio=1)  # folded where too long, never cut off
+    def cells(key: str, totals: Totals) -> tuple[str, ...]:
+        tokens = (totals.tokens[k] for k in kinds)
+        return (key, str(totals.calls), *("-" if n is None else f"{n:,}" for n in tokens))
+
+    rows = [(*cells(escape(safe(key)), t), t.cost_text()) for key, t in groups.items()]
+    # Several groups get a bold last line of their sum; one group's would repeat its row.
+    total = totals_of(calls) if len(groups) > 1 else None
+    footer = () if total is None else (*cells("total", total), total.cost_text())
+    table = list_table(
+        caption=f"prices: {PRICE_SOURCE}", caption_justify="left", show_footer=bool(footer)
+    )
+    # folded where too long, never cut off
+    table.add_column(by, overflow="fold", ratio=1, footer=footer[0] if footer else "")
     names = ("calls", "input", "output", "cache read", "cache write", "cost")
     keys = max((len(row[0]) for row in rows), default=0)
     keys = keys if by in ("session", "turn") else min(keys, MODEL_NAME_CELLS)
@@ -112,14 +123,15 @@ def usage(
     # that a model's name is not folded for the width of a header; a session id still too
     # long is cut to a prefix that names it, as `sessions` does.
     headers = list(names)
-    if keys + _room_taken(headers, rows) > out.width:
+    widest = [*rows, footer] if footer else rows
+    if keys + _room_taken(headers, widest) > out.width:
         headers = [name.replace(" ", "\n") for name in names]
-    if by in ("session", "turn") and keys + _room_taken(headers, rows) > out.width:
+    if by in ("session", "turn") and keys + _room_taken(headers, widest) > out.width:
         ids = [str(key).partition("#")[0] for key in groups]
         prefix = unique_prefix(ids, [s.id for s in every])
         rows = [(_cut_id(row[0], prefix), *row[1:]) for row in rows]
-    for header in headers:
-        table.add_column(header, justify="right", no_wrap=True)
+    for n, header in enumerate(headers, start=1):
+        table.add_column(header, justify="right", no_wrap=True, footer=footer[n] if footer else "")
     for row in rows:
         table.add_row(*row)
     out.print(table)
@@ -204,10 +216,13 @@ def diff(
         for name, session, steps, usage in zip(
             "AB", (first, second), (result.a, result.b), spent, strict=True
         ):
-            line = f"{name}: {session.id} · {len(steps)} steps · {usage.tokens_text()}"
-            if usage.calls:  # as show's header and the export: no model call, no cost line
-                line += f" · cost {usage.cost_text()}"
-            out.print(safe(line), markup=False)
+            # the tokens on a line of their own, under the id: one line was 124 columns
+            spent_line = f"   {usage.tokens_text()}"
+            if usage.calls:  # as show's header and the export: no model call, no cost
+                spent_line += f" · cost {usage.cost_text()}"
+            out.print(
+                safe(f"{name}: {session.id} · {len(steps)} steps\n{spent_line}"), markup=False
+            )
         _print_first(result.first, result.prefix)
         rest = result.divergences[1:]
         if rest:
