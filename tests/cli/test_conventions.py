@@ -122,6 +122,28 @@ def test_usage_and_search_at_80_columns_keep_names_whole_and_snippets_under_them
         assert re.match(r" {7}1  message {6}weather|^ {23}\S", line), found
 
 
+def test_usage_total_with_an_unpriced_model_keeps_names_whole_at_80_columns(
+    tmp_path: Path,
+) -> None:
+    # The total's cost `$… + unknown` is wider than any row's: on one line it took the
+    # room of the model column, which folded every long name (`claude-sonnet-4-5-2` / `0250929`).
+    db = str(tmp_path / "log.db")
+    models = ["claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101", "llama3"]
+    with open_store(db) as store:
+        for model in models:
+            sid = store.create_session(NewSession(title=model)).id
+            store.append(sid, events.message("user", "hello"))
+            meta = events.meta(model=model, usage=events.usage(1_000, 10, 29_274, 18_814))
+            store.append(sid, events.message("assistant", "hi", meta=meta))
+    usage = _on_terminal(80, "usage", "--by", "model", "--db", db).splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in usage), usage
+    assert [line.split()[0] for line in usage if "29,274" in line] == models
+    [at] = [n for n, line in enumerate(usage) if line.startswith("total ")]
+    assert usage[at].split()[1:4] == ["3", "3,000", "30"], usage
+    assert usage[at].split()[-1].startswith("$"), usage  # the known part, then the rest
+    assert usage[at + 1].strip() == "+ unknown", usage
+
+
 def test_lists_in_a_pipe_are_tab_separated_lines(tmp_path: Path) -> None:
     db = _log(tmp_path)
     piped = run_cli_subprocess("sessions", "--usage", "--db", db)

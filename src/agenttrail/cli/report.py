@@ -108,9 +108,10 @@ def usage(
         return (key, str(totals.calls), *("-" if n is None else f"{n:,}" for n in tokens))
 
     rows = [(*cells(escape(safe(key)), t), t.cost_text()) for key, t in groups.items()]
-    # Several groups get a bold last line of their sum; one group's would repeat its row.
+    # Several groups get a bold last line of their sum (one group's would repeat its row),
+    # its cost on two lines when part is unknown: `$0.48 + unknown` is wider than any row's.
     total = totals_of(calls) if len(groups) > 1 else None
-    footer = () if total is None else (*cells("total", total), total.cost_text())
+    footer = () if total is None else (*cells("total", total), _lines(total.cost_text()))
     table = list_table(
         caption=f"prices: {PRICE_SOURCE}", caption_justify="left", show_footer=bool(footer)
     )
@@ -138,11 +139,21 @@ def usage(
 
 
 def _room_taken(headers: list[str], rows: list[tuple[str, ...]]) -> int:
-    """Columns the numbers of ``usage``'s table take, with the gaps before them."""
-    lines = [max(map(len, header.split("\n"))) for header in headers]
+    """Columns the numbers of ``usage``'s table take, with the gaps before them (a cell of
+    two lines takes its longer line's)."""
     return sum(
-        max(line, *(len(row[n]) for row in rows)) + 2 for n, line in enumerate(lines, start=1)
+        max(_width(header), *(_width(row[n]) for row in rows)) + 2
+        for n, header in enumerate(headers, start=1)
     )
+
+
+def _width(cell: str) -> int:
+    return max(map(len, cell.split("\n")))
+
+
+def _lines(cost: str) -> str:
+    """A cost of known and unknown parts (``$0.48 + unknown``) on a line each."""
+    return cost.replace(" + ", "\n+ ")
 
 
 def _cut_id(key: str, prefix: int) -> str:
