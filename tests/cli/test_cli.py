@@ -53,6 +53,24 @@ def test_quickstart_records_the_sample_when_there_are_no_transcripts(tmp_path: P
     assert f"  agenttrail show sample-harvey-session --db {tmp_path / 'other.db'}" in named.stderr
 
 
+def test_quickstart_says_which_session_it_shows_when_it_reads_none(tmp_path: Path) -> None:
+    # Run again with no transcripts to read, it showed one of the Claude Code sessions
+    # imported earlier without saying which rule chose it.
+    db = tmp_path / "log.db"
+    spotter = REALDATA / "claude-code-spotter"
+    assert run_cli("import", str(spotter), "--db", str(db)).returncode == 0
+    with open_store(db) as store:
+        latest = max(store.sessions(), key=lambda s: s.started or "").id
+    result = run_cli("quickstart", "--db", str(db), cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    said = result.stderr.splitlines()
+    assert said[0] == (
+        "no Claude Code transcript read: showing the latest to start of the 3 Claude Code "
+        "sessions here"
+    )
+    assert f"  agenttrail show {latest} --db {db}" in said
+
+
 def test_quickstart_says_the_transcripts_it_found_could_not_be_read(tmp_path: Path) -> None:
     # Only a transcript that is not one: it was skipped, then "no transcripts found" was said.
     project = tmp_path / ".claude" / "projects" / "p"

@@ -58,11 +58,16 @@ def quickstart(
         reports = write_sessions(store, parsed)
         for report in reports:
             print_report(report)
-        candidates = [store.get_session(r.session_id) for r in reports] or [
-            s for s in store.sessions() if s.metadata.get("format") == "claude_code"
-        ]
+        candidates = [store.get_session(r.session_id) for r in reports]
+        showing, noun = "showing the latest to start of the {} read", "session"
+        if not candidates:  # none read now: the Claude Code sessions an earlier run imported
+            candidates = [s for s in store.sessions() if s.metadata.get("format") == "claude_code"]
+            showing = "no Claude Code transcript read: showing the latest to start of the {} here"
+            noun = "Claude Code session"
         if candidates:
             shown = max(candidates, key=lambda s: s.started or s.created_at).id
+            if len(candidates) > 1:  # which one, and why, before its transcript
+                err.print(showing.format(counted(len(candidates), noun)), markup=False)
         else:
             found = (
                 f"none of {counted(skipped, 'Claude Code transcript')} could be read"
