@@ -169,10 +169,10 @@ class ToolFailed(ToolError):
 
 
 class SessionNotFound(AgentTrailError):
-    """No session with the given id."""
+    """No session with the given id; ``hint`` (``; …``) ends the message with what to do."""
 
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"no session {session_id!r}")
+    def __init__(self, session_id: str, hint: str = "") -> None:
+        super().__init__(f"no session {session_id!r}{hint}")
         self.session_id = session_id
 
 

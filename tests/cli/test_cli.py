@@ -288,7 +288,10 @@ def test_a_unique_prefix_names_a_session(tmp_path: Path) -> None:
     ambiguous = run_cli("show", "ab", "--db", str(db))
     assert ambiguous.returncode == 2 and "matches 2 sessions" in ambiguous.stderr
     missing = run_cli("verify", "zzz", "--db", str(db))
-    assert (missing.returncode, missing.stderr) == (2, "error: no session 'zzz'\n")
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        "error: no session 'zzz'; agenttrail sessions lists this log's\n",
+    )
     with open_store(db) as store:  # one session left for "" to match: it is refused still
         store.remove_session("abd-2", reason="test")
     blank = run_cli("show", "", "--db", str(db))

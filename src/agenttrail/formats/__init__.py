@@ -129,7 +129,7 @@ def detect(path: Path, data: bytes) -> ModuleType:
         load_json(path, text)  # one JSON document: name where it breaks
     names = ", ".join(_formats())
     raise FormatError(  # quickstart says it too, and has no --format
-        f"unknown format (not one of: {names}); agenttrail import --format names it",
+        f"unknown format (not one of: {names}); name it with agenttrail import --format",
         path=str(path),
     )
 
