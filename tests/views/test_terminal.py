@@ -208,6 +208,11 @@ def test_meta_shows_the_model_and_the_token_counts_that_are_known(store: LogStor
     (row,) = _rows(store, sid)
     assert row[3] == "assistant HARVEY"
     assert row[4] == "done\nⓘ llama3 · ollama · tokens in 120, out 9, cache write 4 · 812 ms"
+    # thousands separated, as show's header and usage write them
+    usage = events.usage(input=12_345, output=9, cache_read=1_015_436, cache_write=None)
+    sid = _log(store, [events.message("assistant", "done", meta=events.meta(usage=usage))], sid="t")
+    (row,) = _rows(store, sid)
+    assert row[4] == "done\nⓘ tokens in 12,345, out 9, cache read 1,015,436"
 
 
 def test_a_real_claude_code_session_pairs_every_call_by_id(store: LogStore) -> None:

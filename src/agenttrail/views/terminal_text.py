@@ -239,7 +239,7 @@ def _meta_line(meta: Any) -> str:
     usage = usage_of(meta)  # one meaning for every provider, older OpenAI events included
     if usage is not None:
         counts = [
-            f"{label} {usage[key]}"
+            f"{label} {usage[key]:,}"
             for key, label in (
                 ("input", "in"),
                 ("output", "out"),
