@@ -290,7 +290,7 @@ def test_a_unique_prefix_names_a_session(tmp_path: Path) -> None:
     missing = run_cli("verify", "zzz", "--db", str(db))
     assert (missing.returncode, missing.stderr) == (
         2,
-        "error: no session 'zzz'; agenttrail sessions lists this log's\n",
+        "error: no session 'zzz'; agenttrail sessions lists those in this log\n",
     )
     with open_store(db) as store:  # one session left for "" to match: it is refused still
         store.remove_session("abd-2", reason="test")

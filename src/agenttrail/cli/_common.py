@@ -105,7 +105,7 @@ def find_session(store: LogStore, text: str) -> Session:
             raise InputError(
                 f"session prefix {text!r} matches {len(matches)} sessions: {ids}"
             ) from None
-        raise SessionNotFound(text, "; agenttrail sessions lists this log's") from None
+        raise SessionNotFound(text, "; agenttrail sessions lists those in this log") from None
 
 
 def write_atomically(path: Path, lines: Iterable[str]) -> None:
