@@ -59,8 +59,9 @@ def test_quickstart_says_which_session_it_shows_when_it_reads_none(tmp_path: Pat
     db = tmp_path / "log.db"
     spotter = REALDATA / "claude-code-spotter"
     assert run_cli("import", str(spotter), "--db", str(db)).returncode == 0
-    with open_store(db) as store:
-        latest = max(store.sessions(), key=lambda s: s.started or "").id
+    # the files' first timestamps: short 2026-02-10T21:11, tool_heavy 22:57, and the
+    # subagent's transcript 2026-02-12T14:12, the latest to start
+    latest = "ae4a77f8-aedd-4bc1-888f-c94edc91af04:agent-aac57f5"
     result = run_cli("quickstart", "--db", str(db), cwd=tmp_path, env={"HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     said = result.stderr.splitlines()

@@ -59,15 +59,13 @@ def quickstart(
         for report in reports:
             print_report(report)
         candidates = [store.get_session(r.session_id) for r in reports]
-        showing, noun = "showing the latest to start of the {} read", "session"
-        if not candidates:  # none read now: the Claude Code sessions an earlier run imported
+        earlier = not candidates  # none read now: the Claude Code sessions imported before
+        if earlier:
             candidates = [s for s in store.sessions() if s.metadata.get("format") == "claude_code"]
-            showing = "no Claude Code transcript read: showing the latest to start of the {} here"
-            noun = "Claude Code session"
         if candidates:
             shown = max(candidates, key=lambda s: s.started or s.created_at).id
             if len(candidates) > 1:  # which one, and why, before its transcript
-                err.print(showing.format(counted(len(candidates), noun)), markup=False)
+                err.print(_showing(len(candidates), earlier=earlier), markup=False)
         else:
             found = (
                 f"none of {counted(skipped, 'Claude Code transcript')} could be read"
@@ -90,6 +88,15 @@ def quickstart(
     _print_next(shown, db)
     if broken:
         raise typer.Exit(1)
+
+
+def _showing(count: int, *, earlier: bool) -> str:
+    """Which of ``count`` sessions quickstart shows: the latest to start of those it read,
+    or (``earlier``: it read none) of the Claude Code sessions already in the log."""
+    if earlier:
+        among = counted(count, "Claude Code session")
+        return f"no Claude Code transcript read: showing the latest to start of the {among} here"
+    return f"showing the latest to start of the {counted(count, 'session')} read"
 
 
 def _print_next(session_id: str, db: str | None) -> None:

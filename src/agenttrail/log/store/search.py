@@ -188,14 +188,13 @@ class _SearchBase:
                 return []
             clauses.append(f"e.session_id IN ({', '.join([p] * len(where.session_ids))})")
             params += list(where.session_ids)
+        lower = self.sql.lower  # a tool or an agent named in any case (names_agent's rule)
         if where.tool is not None:
-            lower = self.sql.lower  # a tool named in any case
             clauses.append(f"{lower}(e.tool) = {lower}({p})")
             params.append(where.tool)
         if where.errors:
             clauses.append("e.error = 1")
         if where.agent is not None:
-            lower = self.sql.lower  # names_agent's rule
             clauses.append(
                 f"e.session_id IN (SELECT id FROM sessions WHERE {lower}(agent) = {lower}({p}))"
             )
