@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agenttrail.codec import encode_payload
 from agenttrail.errors import AppendOnlyViolation, InputError
 from agenttrail.evidence.audit import audit
 from agenttrail.formats.jsonl import jsonl_from_log
@@ -23,7 +24,7 @@ from agenttrail.ingest.migrate import migrate
 from agenttrail.log.chain import verify
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.log.store.sqlite import SCHEMA_VERSION
-from agenttrail.model import NewSession, events
+from agenttrail.model import NewEvent, NewSession, events
 from tests.conftest import V1_LOG, is_postgres, owner_connection, run_cli
 
 # what must go: personal data a user asked to have erased (a secret of a kind redaction
@@ -78,6 +79,9 @@ def test_erase_refuses_what_it_cannot_erase(store: LogStore) -> None:
         store.erase("old", [1], by="me", reason="r")
     with pytest.raises(InputError, match="written only by agenttrail erase"):
         store.append("s", {"type": "erasure", "seqs": [1]})
+    forged = encode_payload({"type": "erasure", "seqs": [1]})  # as an import holds it
+    with pytest.raises(InputError, match="written only by agenttrail erase"):
+        store.append_batch("s", [NewEvent.from_data(forged, type="erasure")])
     for blank in ("", " \t"):  # an auditor reads why: an erasure and a tombstone say it
         with pytest.raises(InputError, match="the erasure reason is blank"):
             store.erase("s", [3], by="me", reason=blank)

@@ -221,7 +221,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             digest = hash_row(prev, seq, record["created_at"], stored)
             _check_hash(digest, record.get("hash"), where, number)
             hashes.append(digest)
-        events.append(NewEvent(record["payload"], created_at, record.get("key"), salt, stored))
+        kind = record["payload"].get("type")
+        events.append(NewEvent.from_data(stored, created_at, record.get("key"), salt, type=kind))
         ends[session_id] = number
     for session_id, (genesis, rows, lines) in v2_rows.items():
         _, hashed = chain_rows_v2(session_id, genesis, 1, rows)  # in C: one call a session

@@ -484,8 +484,8 @@ def _trace_rows(session_id: str, batch: Sequence[NewEvent]) -> TraceBuilder | No
     session is not read. When the append turns out to hold the whole session (its first new
     event got seq 1) and no result of it is an envelope, nothing is read either.
     """
-    envelopes = traces.holds_envelopes(event.payload for event in batch)
-    if not envelopes and not any(event.payload.get("type") == "tool_call" for event in batch):
+    envelopes = traces.holds_envelopes(batch)
+    if not envelopes and not any(event.has_type("tool_call") for event in batch):
         return None
 
     def build(appended: Sequence[Appended], session: Callable[[], list[Event]]) -> list[NewTrace]:

@@ -11,13 +11,12 @@ stored session lacks.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
 
 from agenttrail.evidence.envelopes import DEFAULT_SPEC, EnvelopeSpec, check_envelope
 from agenttrail.evidence.traces import trace_row, turn_starts
 from agenttrail.log.redact import redacting_logger
 from agenttrail.log.store import LogStore
-from agenttrail.model import Event, NewTrace, TraceRow
+from agenttrail.model import Event, NewEvent, NewTrace, TraceRow
 from agenttrail.views.pairing import pair_tool_calls
 
 __all__ = ["capture", "holds_envelopes", "log_written", "rows_for", "write"]
@@ -87,13 +86,16 @@ def rows_for(
     return rows
 
 
-def holds_envelopes(payloads: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether any tool result among ``payloads`` has an output that is an envelope of the
+def holds_envelopes(events: Iterable[NewEvent]) -> bool:
+    """Whether any tool result among ``events`` has an output that is an envelope of the
     default spec: a whole session without one calls for no trace row, so the importer need
-    not read it back to pair its calls (:func:`rows_for` builds rows only for envelopes)."""
+    not read it back to pair its calls (:func:`rows_for` builds rows only for envelopes).
+    Of events that hold their bytes, only the tool results are decoded
+    (:meth:`NewEvent.has_type`)."""
     return any(
-        p.get("type") == "tool_result" and check_envelope(p.get("output"), DEFAULT_SPEC)
-        for p in payloads
+        event.has_type("tool_result")
+        and check_envelope(event.payload.get("output"), DEFAULT_SPEC) is not None
+        for event in events
     )
 
 

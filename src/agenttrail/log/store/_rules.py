@@ -14,7 +14,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from agenttrail.codec import encode_payload
 from agenttrail.errors import (
@@ -241,7 +241,7 @@ def encode_events(events: Sequence[NewEvent], max_payload_bytes: int) -> list[En
             check_created_at(created_at)
         if key is not None:
             check_text("idempotency key", key)
-        if event.payload.get("type") == ERASURE:
+        if event.has_type(ERASURE):
             raise InputError(
                 "a payload of type 'erasure' is written only by agenttrail erase "
                 "(docs/log-format.md, Erasure)"
@@ -326,7 +326,7 @@ def chain_events(
             rows.append((seq, created_at, data, prev, None, None))
         hashes = [row[3] for row in rows]
     else:  # all rows at once: in C (digests.chain_rows_v2)
-        salted = [(c, d, s or new_salt()) for c, d, s in new]
+        salted = _salted(new)
         digests, hashes = chain_rows_v2(session_id, head_hash, first, salted)
         times, payloads, salts = zip(*salted, strict=True) if salted else ((), (), ())
         rows = list(zip(seqs, times, payloads, hashes, salts, digests, strict=True))
@@ -342,6 +342,14 @@ def chain_events(
             for place in placed
         ]
     return Chained(results, rows, keys, head_seq + len(new), hashes[-1] if new else head_hash)
+
+
+def _salted(new: list[tuple[str, bytes, bytes | None]]) -> list[tuple[str, bytes, bytes]]:
+    """``(created_at, payload, salt)`` of new v2 rows, with a fresh salt for each row that
+    brings none (``new`` itself when every row brings its own: an import of an export)."""
+    if all(salt is not None for _, _, salt in new):
+        return cast(list[tuple[str, bytes, bytes]], new)
+    return [(c, d, s or new_salt()) for c, d, s in new]
 
 
 def _place_keyed(
