@@ -184,20 +184,24 @@ def _mode_for(path: Path) -> int:
 
 @contextmanager
 def read_whole() -> Iterator[None]:
-    """Around reading files whole before anything is written (``import``): the cyclic garbage
-    collector paused while they are read, and what was read set aside from it
-    (:func:`gc.freeze`) once read.
+    """Around a command that reads files whole and then writes what it read (``import``):
+    Python's cyclic garbage collector paused until the block ends, and what is alive then
+    set aside from it (:func:`gc.freeze`) if the block ends without an error.
 
     What is read (decoded JSON, the events made of it) is acyclic, freed by reference
-    counting, and held until written: each full collection while it grew walked all of it,
-    and so would each one while it is written (at 100,000 events, a sixth of the import).
+    counting, and held until written. Each full collection while it grew walked all of it,
+    and writing makes as many objects again (each row's values, each append's outcome),
+    whose collections took a sixth of a 100,000-event import (docs/benchmarks.md). Set
+    aside, none of it is walked by the first collection after the block either.
     """
+    enabled = gc.isenabled()
     gc.disable()
     try:
         yield
         gc.freeze()
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 @contextmanager

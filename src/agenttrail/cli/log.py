@@ -108,15 +108,14 @@ def import_command(
 
     paths = expand_paths(files)
     # Read everything first: a bad file leaves the database, or its absence, as it was.
-    with import_progress(paths) as progress:
-        with read_whole():
-            parsed = read_paths(
-                paths,
-                format=format,
-                max_payload_bytes=payload_limit(),
-                max_bytes=max_bytes,
-                on_read=progress.read,
-            )
+    with import_progress(paths) as progress, read_whole():
+        parsed = read_paths(
+            paths,
+            format=format,
+            max_payload_bytes=payload_limit(),
+            max_bytes=max_bytes,
+            on_read=progress.read,
+        )
         progress.writing(len(parsed))
         with open_log(db, create=True, no_redact=no_redact) as store:
             reports = write_sessions(store, parsed, on_written=progress.written)
