@@ -116,9 +116,9 @@ class TurnLease:
     """``created_at`` form; past it, the lock is free again."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Appended:
-    """The outcome of one append."""
+    """The outcome of one append (without a ``__dict__``: an import makes one per event)."""
 
     seq: int
     """The event's seq (the first one's, when ``duplicate``)."""
