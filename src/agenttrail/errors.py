@@ -79,7 +79,7 @@ class FormatError(InputError):
     """A file that no importer recognises, or that is malformed.
 
     ``path``, ``line`` (1-based) and ``field`` say where, when known; the message already
-    names them.
+    names them (``where``: ``path:line: field 'f'``), before what was wrong (``reason``).
     """
 
     def __init__(
@@ -99,6 +99,14 @@ class FormatError(InputError):
         self.path = path
         self.line = line
         self.field = field
+        self.where = where
+        self.reason = message
+
+    def extend(self, text: str) -> None:
+        """Add ``text`` to what the error says (what the code that caught it knows more:
+        the format the file looks like); the place stays as it was."""
+        self.reason += text
+        self.args = (f"{self.where}: {self.reason}" if self.where else self.reason,)
 
 
 class PayloadError(InputError):

@@ -179,6 +179,8 @@ _BAD_INPUTS = {
     "empty.json": (b"", "empty file"),
     "blank.jsonl": (b"\n\n  \n", "empty file"),
     "unknown.txt": (b"just some prose, not a transcript\n", "unknown format"),
+    # named as a secret field is: the message must not read as its value, redacted
+    "passwd": (b"root:x:0:0:root:/root:/bin/bash\n", "unknown format"),
 }
 
 
@@ -209,12 +211,12 @@ def test_bad_input_is_one_line_exit_2_and_leaves_the_database_as_it_was(
     assert _snapshot(db) == before
 
 
-def test_a_missing_file_is_named(tmp_path: Path) -> None:
-    result = run_cli("import", str(tmp_path / "nope.jsonl"), "--db", str(tmp_path / "x.db"))
+@pytest.mark.parametrize("name", ["nope.jsonl", "api_key"])
+def test_a_missing_file_is_named(tmp_path: Path, name: str) -> None:
+    result = run_cli("import", str(tmp_path / name), "--db", str(tmp_path / "x.db"))
     assert result.returncode == 2
     assert (
-        result.stderr
-        == f"error: {tmp_path / 'nope.jsonl'}: cannot read file: No such file or directory\n"
+        result.stderr == f"error: {tmp_path / name}: cannot read file: No such file or directory\n"
     )
 
 

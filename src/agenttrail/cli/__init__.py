@@ -22,7 +22,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from agenttrail import __version__
-from agenttrail.errors import AgentTrailError
+from agenttrail.errors import AgentTrailError, FormatError
 
 if TYPE_CHECKING:
     from agenttrail.cli._app import app
@@ -62,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except AgentTrailError as e:
-        # The message can quote input (a URL given with its key, a line of a file).
-        notes = "; ".join(getattr(e, "__notes__", ()))  # where the error was (open_log)
-        err.print(f"error: {_redacted(f'{e} ({notes})' if notes else str(e))}", markup=False)
+        err.print(f"error: {_said(e)}", markup=False)
         return e.exit_code
     except typer.TyperException as e:  # Click's usage errors, raised as such without standalone
         where = getattr(getattr(e, "ctx", None), "command_path", "agenttrail")
@@ -80,6 +78,21 @@ def main(argv: list[str] | None = None) -> int:
         err.print("error: aborted", markup=False)
         return 1
     return code if isinstance(code, int) else 0
+
+
+def _said(error: AgentTrailError) -> str:
+    """The line an error prints: its message with secrets redacted (it can quote input: a
+    URL given with its key, a line of a file), and its notes (where it was, ``open_log``).
+
+    A malformed file's place (:class:`FormatError`: its path, line and field) is printed as
+    it is: a file named like a secret field (``/etc/passwd: unknown format``) would read as
+    that field and its value, and the message lose what it says."""
+    notes = "; ".join(getattr(error, "__notes__", ()))
+    if isinstance(error, FormatError) and error.where:
+        text = f"{error.where}: {_redacted(error.reason)}"
+    else:
+        text = _redacted(str(error))
+    return f"{text} ({_redacted(notes)})" if notes else text
 
 
 def _redacted(message: str) -> str:

@@ -193,7 +193,7 @@ def read_data(
             else next((name for name, other in _formats().items() if other.sniff(path, data)), None)
         )
         if looks is not None and looks != format:
-            e.args = (f"{e} (read as --format {format}; it looks like {looks})",)
+            e.extend(f" (read as --format {format}; it looks like {looks})")
         raise
     return [
         session
