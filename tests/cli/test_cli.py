@@ -372,6 +372,8 @@ def test_a_truncated_real_transcript_is_refused_naming_the_line(tmp_path: Path) 
     result = run_cli("import", str(torn), "--db", str(db))
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {torn}:7: invalid JSON")
+    # what the user then most likely has: a transcript Claude Code is still writing
+    assert "the file was cut short, or is still being written (agenttrail watch" in result.stderr
     assert len(result.stderr.splitlines()) == 1
     with open_store(db) as store:
         assert store.sessions() == []

@@ -205,11 +205,16 @@ def test_a_line_that_is_not_json_is_named(
     error = _refused(path, second)
     assert error.line == 5
     assert str(error).startswith(f"{path}:5: invalid JSON: ")
-    # a truncated last line is named the same way
+    assert "cut short" not in str(error)  # a line ended by a newline was written whole
+    # a truncated last line is named the same way, and said to be unfinished
     path = write(tmp_path / "cut.jsonl", b"\n".join(lines[:3]) + b"\n" + lines[3][:40])
     error = _refused(path, second)
     assert error.line == 4
     assert "invalid JSON" in str(error)
+    assert str(error).endswith(
+        "has no newline: the file was cut short, or is still being "
+        "written (agenttrail watch follows a transcript as it grows)"
+    )
 
 
 # --- several sessions in one file ------------------------------------------------------------

@@ -314,12 +314,20 @@ def iter_jsonl(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
         try:
             value = loads(line)
         except json.JSONDecodeError as e:
+            unfinished = _UNFINISHED if end == len(data) else ""
             raise FormatError(
-                f"invalid JSON: {e.msg} (column {e.colno})", path=str(path), line=number
+                f"invalid JSON: {e.msg} (column {e.colno}){unfinished}", path=str(path), line=number
             ) from None
         except JSONValueError as e:
             raise FormatError(str(e), path=str(path), line=number, field=e.field or None) from None
         yield number, value
+
+
+_UNFINISHED = (
+    "; it is the last line and has no newline: the file was cut short, or is still being"
+    " written (agenttrail watch follows a transcript as it grows)"
+)
+"""What a JSON Lines file whose last line is not JSON and not ended most likely is."""
 
 
 def content_session_id(format_name: str, data: bytes, suffix: bytes = b"") -> str:
