@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from agenttrail.codec import normalize_timestamp, now_timestamp
 from agenttrail.errors import FormatError, InputError, SessionExists, SessionNotFound
 from agenttrail.formats import ImportedSession
 from agenttrail.formats._common import iter_jsonl
@@ -33,6 +34,7 @@ from agenttrail.log.store._rules import as_new_session
 from agenttrail.model import NewEvent, NewSession, events
 from tests import mortgage_model
 from tests.conftest import REALDATA, run_cli, session_made_before_the_id_rule
+from tests.formats._recordings import INSPECT_BROWSER, INSPECT_TOOL_ERRORS, TOOLBENCH
 
 # marot/spotter test/fixtures/transcripts/{tool_heavy,short}.jsonl (the real data's SOURCES.md,
 # tests/conftest.py REALDATA)
@@ -155,6 +157,43 @@ def test_a_session_without_a_title_or_start_takes_them_from_its_events(
         import_paths(copy, [_export(store, "bare", tmp_path / "bare.jsonl", stated=False)])
         session = copy.get_session("bare")
     assert (session.title, session.started) == ("Does harvey.go compile cleanly?", DAY_ONE)
+
+
+def _source_times(value: object) -> set[str]:
+    """Every time an Inspect log states (its ``timestamp``, ``created`` and ``completed``
+    fields), normalised."""
+    if isinstance(value, list):
+        return set().union(*map(_source_times, value)) if value else set()
+    if not isinstance(value, dict):
+        return set()
+    found = {
+        normalize_timestamp(item)
+        for key, item in value.items()
+        if key in ("timestamp", "created", "completed") and isinstance(item, str)
+    }
+    return found.union(*map(_source_times, value.values()))
+
+
+@pytest.mark.parametrize("path", [INSPECT_BROWSER, INSPECT_TOOL_ERRORS])
+def test_an_event_the_source_gives_no_time_takes_one_from_the_source(
+    store: LogStore, path: Path
+) -> None:
+    # Both real Inspect logs have events without a time of their own (the browser log's
+    # last ones, every event of the other); each had the import's time, years after the
+    # eval. Now every stored time is one the file states.
+    [report] = import_paths(store, [path])
+    stated = _source_times(json.loads(path.read_text(encoding="utf-8")))
+    times = [event.created_at for event in store.read(report.session_id)]
+    assert set(times) <= stated, set(times) - stated
+    assert max(times) <= max(stated)
+
+
+def test_a_source_without_any_time_has_the_import_s(store: LogStore) -> None:
+    before = now_timestamp()
+    [report] = import_paths(store, [TOOLBENCH])  # a ToolBench answer tree states no time
+    times = {event.created_at for event in store.read(report.session_id)}
+    assert len(times) == 1 and before <= times.pop() <= now_timestamp()
+    assert store.get_session(report.session_id).started is None
 
 
 def test_an_export_is_imported_with_its_seqs_times_and_hashes(

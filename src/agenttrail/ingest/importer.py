@@ -330,22 +330,35 @@ def _check_unredacted(store: LogStore, path: Path, imported: ImportedSession) ->
 
 def _encoded(limit: int, path: Path, imported: ImportedSession) -> ImportedSession:
     """``imported`` with each event's payload encoded (:attr:`NewEvent.data`) and checked
-    against the payload limit, so that the store stores these bytes without encoding again.
+    against the payload limit, so that the store stores these bytes without encoding again;
+    and with a time for each event its source gives none: that of the last event before it
+    that has one, else the session's start, else the first event time of the session.
+
+    Such an event had the time of the import, years after its neighbours in an Inspect log
+    whose closing events carry no time. Only a session whose source gives no time at all
+    has it still (docs/log-format.md, ``created_at``).
 
     Raises:
         FormatError: a payload that cannot be encoded or is over ``limit`` bytes, naming it.
     """
+    first = next((e.created_at for e in imported.events if e.created_at is not None), None)
+    last = imported.session.started or first
     encoded = []
     for index, event in enumerate(imported.events, start=1):
-        data = event.data
+        data, created_at = event.data, event.created_at
+        if created_at is None:
+            created_at = last
+        else:
+            last = created_at
         if data is None:
             try:
                 data = encode_payload(event.payload)
             except InputError as e:
                 raise FormatError(f"event {index}: {e}", path=str(path)) from None
-            event = NewEvent(event.payload, event.created_at, event.key, event.salt, data)
         if len(data) > limit:
             raise FormatError(f"event {index}: {PayloadTooLarge(len(data), limit)}", path=str(path))
+        if data is not event.data or created_at is not event.created_at:
+            event = NewEvent(event.payload, created_at, event.key, event.salt, data)
         encoded.append(event)
     return replace(imported, events=encoded)
 
