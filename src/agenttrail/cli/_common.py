@@ -191,8 +191,8 @@ def read_whole() -> Iterator[None]:
     What is read (decoded JSON, the events made of it) is acyclic, freed by reference
     counting, and held until written. Each full collection while it grew walked all of it,
     and writing makes as many objects again (each row's values, each append's outcome),
-    whose collections took a sixth of a 100,000-event import (docs/benchmarks.md). Set
-    aside, none of it is walked by the first collection after the block either.
+    whose collections took a sixth of the writing at 100,000 events (docs/benchmarks.md).
+    Set aside, none of it is walked by the first collection after the block either.
     """
     enabled = gc.isenabled()
     gc.disable()
