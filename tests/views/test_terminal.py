@@ -20,6 +20,7 @@ from agenttrail.views.terminal_text import (
     RESULT_CHARS,
     RESULT_LINES,
 )
+from agenttrail.views.transcript import IndexCache
 from tests.conftest import REALDATA
 
 # marot/spotter test/fixtures/transcripts/tool_heavy.jsonl (the real data's SOURCES.md,
@@ -149,7 +150,7 @@ def test_long_text_is_clipped_unless_full_is_asked_for(store: LogStore) -> None:
             events.tool_result("a", output=many_lines),
             events.tool_call("b", "dump", {}),
             events.tool_result("b", output=one_long_line),
-            {"type": "annotation", "kind": "hook", "data": {"blob": "z" * ANNOTATION_CHARS}},
+            {"type": "annotation", "kind": "hook", "data": {"blob": "z" * (ANNOTATION_CHARS + 5)}},
         ],
     )
     clipped = _rows(store, sid)
@@ -169,7 +170,7 @@ def test_long_text_is_clipped_unless_full_is_asked_for(store: LogStore) -> None:
     whole = _rows(store, sid, full=True)
     assert whole[0][4].splitlines()[1:] == many_lines.splitlines()
     assert whole[1][4].splitlines()[1] == one_long_line
-    assert whole[2][4] == '{"blob": "' + "z" * ANNOTATION_CHARS + '"}'
+    assert whole[2][4] == '{"blob": "' + "z" * (ANNOTATION_CHARS + 5) + '"}'
     assert whole[0][4].splitlines()[0] == clipped[0][4].splitlines()[0]  # arguments stay cut
 
 
@@ -225,3 +226,17 @@ def test_a_real_claude_code_session_pairs_every_call_by_id(store: LogStore) -> N
     shown = {int(row[0].split("→")[0]) for row in rows}
     every: list[Event] = list(store.read(report.session_id))
     assert shown == {e.seq for e in every} - {12, 18, 32, 33, 38, 39}
+
+
+def test_a_runtime_note_is_summed_up_as_the_viewer_sums_it(store: LogStore) -> None:
+    # The real transcript's progress, file-history-snapshot and queue-operation lines: show
+    # wrote each as its data's JSON (`{"cwd": "/home/…", "data": {"type": …`); the viewer
+    # as its fields that say something (`hook_progress · bd prime · SessionStart:startup`).
+    (report,) = import_paths(store, [TOOL_HEAVY])
+    viewer = IndexCache().page(store, report.session_id, after_seq=0, limit=1000).rows
+    notes = {r["seq"]: r["text"] for r in viewer if r["view"] == "note" and r.get("runtime")}
+    assert len(notes) == 15
+    shown = {int(row[0]): row[4] for row in _rows(store, report.session_id) if "→" not in row[0]}
+    for seq, text in notes.items():
+        assert shown[seq] == text[:ANNOTATION_CHARS] + ("…" if len(text) > ANNOTATION_CHARS else "")
+    assert any(t.startswith("hook_progress · ") for t in notes.values())

@@ -33,6 +33,7 @@ __all__ = [
     "erased_payload",
     "failed",
     "message_text",
+    "note_line",
     "other_blocks",
     "output_text",
     "payload_attachments",
@@ -87,6 +88,30 @@ def content_text(value: Any) -> str:
         return ""
     text = text_of(value)
     return text if text is not None else json_line(value)
+
+
+NOTE_SKIP = frozenset({"uuid", "parentUuid", "sessionId", "messageId", "timestamp", "cwd"})
+"""Fields of a note's data that identify rather than say anything (ids, times, folders)."""
+
+
+def note_line(data: Any) -> str:
+    """An annotation's data as one line, as every view sums it up: its ``content`` text, else
+    the scalar fields of it (or of the ``data`` mapping it wraps, as a Claude Code progress
+    line does: ``hook_progress · bd prime · SessionStart:startup``) but those of
+    :data:`NOTE_SKIP`, joined by `` · ``, else compact JSON."""
+    if isinstance(data, dict):
+        if isinstance(data.get("content"), str):
+            return str(data["content"])
+        wrapped = data.get("data")
+        inner: dict[str, Any] = wrapped if isinstance(wrapped, dict) else data
+        scalars = [
+            str(v)
+            for k, v in inner.items()
+            if k not in NOTE_SKIP and isinstance(v, str | int | float) and not isinstance(v, bool)
+        ]
+        if scalars:
+            return " · ".join(scalars)
+    return json_line(data, spaced=True)
 
 
 def end_text(payload: Payload) -> str:

@@ -17,6 +17,7 @@ from agenttrail.model import (
     attachment_of,
     context_text,
     end_text,
+    note_line,
     payload_attachments,
     prose_text,
     text_of,
@@ -181,8 +182,9 @@ def _context(event: Event, pairing: Pairing, full: bool) -> StyledText:
 def _annotation(event: Event, pairing: Pairing, full: bool) -> StyledText:
     p = event.payload
     body = p.get("text")
-    if not isinstance(body, str):
-        body = json_line(p.get("data"), spaced=True)
+    if not isinstance(body, str):  # summed up as the viewer sums it; --full shows it all
+        data = p.get("data")
+        body = json_line(data, spaced=True) if full else note_line(data)
         body = body if full else _clip(body, False, chars=ANNOTATION_CHARS)
     return StyledText(safe(body), style="grey50")
 

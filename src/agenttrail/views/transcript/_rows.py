@@ -19,6 +19,7 @@ from agenttrail.model import (
     attachments,
     context_text,
     end_text,
+    note_line,
     other_blocks,
     payload_attachments,
     prose_text,
@@ -397,28 +398,6 @@ def _said(payload: dict[str, Any]) -> tuple[str, str]:
     return said
 
 
-_NOTE_SKIP = frozenset({"uuid", "parentUuid", "sessionId", "messageId", "timestamp", "cwd"})
-"""Fields of a note's data that identify rather than say anything (ids, times, folders)."""
-
-
-def _note_line(data: Any) -> str:
-    """A runtime note's data as one line: its ``content`` text, else the scalar fields of it
-    (or of the ``data`` mapping it wraps) joined by `` · ``, else compact JSON."""
-    if isinstance(data, dict):
-        if isinstance(data.get("content"), str):
-            return str(data["content"])
-        wrapped = data.get("data")
-        inner: dict[str, Any] = wrapped if isinstance(wrapped, dict) else data
-        scalars = [
-            str(v)
-            for k, v in inner.items()
-            if k not in _NOTE_SKIP and isinstance(v, str | int | float) and not isinstance(v, bool)
-        ]
-        if scalars:
-            return " · ".join(scalars)
-    return json.dumps(data, ensure_ascii=False, default=repr)
-
-
 def is_runtime(payload: dict[str, Any]) -> bool:
     """Whether an event is a runtime row a reader may hide: an ``annotation`` of one of
     :data:`agenttrail.providers.anthropic.CLAUDE_CODE_RUNTIME_RECORDS` (progress, file
@@ -435,7 +414,7 @@ def _annotation(payload: dict[str, Any], full: bool) -> Row:
         text, chars = _clip(body, NOTE_CHARS, full)
     else:  # the line sums the data up; the whole data is what a reader loads on demand
         data = json.dumps(payload.get("data"), ensure_ascii=False, default=repr, indent=2)
-        text = safe(data) if full else _clip(_note_line(payload.get("data")), NOTE_CHARS, False)[0]
+        text = safe(data) if full else _clip(note_line(payload.get("data")), NOTE_CHARS, False)[0]
         chars = len(safe(data))
     return {
         "view": "note",
