@@ -179,7 +179,7 @@ _BAD_INPUTS = {
     "empty.json": (b"", "empty file"),
     "blank.jsonl": (b"\n\n  \n", "empty file"),
     "unknown.txt": (b"just some prose, not a transcript\n", "unknown format"),
-    # named as a secret field is: the message must not read as its value, redacted
+    # a file named as a secret field is: the message after its name is not a value to redact
     "passwd": (b"root:x:0:0:root:/root:/bin/bash\n", "unknown format"),
 }
 

@@ -188,7 +188,7 @@ def test_an_event_the_source_gives_no_time_takes_one_from_the_source(
     assert max(times) <= max(stated)
 
 
-def test_a_source_without_any_time_has_the_import_s(store: LogStore) -> None:
+def test_a_source_that_states_no_time_has_the_time_of_the_import(store: LogStore) -> None:
     before = now_timestamp()
     [report] = import_paths(store, [TOOLBENCH])  # a ToolBench answer tree states no time
     times = {event.created_at for event in store.read(report.session_id)}
