@@ -95,18 +95,21 @@ class FormatError(InputError):
             where = f"{where}:{line}" if where else f"line {line}"
         if field:
             where = f"{where}: field {field!r}" if where else f"field {field!r}"
-        super().__init__(f"{where}: {message}" if where else message)
         self.path = path
         self.line = line
         self.field = field
         self.where = where
         self.reason = message
+        super().__init__(self._said())
 
     def extend(self, text: str) -> None:
         """Add ``text`` to what the error says (what the code that caught it knows more:
         the format the file looks like); the place stays as it was."""
         self.reason += text
-        self.args = (f"{self.where}: {self.reason}" if self.where else self.reason,)
+        self.args = (self._said(),)
+
+    def _said(self) -> str:
+        return f"{self.where}: {self.reason}" if self.where else self.reason
 
 
 class PayloadError(InputError):

@@ -5,6 +5,7 @@ clipped unless ``full``."""
 from __future__ import annotations
 
 import io
+import json
 from typing import Any
 
 from rich.console import Console
@@ -240,3 +241,16 @@ def test_a_runtime_note_is_summed_up_as_the_viewer_sums_it(store: LogStore) -> N
     for seq, text in notes.items():
         assert shown[seq] == text[:ANNOTATION_CHARS] + ("…" if len(text) > ANNOTATION_CHARS else "")
     assert any(t.startswith("hook_progress · ") for t in notes.values())
+    # Against the file itself: each progress line's row is the values of its `data` (its
+    # hook, event and command), none of the line's own fields (its cwd, ids, times).
+    lines = [json.loads(line) for line in TOOL_HEAVY.read_text(encoding="utf-8").splitlines()]
+    progress = [line for line in lines if line.get("type") == "progress"]
+    rows = [row for row in _rows(store, report.session_id) if row[3] == "progress"]
+    assert len(rows) == len(progress) == 10
+    for row, line in zip(rows, progress, strict=True):
+        pieces = row[4].removesuffix("…").split(" · ")
+        whole = pieces if not row[4].endswith("…") else pieces[:-1]
+        values = {str(v) for v in line["data"].values()}
+        assert pieces[0] == line["data"]["type"] and set(whole) <= values
+        assert len(whole) == len(values) or row[4].endswith("…")
+        assert line["cwd"] not in row[4]

@@ -184,8 +184,11 @@ def _annotation(event: Event, pairing: Pairing, full: bool) -> StyledText:
     body = p.get("text")
     if not isinstance(body, str):  # summed up as the viewer sums it; --full shows it all
         data = p.get("data")
-        body = json_line(data, spaced=True) if full else note_line(data)
-        body = body if full else _clip(body, False, chars=ANNOTATION_CHARS)
+        body = (
+            json_line(data, spaced=True)
+            if full
+            else _clip(note_line(data), False, chars=ANNOTATION_CHARS)
+        )
     return StyledText(safe(body), style="grey50")
 
 
