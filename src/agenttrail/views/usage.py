@@ -120,7 +120,10 @@ def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: 
     amount = prices.price_of(
         model,
         provider if isinstance(provider, str) else None,
-        **{kind: tokens[kind] or 0 for kind in USAGE_KINDS},  # a kind not reported is billed 0
+        input=tokens["input"] or 0,  # a kind not reported is billed 0
+        output=tokens["output"] or 0,
+        cache_read=tokens["cache_read"] or 0,
+        cache_write=tokens["cache_write"] or 0,
         cache_write_1h=prices.long_cache_writes(meta.get("usage_raw")),
         at=at,
     )
