@@ -223,9 +223,15 @@ def json_line(value: Any, *, spaced: bool = False) -> str:
     at spaces: a line then breaks between tokens, never inside ``"a.go"`` while a break
     between tokens is left (docs/usage.md, Output).
     """
-    separators = (", ", ": ") if spaced else (",", ":")
-    text = json.dumps(value, ensure_ascii=False, separators=separators, allow_nan=False)
+    text = (_SPACED_JSON if spaced else _COMPACT_JSON).encode(value)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_SPACED_JSON = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+""":func:`json_line`'s encoders, made once: ``json.dumps`` makes one each call when its
+arguments are not the defaults (1.4 µs of a small value's 3 µs); an encoder holds no state
+between calls."""
 
 
 def now_timestamp() -> str:
@@ -368,7 +374,7 @@ def indented_json(value: object, indent: int, depth: int = 0) -> str:
     Raises:
         ValueError: ``value`` holds NaN or an infinity; TypeError: it is not JSON-ready.
     """
-    compact = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    compact = _COMPACT_JSON.encode(value)
     pieces = _split_at_quotes(compact)
     del compact  # the text is held twice at most (a long replay's is tens of MB)
     runs = pieces[0::2]

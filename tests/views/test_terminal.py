@@ -8,6 +8,8 @@ import io
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from agenttrail.ingest.importer import import_paths
@@ -121,6 +123,34 @@ def test_control_and_bidi_characters_and_lone_surrogates_become_visible_escapes(
     assert safe("bad \udc81 half") == "bad \\udc81 half"
     assert safe("nul\x00 del\x7f c1\x85 bell\x07") == "nul\\x00 del\\x7f c1\\x85 bell\\x07"
     assert safe("lines\nand\ttabs stay, so does café ✓") == "lines\nand\ttabs stay, so does café ✓"
+
+
+_ESCAPED = [
+    *map(chr, [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]),
+    "\u061c",
+    "\u200e",
+    "\u200f",
+    *map(chr, range(0x202A, 0x202F)),
+    *map(chr, range(0x2066, 0x206A)),
+    "\ud800",
+    "\udc81",
+    "\udfff",
+]
+"""What safe() escapes, written out from its rule: C0 and C1 controls but newline and tab,
+the bidi controls, lone surrogates."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*_ESCAPED, "a", " ", "\n", "\t", "…", "ⓘ", "—", "é", "中", "😀"])))
+def test_safe_escapes_each_such_character_in_any_text(chars: list[str]) -> None:
+    # a line of text that is not ASCII is passed through unchanged only when it needs nothing
+    # escaped (the fast path asks Python whether it is printable)
+    def escaped(c: str) -> str:
+        if c not in _ESCAPED:
+            return c
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    assert safe("".join(chars)) == "".join(map(escaped, chars))
 
 
 def test_text_from_the_log_is_never_markup_or_terminal_control(store: LogStore) -> None:

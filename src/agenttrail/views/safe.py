@@ -18,8 +18,8 @@ def safe(text: str) -> str:
     cursor or clear the screen), bidi controls (they reorder what is shown, CVE-2021-42574) and
     lone surrogates (not encodable) become visible escapes such as ``\\x1b``, ``\\u202e`` and
     ``\\udc81``; newlines and tabs stay."""
-    if text.isascii() and text.isprintable():  # most text: nothing to escape, found in C
-        return text
+    if text.isprintable():  # a line of most text: nothing to escape, found in C (every
+        return text  # character escaped here is one Python does not count printable)
     return _UNSAFE.sub(_escape, text)
 
 

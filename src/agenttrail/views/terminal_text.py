@@ -105,7 +105,7 @@ def _message_text(payload: dict[str, Any]) -> StyledText:
         if kinds - {"text"}:
             text.append(safe(f"\n[{', '.join(sorted(kinds - {'text'}))} blocks kept]"), style="dim")
     text.append(_attachment_lines(payload_attachments(payload)), style="cyan")
-    text.append(safe(_meta_line(payload.get("meta"))), style="dim")
+    text.append(_meta_line(payload.get("meta")), style="dim")
     return text
 
 
@@ -238,9 +238,11 @@ _WRITERS: dict[str, Callable[[Event, Pairing, bool], StyledText]] = {
 
 
 def _meta_line(meta: Any) -> str:
+    """``\nⓘ model · provider · tokens in 1,234, out 56 · 1.2 s``, what of it ``meta`` says;
+    its text from the log made safe."""
     if not isinstance(meta, dict):
         return ""
-    parts = [str(meta[k]) for k in ("model", "provider", "location") if meta.get(k)]
+    parts = [safe(str(meta[k])) for k in ("model", "provider", "location") if meta.get(k)]
     usage = usage_of(meta)  # one meaning for every provider, older OpenAI events included
     if usage is not None:
         counts = [
