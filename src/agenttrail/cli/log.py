@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agenttrail.cli._common import (
+    collector_paused,
     err,
     find_session,
     held_whole,
     open_log,
     out,
     output_file,
-    read_whole,
     refuse_blank,
     write_atomically,
 )
@@ -108,7 +108,7 @@ def import_command(
 
     paths = expand_paths(files)
     # Read everything first: a bad file leaves the database, or its absence, as it was.
-    with import_progress(paths) as progress, read_whole():
+    with import_progress(paths) as progress, collector_paused():
         parsed = read_paths(
             paths,
             format=format,
@@ -378,7 +378,7 @@ def show(
 
     if since is not None and tail is not None:
         raise InputError("--since and --tail do not go together: give one")
-    with open_log(db) as store:
+    with open_log(db) as store, collector_paused():
         found = find_session(store, session)
         first = since or (max(1, found.head_seq - tail + 1) if tail is not None else 1)
         if first > max(found.head_seq, 1):
