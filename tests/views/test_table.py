@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agenttrail.ingest.importer import import_paths
-from agenttrail.log.store import open_store
+from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.parts import whole_messages
 from agenttrail.views.order import reading_order
@@ -278,3 +278,36 @@ def test_a_line_of_one_cell_characters_breaks_where_rich_breaks_it(
     # Rich's own word-at-a-time divide_line: runs of spaces, words longer than the width,
     # folded or not, a folded word's last piece of space
     assert _divide_one_cell(line, width, fold=fold) == divide_line(line, width, fold=fold)
+
+
+def test_show_prints_an_event_appended_between_its_two_reads(tmp_path: Path) -> None:
+    """``print_session`` reads a session twice (to measure, to print); an event a live
+    session gains in between is printed too, its actor and event columns its own (the
+    first read knew only the others')."""
+
+    class AppendsOnFirstWrite(io.StringIO):
+        def __init__(self, store: LogStore) -> None:
+            super().__init__()
+            self.store: LogStore | None = store
+
+        def write(self, text: str) -> int:
+            if self.store is not None:  # the header: the first read is done
+                store, self.store = self.store, None
+                store.append_batch("live", [NewEvent(events.error("the tool crashed"))])
+            return super().write(text)
+
+    with open_store(str(tmp_path / "log.db"), create=True) as store:
+        store.append_batch(
+            "live",
+            [
+                NewEvent(events.message("user", "hello")),
+                NewEvent(events.message("assistant", "hi")),
+                NewEvent(events.error("the model timed out")),
+            ],
+            create=NewSession("live", "a live session"),
+        )
+        console = Console(file=AppendsOnFirstWrite(store), width=100, color_system=None)
+        print_session(console, store.get_session("live"), store)
+    (row,) = [line for line in _printed(console).splitlines() if "the tool crashed" in line]
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert (cells[0], *cells[2:]) == ("4", "system", "error", "the tool crashed")

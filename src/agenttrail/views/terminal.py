@@ -73,7 +73,9 @@ def render_session(
     widest = [0] * 5  # the text column's is not measured
     for row in _shown_rows(order, pairing, since):
         result = pairing.result_of.get(row.event.seq)
-        seq, time, actor, (label, _) = _heads(row, None if result is None else result.seq, one_day)
+        seq, time, (actor, _, (label, _)) = _heads(
+            row, None if result is None else result.seq, one_day
+        )
         for i, head in enumerate((seq, time, actor, label)):
             widest[i] = max(widest[i], cell_width(head))
     print_table(
@@ -190,8 +192,15 @@ TableRow = tuple[StyledText, StyledText, StyledText, StyledText, StyledText]
 
 
 def _row(
-    shown: Shown, pairing: Pairing, *, full: bool, broken_at: int | None, one_day: bool
+    shown: Shown,
+    pairing: Pairing,
+    *,
+    full: bool,
+    broken_at: int | None,
+    one_day: bool,
+    names: Names | None = None,
 ) -> TableRow:
+    """The row of ``shown``; ``names``: its event's :func:`_names`, when known already."""
     event = shown.event
     if shown.run is not None:  # one run of a message whose text and calls interleave
         text = run_text(event, shown.run, shown.first)
@@ -203,31 +212,40 @@ def _row(
     result = pairing.result_of.get(event.seq)
     if broken_at is not None and broken_at in (event.seq, result and result.seq):
         text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
-    seq, time, actor, (label, label_style) = _heads(
-        shown, None if result is None else result.seq, one_day
+    seq, time, (actor, actor_style, (label, label_style)) = _heads(
+        shown, None if result is None else result.seq, one_day, names
     )
     return (
         StyledText(seq),
         StyledText(time),
-        StyledText(actor, style=_ACTOR_STYLE.get(event.actor, "")),
+        StyledText(actor, style=actor_style),
         StyledText(label, style=label_style),
         text,
     )
 
 
 def _heads(
-    shown: Shown, result_seq: int | None, one_day: bool
-) -> tuple[str, str, str, tuple[str, str]]:
-    """The seq, time, actor and event columns of ``shown``'s row (the event's with its
-    style), ``result_seq`` the seq of the result paired with it, if any."""
+    shown: Shown, result_seq: int | None, one_day: bool, names: Names | None = None
+) -> tuple[str, str, Names]:
+    """The seq, time, actor and event columns of ``shown``'s row (the last two with their
+    styles, ``names`` when known already), ``result_seq`` the seq of the result paired with
+    it, if any."""
     event = shown.event
     paired = result_seq if event.type in _PAIRED_TYPES else None
     return (
         _seq_text(event.seq, paired, first=shown.first),
         _time_text(event, one_day),
-        safe(event.actor),
-        row_label(event),
+        names or _names(event),
     )
+
+
+Names = tuple[str, str, tuple[str, str]]
+"""An event's actor column and its style, and its event column with its style."""
+
+
+def _names(event: Event) -> Names:
+    """The actor and event columns of ``event``'s row, each with its style."""
+    return safe(event.actor), _ACTOR_STYLE.get(event.actor, ""), row_label(event)
 
 
 _PAIRED_TYPES = frozenset({"tool_call", "erased"})
@@ -316,10 +334,16 @@ def print_session(
             if result_seq is not None:
                 found[event.seq] = _result(log, session.id, result_seq, ahead, stream)
             yield _row(
-                Shown(event), pairing, full=full, broken_at=broken_at, one_day=len(days) <= 1
+                Shown(event),
+                pairing,
+                full=full,
+                broken_at=broken_at,
+                one_day=one_day,
+                names=shapes.names_of(event.seq),
             )
 
-    widest = shapes.widest(seqs, early, one_day=len(days) <= 1)
+    one_day = len(days) <= 1
+    widest = shapes.widest(seqs, early, one_day=one_day)
     print_table(console, _template(console.width), rows, widest=widest)
 
 
@@ -352,14 +376,17 @@ class _Shapes:
     """What the seq, time, actor and event columns of a streamed session's rows need to be
     measured, read with each event (:func:`print_session` measures them without building
     a row): the event's shape (the widths of its time both ways, its actor, its label and
-    whether its row can show a paired result) as a number per event, in an array."""
+    whether its row can show a paired result) as a number per event, in an array; and each
+    shape's actor and event columns, which the rows then take from here."""
 
     def __init__(self, since: int) -> None:
         self.since = since
         """The first seq shown (a call before it whose result is from it on is shown too)."""
-        self.kinds: dict[tuple[int | str, str, str, bool], int] = {}
+        self.kinds: dict[tuple[int | str, Names, bool], int] = {}
         """Each shape (``created_at``'s length when it is printable ASCII, else itself; the
-        actor, the label, whether the row can show a paired result) → its number."""
+        actor and event columns, whether the row can show a paired result) → its number."""
+        self.names: list[Names] = []
+        """Each shape's actor and event columns (:func:`_names`)."""
         self.widths: list[tuple[int, int, int, int, bool]] = []
         """Each shape's widths: its time's on one day and over days, its actor's and its
         label's; whether its row can show a paired result."""
@@ -368,10 +395,10 @@ class _Shapes:
 
     def add(self, event: Event) -> None:
         """Note the shape of the next event, in seq order."""
-        created, label = event.created_at, row_label(event)[0]
+        created, names = event.created_at, _names(event)
         paired = event.type in _PAIRED_TYPES
         stamp = len(created) if created.isascii() and created.isprintable() else created
-        kind = (stamp, event.actor, label, paired)
+        kind = (stamp, names, paired)
         number = self.kinds.get(kind)
         if number is None:
             number = self.kinds[kind] = len(self.widths)
@@ -379,12 +406,18 @@ class _Shapes:
                 (
                     cell_width(_time_text(event, True)),
                     cell_width(_time_text(event, False)),
-                    cell_width(safe(event.actor)),
-                    cell_width(label),
+                    cell_width(names[0]),
+                    cell_width(names[2][0]),
                     paired,
                 )
             )
+            self.names.append(names)
         self.shape_of.append(number)
+
+    def names_of(self, seq: int) -> Names | None:
+        """The actor and event columns of event ``seq``; ``None`` for an event appended
+        after it was read (a live session)."""
+        return self.names[self.shape_of[seq - 1]] if seq <= len(self.shape_of) else None
 
     def widest(self, seqs: SeqPairing, early: list[int], *, one_day: bool) -> list[int]:
         """The widest cell of each column (:func:`print_table`'s ``widest``; the text
