@@ -256,8 +256,9 @@ def _print_plain(
     start = box.mid_left + layout[0][2]
     between = " " * table.padding[1] + box.mid_vertical + " " * table.padding[3]
     end = layout[-1][3] + box.mid_right + "\n"
-    # a StyledText of one line of printable ASCII that fits (most cells but the text
-    # column's) is padded to its width here; any other cell is laid out by _cell_lines
+    # a StyledText of one line of one-cell characters that fits (most cells but the text
+    # column's: `4→7` too) is padded to its width here; any other cell is laid out by
+    # _cell_lines
     columns = [
         (column, width, column.justify in ("left", "default"), column.justify == "right")
         for column, width, _, _ in layout
@@ -274,8 +275,8 @@ def _print_plain(
                 if (
                     (left or right)
                     and len(plain) <= width
-                    and plain.isascii()
                     and plain.isprintable()
+                    and (plain.isascii() or _one_cell_each(plain))
                 ):
                     firsts.append(plain.rstrip().rjust(width) if right else plain.ljust(width))
                     continue
