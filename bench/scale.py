@@ -1,7 +1,7 @@
 """How the commands that read a whole session scale with its length, as ratios against a raw
 floor measured in the same run.
 
-    python bench/scale.py [--sizes 1000,10000,100000] [--sessions 10000]
+    python bench/scale.py [--sizes 1000,10000,100000] [--sessions 10000] [--rounds 1]
 
 For each size, a SQLite session of that many events is built: turns of a user message, an
 assistant message with usage, a tool call, its ~1 KiB result and a closing assistant message,
@@ -20,7 +20,10 @@ The raw floor is what any reader must do: ``sqlite3`` reading the session's rows
 decoding each payload and ``json.dumps`` writing it to a file, one line per event, in this
 process (no interpreter start-up). Each figure is reported as seconds, its ratio to the
 floor, and its growth from the previous size (linear is the ratio of the sizes: 10x), plus
-``show``'s peak memory (RSS), which should not grow with the session.
+``show``'s peak memory (RSS), which should not grow with the session. With ``--rounds N``
+each size is measured N times, the floors with it each time (on a shared VM the floor moved
+by 15 % between rounds a minute apart): each figure is the median of the rounds and its
+ratio the median of the rounds' ratios, their spread beside it.
 
 Also: ``sessions`` (table and ``--json``) over a log of ``--sessions`` sessions, against
 ``sqlite3`` reading the sessions table and writing each row as JSON; the CLI's start-up
@@ -36,10 +39,12 @@ import argparse
 import json
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import cbor2
@@ -222,16 +227,62 @@ def viewer_list(db: Path, n: int) -> None:
     )
 
 
-def _row(name: str, seconds: float, floor: float, before: float | None, extra: str = "") -> None:
+def _row(
+    name: str,
+    seconds: float,
+    ratio: float,
+    before: float | None,
+    extra: str = "",
+    ratios: list[float] | None = None,
+) -> None:
     growth = f"{seconds / before:5.1f}x" if before else "    —"
-    ratio = seconds / floor
-    print(f"  {name:28} {seconds:8.2f} s CPU  {ratio:6.1f}x floor  growth {growth} {extra}")
+    spread = f"{_spread(ratios or []):15}"
+    print(f"  {name:28} {seconds:8.2f} s CPU  {ratio:6.2f}x floor {spread} growth {growth} {extra}")
+
+
+def _spread(values: list[float]) -> str:
+    """``(3.91 – 4.20)``, the least and the most of several rounds; nothing for one."""
+    return f"({min(values):.2f} – {max(values):.2f})" if len(values) > 1 else ""
+
+
+@dataclass
+class _Round:
+    """One round's figures at one size: its floors, and each command's CPU seconds."""
+
+    floor: float
+    import_floor: float
+    seconds: dict[str, float]
+    show_rss: int
+
+
+def _round(n: int, r: int, db: Path, folder: Path, commands: dict[str, list[str]]) -> _Round:
+    """Measure the reading floor, then each command, then import against its own floor: the
+    ratios of a round come from the same minutes of the machine."""
+    out = folder / "out"
+    floor = raw_floor(db, out)
+    seconds: dict[str, float] = {}
+    show_rss = 0
+    for name, command in commands.items():
+        seconds[name], rss = run_cli(*command, "--db", str(db), out=out)
+        show_rss = rss if name == "show" else show_rss
+    export = folder / "export.jsonl"
+    target = folder / f"import{n}-{r}.db"
+    seconds["import of export"], _ = run_cli("import", str(export), "--db", str(target), out=out)
+    import_floor = raw_import(export, folder / f"raw-import{n}-{r}.db")
+    return _Round(floor, import_floor, seconds, show_rss)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure each size this many times, the floors each time: each figure is the"
+        " median of the rounds, its ratio the median of each round's ratio",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -241,34 +292,39 @@ def main() -> None:
             db = folder / f"s{n}.db"
             build_session(db, n)
             out = folder / "out"
-            floor = raw_floor(db, out)
-            print(f"{n:,} events: raw floor {floor:.3f} s")
-            seconds: dict[str, float] = {}
+            export = folder / "export.jsonl"
             commands = {
                 "show": ["show", SESSION],
                 "fountain": ["fountain", SESSION],
                 "replay --format openai": ["replay", SESSION, "--format", "openai"],
                 "replay --format anthropic": ["replay", SESSION, "--format", "anthropic"],
-                "export": ["export", SESSION, "-o", str(folder / "export.jsonl")],
+                "export": ["export", SESSION, "-o", str(export)],
                 "verify": ["verify", SESSION],
             }
-            for name, command in commands.items():
-                if n == sizes[0]:  # once first, so that no figure counts compiling bytecode
+            if n == sizes[0]:  # once first, so that no figure counts compiling bytecode
+                for command in commands.values():
                     run_cli(*command, "--db", str(db), out=out)
-                took, rss = run_cli(*command, "--db", str(db), out=out)
+                run_cli("import", str(export), "--db", str(folder / "warm.db"), out=out)
+            rounds = [_round(n, r, db, folder, commands) for r in range(args.rounds)]
+            floor = statistics.median(r.floor for r in rounds)
+            print(f"{n:,} events: raw floor {floor:.3f} s", _spread([r.floor for r in rounds]))
+            seconds: dict[str, float] = {}
+            for name in [*commands, "import of export"]:
+                took = statistics.median(r.seconds[name] for r in rounds)
+                ratio = statistics.median(r.seconds[name] / r.floor for r in rounds)
                 seconds[name] = took
-                extra = f"peak RSS {rss / 1024:6.0f} MiB" if name == "show" else ""
-                _row(name, took, floor, previous.get(name), extra)
-            target = folder / f"import{n}.db"
-            if n == sizes[0]:
-                run_cli("import", str(folder / "export.jsonl"), "--db", str(target), out=out)
-                target = folder / f"import{n}-measured.db"
-            took, _ = run_cli("import", str(folder / "export.jsonl"), "--db", str(target), out=out)
-            seconds["import of export"] = took
-            import_floor = raw_import(folder / "export.jsonl", folder / f"raw-import{n}.db")
-            print(f"  import floor {import_floor:.3f} s")
-            against = f"{took / import_floor:.1f}x import floor"
-            _row("import of export", took, floor, previous.get("import of export"), against)
+                if name == "show":
+                    rss = max(r.show_rss for r in rounds)
+                    extra = f"peak RSS {rss / 1024:6.0f} MiB"
+                elif name == "import of export":
+                    import_floor = statistics.median(r.import_floor for r in rounds)
+                    print(f"  import floor {import_floor:.3f} s")
+                    against = [r.seconds[name] / r.import_floor for r in rounds]
+                    extra = f"{statistics.median(against):.2f}x import floor {_spread(against)}"
+                else:
+                    extra = ""
+                ratios = [r.seconds[name] / r.floor for r in rounds]
+                _row(name, took, ratio, previous.get(name), extra, ratios)
             previous = seconds
         db = folder / "sessions.db"
         build_sessions(db, args.sessions)
@@ -276,7 +332,7 @@ def main() -> None:
         print(f"{args.sessions:,} sessions: raw floor {floor:.3f} s")
         for name, command in {"sessions": ["sessions"], "--json": ["sessions", "--json"]}.items():
             took, _ = run_cli(*command, "--db", str(db), out=folder / "out")
-            _row(name, took, floor, None)
+            _row(name, took, took / floor, None)
         viewer_list(db, 1000)
         python = best_of(5, [sys.executable, "-c", "pass"])
         version = best_of(5, [sys.executable, "-m", "agenttrail.cli", "--version"])
