@@ -224,6 +224,8 @@ def json_line(value: Any, *, spaced: bool = False) -> str:
     between tokens is left (docs/usage.md, Output).
     """
     text = (_SPACED_JSON if spaced else _COMPACT_JSON).encode(value)
+    if text.isascii():  # most JSON: no lone surrogate to look for (a flag of the string)
+        return text
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
