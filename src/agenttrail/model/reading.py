@@ -267,7 +267,9 @@ def tool_status(result: Payload) -> ToolStatus:
     if exit_code not in (None, 0):
         return ToolStatus(False, f"exit {exit_code}")
     text = content_text(result.get("output"))
-    if result.get("is_error") is True or text.lstrip().lower().startswith("error:"):
+    # the first six characters lowered, not the whole output (a 100 KiB one was copied);
+    # only İ lowers to two characters, and neither of them is in "error:"
+    if result.get("is_error") is True or text.lstrip()[:6].lower() == "error:":
         return ToolStatus(False, _first_line(_strip_error(text)))
     return ToolStatus(True, "")
 
