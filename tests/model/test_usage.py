@@ -123,6 +123,19 @@ def test_an_old_openai_event_is_read_by_the_new_rule() -> None:
     assert usage_of(None) is None
 
 
+def test_a_count_that_is_not_an_integer_reads_as_unknown() -> None:
+    class Tokens(int):  # an int of another type (an IntEnum, say) is still a count
+        pass
+
+    usage = {"input": True, "output": 2.0, "cache_read": "7", "cache_write": Tokens(3)}
+    assert usage_of({"usage": usage}) == {
+        "input": None,
+        "output": None,
+        "cache_read": None,
+        "cache_write": 3,
+    }
+
+
 def test_totals_count_no_token_twice() -> None:
     payloads = [
         events.message("assistant", "a", meta=OLD_OPENAI),

@@ -487,10 +487,6 @@ USAGE_KINDS = ("input", "output", "cache_read", "cache_write")
 """The token kinds of ``meta.usage``, disjoint (:func:`agenttrail.model.events.usage`)."""
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def usage_of(meta: Any) -> dict[str, int | None] | None:
     """The token usage of an event's ``meta``, each token in one kind; ``None`` when the meta
     reports none.
@@ -507,7 +503,11 @@ def usage_of(meta: Any) -> dict[str, int | None] | None:
     if not isinstance(meta, dict) or not isinstance(meta.get("usage"), dict):
         return None
     usage = meta["usage"]
-    counts = {kind: _count(usage.get(kind)) for kind in USAGE_KINDS}
+    counts: dict[str, int | None] = {}
+    for kind in USAGE_KINDS:  # a count is an int, never a bool; every row and header reads it
+        value = usage.get(kind)
+        plain = type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
+        counts[kind] = value if plain else None
     prompt, cached = counts["input"], counts["cache_read"]
     old_openai = meta.get("provider") == "openai" and "usage_raw" not in meta
     if old_openai and prompt is not None and cached is not None and cached <= prompt:

@@ -148,6 +148,8 @@ def _output_text(output: Any) -> str:
 def _attachment_lines(found: list[Attachment]) -> str:
     """One ``[attachment: image/png, 12.1 KiB, sha256 ab12cd34]`` line per attachment
     (:class:`agenttrail.model.Attachment`): named, never shown as base64."""
+    if not found:  # most rows
+        return ""
     return "".join(safe(f"\n[attachment: {a.label(size_text)}]") for a in found)
 
 
