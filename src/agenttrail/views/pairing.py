@@ -31,6 +31,7 @@ import enum
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from agenttrail.model import Event, context_text, tool_status
 
@@ -110,9 +111,9 @@ def _call_id(value: object) -> str | None:
     return value if isinstance(value, str) and value != "" else None
 
 
-@dataclass(frozen=True)
-class ToolRef:
-    """A tool call or tool result reduced to what pairing reads."""
+class ToolRef(NamedTuple):
+    """A tool call or tool result reduced to what pairing reads (a tuple: ``show`` makes one
+    per call and result, and a frozen dataclass cost five times as much)."""
 
     seq: int
     """The event's seq."""

@@ -300,9 +300,10 @@ def print_session(
         nonlocal ordered
         for event in log.read(session.id):
             days.add(event.created_at[:10])
-            if event.type in _REF_TYPES:  # others have no tool ref and erase nothing
+            if event.type in _REF_TYPES:  # others have no tool ref
                 refs.extend(tool_refs(event))
-                erased.update(erased_notes(event))
+                if event.type == "erasure":
+                    erased.update(erased_notes(event))
             parts.add(event)
             if event.type == "message" and text_runs(event.payload) is not None:
                 ordered = True
@@ -348,7 +349,7 @@ def print_session(
 
 
 _REF_TYPES = frozenset({"tool_call", "tool_result", "erasure"})
-"""The types :func:`tool_refs` and :func:`erased_notes` read anything of."""
+"""The types :func:`tool_refs` reads anything of (:func:`erased_notes`: erasures)."""
 
 
 def _calls_before(seqs: SeqPairing, since: int) -> list[int]:
