@@ -353,3 +353,62 @@ def test_days_are_listed_in_calendar_order_whatever_the_sessions_order(store: Lo
     ]
     days = list(totals_by(calls, "day"))
     assert days == sorted(days) and days[0] == "2025-01-01"
+
+
+def test_a_sessions_cost_is_the_sum_of_the_price_tables_price_of_each_call(
+    store: LogStore,
+) -> None:
+    """The header's sum prices the calls of a model with undated, untiered prices together
+    (their tokens summed); genai-prices' own calc_price of each call, added up, is the
+    oracle, over models priced each way (undated, tiered, dated), a recorded cost, an
+    unpriced model, and counts with cache reads and writes of both lengths."""
+    import random
+
+    from genai_prices import Usage, calc_price
+
+    rnd = random.Random(7)
+    models = [
+        ("gpt-4o", "openai"),
+        ("claude-sonnet-4-20250514", "anthropic"),
+        ("claude-sonnet-4-5", "anthropic"),  # tiered
+        ("deepseek-chat", None),  # dated
+        ("house-model-7", None),  # unpriced
+    ]
+    store.create_session(NewSession("mixed", "costs", "harvey"))
+    batch, expected = [], Decimal(0)
+    for i in range(300):
+        model, provider = models[i % len(models)]
+        counts = {
+            "input": rnd.randrange(0, 250_000),
+            "output": rnd.randrange(0, 4_000),
+            "cache_read": rnd.choice([None, rnd.randrange(0, 100_000)]),
+            "cache_write": rnd.choice([None, rnd.randrange(0, 30_000)]),
+        }
+        hour = rnd.choice([0, rnd.randrange(0, 30_000)])
+        raw = {"cache_creation": {"ephemeral_1h_input_tokens": hour}}
+        meta = events.meta(model=model, provider=provider, usage=events.usage(**counts))
+        meta["usage_raw"] = raw
+        if i == 7:
+            meta["cost"] = {"total": 0.5, "currency": "USD", "source": "langfuse"}
+            expected += Decimal("0.5")
+        at = datetime(2024 + i % 3, 1 + i % 12, 1 + i % 28, i % 24, tzinfo=UTC)
+        stamp = at.strftime("%Y-%m-%dT%H:%M:%S.000000Z")
+        batch.append(NewEvent(events.message("assistant", f"a{i}", meta=meta), stamp))
+        if i == 7 or model == "house-model-7":
+            continue
+        read, write = counts["cache_read"] or 0, counts["cache_write"] or 0
+        usage = Usage(
+            input_tokens=counts["input"] + read + write,
+            output_tokens=counts["output"],
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            cache_write_1h_tokens=min(hour, write),
+        )
+        expected += calc_price(
+            usage, model, provider_id=provider, genai_request_timestamp=at
+        ).total_price
+    store.append_batch("mixed", batch)
+    totals = usage_totals_of(store.read("mixed"))
+    assert totals.cost == {"USD": expected}
+    assert (totals.calls, totals.unpriced) == (300, 60)
+    assert totals.sources == {PRICE_SOURCE, "langfuse"}

@@ -21,7 +21,7 @@ from importlib.metadata import version
 from types import ModuleType
 from typing import Literal
 
-__all__ = ["PRICE_SOURCE", "PUBLISHED", "long_cache_writes", "price_of"]
+__all__ = ["PRICE_SOURCE", "PUBLISHED", "Rates", "long_cache_writes", "price_of", "undated_rates"]
 
 PUBLISHED = {"0.2.3": "2026-11"}
 """When each ``genai-prices`` release agenttrail has pinned was published (PyPI), so that a
@@ -73,22 +73,34 @@ def price_of(
     rates = _UNDATED.get((model, provider_id)) or _rates_at(model, provider_id, at)
     if rates == "unpriced":
         return None
-    if isinstance(rates, _Rates):
-        r_input, r_output, r_read, r_write, r_long = rates.per_token
-        return (
-            rates.fixed
-            + input * r_input
-            + output * r_output
-            + cache_read * r_read
-            + (cache_write - long) * r_write
-            + long * r_long
-        )
+    if isinstance(rates, Rates):
+        return rates.price(1, input, output, cache_read, cache_write - long, long)
     genai_prices, _ = _genai_prices()  # a tiered entry: its rate depends on the prompt's size
     usage = genai_prices.Usage(**_usage(input, output, cache_read, cache_write - long, long))
     amount: Decimal = genai_prices.calc_price(
         usage, model, provider_id=provider_id, genai_request_timestamp=at
     ).total_price
     return amount
+
+
+def undated_rates(model: str, provider: str | None, at: datetime) -> Rates | None:
+    """The rates of ``model``'s price when it is the same at every date and has no tiers;
+    ``None`` otherwise (or when the table does not price it): :func:`price_of` then prices
+    each call at its date.
+
+    With such rates the price of many calls is :meth:`Rates.price` of their summed tokens
+    (a call's price is linear in its tokens), as ``show``'s header sums a session's.
+
+    Args:
+        model, provider: as :func:`price_of`.
+        at: the date of a call, for the table's first look at the model.
+    """
+    provider_id = _PROVIDERS.get(provider or "")
+    rates = _UNDATED.get((model, provider_id))
+    if rates is None:
+        _rates_at(model, provider_id, at)
+        rates = _UNDATED.get((model, provider_id))
+    return rates if isinstance(rates, Rates) else None
 
 
 def _rates_at(model: str, provider_id: str | None, at: datetime) -> _Found:
@@ -113,7 +125,7 @@ def _rates_at(model: str, provider_id: str | None, at: datetime) -> _Found:
                 ).total_price
                 for usage in basis
             ]
-            rates = _Rates(prices, amounts[0], tuple(a - amounts[0] for a in amounts[1:]))
+            rates = Rates(prices, amounts[0], tuple(a - amounts[0] for a in amounts[1:]))
         _RATES[(model, provider_id, id(prices))] = rates
     if found.prices is prices:  # one entry whatever the date (no list of dated entries)
         _UNDATED[(model, provider_id)] = rates
@@ -130,19 +142,35 @@ def _genai_prices() -> tuple[ModuleType, ModuleType]:
     return genai_prices, genai_prices.data_snapshot
 
 
-@dataclass(frozen=True)
-class _Rates:
-    """The price of one call under one price entry that has no tiers: a fixed part (a price
-    per request) and a price per token of each kind (input, output, cache read, cache write
-    for five minutes, for an hour), read from ``genai-prices`` itself."""
+@dataclass(frozen=True, eq=False)
+class Rates:
+    """The price of calls under one price entry that has no tiers: a fixed part (a price per
+    request) and a price per token of each kind (input, output, cache read, cache write for
+    five minutes, for an hour), read from ``genai-prices`` itself. Equal only to itself (a
+    key per entry)."""
 
     prices: object
     """The price entry (held so that its ``id`` in the key is not reused)."""
     fixed: Decimal
     per_token: tuple[Decimal, ...]
 
+    def price(
+        self, calls: int, input: int, output: int, read: int, write_5m: int, write_1h: int
+    ) -> Decimal:
+        """The price in US dollars of ``calls`` calls that used these tokens in all, each kind
+        apart (:func:`price_of`'s kinds, the cache writes split by how long they last)."""
+        r_input, r_output, r_read, r_write, r_long = self.per_token
+        return (
+            calls * self.fixed
+            + input * r_input
+            + output * r_output
+            + read * r_read
+            + write_5m * r_write
+            + write_1h * r_long
+        )
 
-_Found = _Rates | Literal["tiered", "unpriced"]
+
+_Found = Rates | Literal["tiered", "unpriced"]
 """What the table says of a model at a date: the rates of its price entry, an entry with
 tiers (its rate depends on the prompt's size: the table is asked per call), or no price."""
 

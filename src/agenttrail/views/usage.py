@@ -22,11 +22,14 @@ from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agenttrail.model import Event, Session, usage_of
 from agenttrail.model.parts import whole_messages
 from agenttrail.model.reading import USAGE_KINDS
+
+if TYPE_CHECKING:
+    from agenttrail.providers.prices import Rates
 
 __all__ = [
     "GROUPS",
@@ -102,6 +105,24 @@ def _model_of(meta: dict[str, Any]) -> str | None:
     """``meta.model``, as the provider reported it; ``None`` when it names none."""
     model = meta.get("model")
     return model if isinstance(model, str) and model else None
+
+
+def _undated_rates(meta: dict[str, Any], created_at: str) -> Rates | None:
+    """The price table's rates for the call of ``meta`` when it is priced by the table and its
+    model's price has no dates or tiers (:func:`agenttrail.providers.prices.undated_rates`);
+    ``None`` when :func:`_call_cost` is to price it: a recorded cost, no model, a time that
+    does not read, any other price."""
+    if recorded_cost(meta) is not None or (model := _model_of(meta)) is None:
+        return None
+    try:
+        at = datetime.fromisoformat(created_at)
+    except ValueError:
+        return None
+    provider = meta.get("provider")
+    rates: Rates | None = _prices().undated_rates(
+        model, provider if isinstance(provider, str) else None, at
+    )
+    return rates
 
 
 def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: str) -> Cost:
@@ -194,6 +215,10 @@ class Totals:
     """Models of those calls (``(no model)`` when a call names none)."""
     sources: set[str] = field(default_factory=set)
     """Where the known costs come from."""
+    _summed: dict[Rates, list[int]] = field(default_factory=dict, repr=False, compare=False)
+    """Calls :meth:`count` priced by the table at undated rates, not yet in :attr:`cost`:
+    per :class:`~agenttrail.providers.prices.Rates`, the calls and their tokens of each
+    kind summed (:meth:`settle`)."""
 
     def add(self, call: Call) -> None:
         """Count one call."""
@@ -202,14 +227,46 @@ class Totals:
     def count(self, meta: dict[str, Any], tokens: dict[str, int | None], created_at: str) -> None:
         """Count one call from its event's ``meta``, its ``tokens`` (:func:`usage_of` of the
         meta) and ``created_at``: what :meth:`add` counts of the :class:`Call` that
-        :func:`calls_in` makes of it, without making one."""
-        self._tally(tokens, _call_cost(meta, tokens, created_at), _model_of(meta))
+        :func:`calls_in` makes of it, without making one. A call of a model whose price has
+        no dates or tiers is priced with the others of its model by :meth:`settle`: the
+        same figure (each call's price is exact and linear in its tokens), a sum of tokens
+        instead of a price per call."""
+        rates = _undated_rates(meta, created_at)
+        if rates is None:
+            self._tally(tokens, _call_cost(meta, tokens, created_at), _model_of(meta))
+            return
+        self._tally_tokens(tokens)
+        summed = self._summed.get(rates)
+        if summed is None:
+            summed = self._summed[rates] = [0] * 6
+        write = tokens["cache_write"] or 0
+        long = min(_prices().long_cache_writes(meta.get("usage_raw")), write)
+        summed[0] += 1
+        summed[1] += tokens["input"] or 0  # a kind not reported is billed 0
+        summed[2] += tokens["output"] or 0
+        summed[3] += tokens["cache_read"] or 0
+        summed[4] += write - long
+        summed[5] += long
 
-    def _tally(self, tokens: dict[str, int | None], cost: Cost, model: str | None) -> None:
+    def settle(self) -> Totals:
+        """Put the price of the calls :meth:`count` summed into :attr:`cost`; this total."""
+        if self._summed:
+            amount = sum(
+                (rates.price(*summed) for rates, summed in self._summed.items()), Decimal(0)
+            )
+            self.cost["USD"] = self.cost.get("USD", Decimal(0)) + amount
+            self.sources.add(_prices().PRICE_SOURCE)
+            self._summed.clear()
+        return self
+
+    def _tally_tokens(self, tokens: dict[str, int | None]) -> None:
         self.calls += 1
         for kind, count in tokens.items():
             if count is not None:
                 self.tokens[kind] = (self.tokens[kind] or 0) + count
+
+    def _tally(self, tokens: dict[str, int | None], cost: Cost, model: str | None) -> None:
+        self._tally_tokens(tokens)
         if cost.amount is None:
             self.unpriced += 1
             self.unpriced_models.add(model or "(no model)")
@@ -225,6 +282,7 @@ class Totals:
     def cost_text(self) -> str:
         """``$0.0123``, ``$0.0123 + unknown`` when some calls are unpriced, ``unknown`` when
         none is priced, ``-`` when there are no calls."""
+        self.settle()
         if not self.calls:
             return "-"
         known = " + ".join(
@@ -250,6 +308,7 @@ class Totals:
         cost_text, cost_unknown_calls, unpriced_models, cost_sources}``; ``cost`` is ``null``
         when no call's cost is known (never 0), amounts are numbers in the currency's unit,
         ``cost_text`` is :meth:`cost_text`."""
+        self.settle()
         return {
             "calls": self.calls,
             "tokens": dict(self.tokens),
@@ -282,7 +341,7 @@ def totals_in(events: Iterable[Event]) -> Totals:
         meta = event.payload.get("meta")
         if meta is not None and (tokens := usage_of(meta)) is not None:
             totals.count(meta, tokens, event.created_at)
-    return totals
+    return totals.settle()
 
 
 def totals_of(calls: Iterable[Call]) -> Totals:
