@@ -40,8 +40,9 @@ def _log(tmp_path: Path) -> str:
     return str(db)
 
 
-def _on_terminal(columns: int, *args: str) -> str:
-    """What ``agenttrail ARGS`` prints on a pseudo-terminal ``columns`` wide."""
+def _on_terminal(columns: int, *args: str, code: int = 0) -> str:
+    """What ``agenttrail ARGS`` prints on a pseudo-terminal ``columns`` wide (exiting with
+    ``code``)."""
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
@@ -54,7 +55,7 @@ def _on_terminal(columns: int, *args: str) -> str:
     ) as proc:
         os.close(follower)
         written = read_terminal(leader)
-        assert proc.wait(timeout=60) == 0
+        assert proc.wait(timeout=60) == code
     os.close(leader)
     text = written.decode().replace("\r\n", "\n")
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)  # colours and cursor controls
@@ -406,3 +407,16 @@ def test_a_tsv_field_is_the_safe_text_with_tabs_and_newlines_escaped(value: obje
     # nothing to escape (str.isprintable) must give the same field for any value.
     plain = "" if value is None else safe(str(value)).replace("\t", "\\t").replace("\n", "\\n")
     assert tsv_field(value) == plain
+
+
+def test_reconcile_at_80_columns_shows_the_trace_and_fresh_columns_only_when_filled(
+    tmp_path: Path,
+) -> None:
+    # the sample's claims have no trace row and no re-run: the empty columns folded the
+    # header "fresh" into "fres" / "h" and squeezed the reason (a new user's check)
+    db = _log(tmp_path)
+    shown = _on_terminal(80, "reconcile", "sample-harvey-session", "--db", db, code=1)
+    lines = shown.splitlines()
+    assert lines[0].split() == ["turn", "claim", "stated", "class", "why"]
+    assert all(len(line.rstrip()) <= 80 for line in lines), shown
+    assert "no trace row in the turn" in shown

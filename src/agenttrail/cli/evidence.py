@@ -187,18 +187,27 @@ def reconcile_command(
             (v.turn_seq, v.context, v.stated, v.trace, v.fresh, v.status, v.why) for v in verdicts
         )
     else:
+        # the trace and fresh columns only when a claim has one: empty, they took a sixth of
+        # an 80-column terminal from the reason, and "fresh" was folded to "fres" / "h"
+        traced = any(v.trace for v in verdicts)
+        rerun_shown = any(v.fresh for v in verdicts)
         table = list_table()
         table.add_column("turn", no_wrap=True)
         table.add_column("claim", overflow="fold", ratio=3, min_width=12)
         table.add_column("stated", no_wrap=True)
-        table.add_column("trace", overflow="fold", ratio=2, min_width=10)
-        table.add_column("fresh", overflow="fold", ratio=1, min_width=8)
+        if traced:
+            table.add_column("trace", overflow="fold", ratio=2, min_width=10)
+        if rerun_shown:
+            table.add_column("fresh", overflow="fold", ratio=1, min_width=8)
         table.add_column("class", no_wrap=True)
         table.add_column("why", overflow="fold", ratio=4, min_width=12)
         for v in verdicts:
+            texts = [v.context, v.stated]
+            texts += [v.trace] if traced else []
+            texts += [v.fresh] if rerun_shown else []
             table.add_row(
                 str(v.turn_seq or ""),
-                *(escape(safe(text or "")) for text in (v.context, v.stated, v.trace, v.fresh)),
+                *(escape(safe(text or "")) for text in texts),
                 _verdict_text(v),
                 escape(safe(v.why)),
             )
