@@ -118,7 +118,14 @@ def test_bad_input_is_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> N
 def test_a_usage_error_is_one_line_naming_the_option_and_the_help(tmp_path: Path) -> None:
     db = str(tmp_path / "log.db")
     for args, said, where in (
-        (["show", "s", "--since", "0", "--db", db], "'--since': 0 is not in the range", "show"),
+        (["show", "s", "--since", "0", "--db", db], "'--since': '0': seqs start at 1", "show"),
+        # a date where show wants a seq (sessions, usage and search take dates)
+        (
+            ["show", "s", "--since", "2026-02-10", "--db", db],
+            "'2026-02-10' is not a seq: show starts at an event's seq (1, 2, 3 …), not a date",
+            "show",
+        ),
+        (["show", "s", "--tail", "abc", "--db", db], "'abc' is not a count of seqs", "show"),
         (["retain", "--older-than", "abc", "--db", db], "'abc' is not a valid float", "retain"),
         (["search", "--db", db], "Missing argument 'QUERY'", "search"),
         (["nosuchcommand"], "No such command 'nosuchcommand'", ""),

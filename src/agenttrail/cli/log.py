@@ -338,6 +338,25 @@ def _first_line(title: str | None) -> str:
     return title.splitlines()[0] if title else ""
 
 
+def _seq(value: str) -> int:
+    """``show --since``: a seq, 1 or more. A date is told apart: ``sessions``, ``usage`` and
+    ``search`` take one for their ``--since``."""
+    if not value.strip().isdecimal():
+        raise typer.BadParameter(
+            f"{value!r} is not a seq: show starts at an event's seq (1, 2, 3 …), not a date"
+        )
+    if int(value) < 1:
+        raise typer.BadParameter(f"{value!r}: seqs start at 1")
+    return int(value)
+
+
+def _count(value: str) -> int:
+    """``show --tail``: how many seqs, 1 or more."""
+    if not value.strip().isdecimal() or int(value) < 1:
+        raise typer.BadParameter(f"{value!r} is not a count of seqs (1, 2, 3 …)")
+    return int(value)
+
+
 def show(
     session: SessionArg,
     full: Annotated[
@@ -345,11 +364,13 @@ def show(
     ] = False,
     since: Annotated[
         int | None,
-        typer.Option("--since", metavar="SEQ", min=1, help="Show the rows from this seq on."),
+        typer.Option("--since", metavar="SEQ", parser=_seq, help="Show the rows from this seq on."),
     ] = None,
     tail: Annotated[
         int | None,
-        typer.Option("--tail", metavar="N", min=1, help="Show the rows of the last N seqs."),
+        typer.Option(
+            "--tail", metavar="N", parser=_count, help="Show the rows of the last N seqs."
+        ),
     ] = None,
     json: Annotated[
         bool,
