@@ -181,7 +181,7 @@ def test_programmatic_tool_calling(store: LogStore) -> None:
 def test_request_that_does_not_extend_history(store: LogStore) -> None:
     [imported] = read_file(BAD_HISTORY)
     assert len(imported.warnings) == 1
-    assert BAD_HISTORY.name in imported.warnings[0]
+    assert imported.warnings[0].startswith(f"{BAD_HISTORY}: exchange 2: ")  # the whole path
     assert "exchange 2" in imported.warnings[0]
     events = import_events(store, BAD_HISTORY)
     error = events[-1].payload
@@ -474,5 +474,5 @@ def test_streamed_response_body_in_an_exchange(tmp_path: Path) -> None:
     assert message["meta"]["usage"]["output"] == 65
     assert call["input"] == {"location": "Paris"}
     assert imported.warnings == [
-        f"{path.name}: exchange 2: /v1/messages/count_tokens is not a Messages API call; skipped"
+        f"{path}: exchange 2: /v1/messages/count_tokens is not a Messages API call; skipped"
     ]

@@ -69,7 +69,7 @@ class Builder:
 
     def warn(self, text: str) -> None:
         """A warning, printed after the import."""
-        self.warnings.append(f"{self.path.name}: {text}")
+        self.warnings.append(f"{self.path}: {text}")  # the whole path, as every other format
 
     def add(self, payload: dict[str, Any], key: str, created_at: str | None) -> None:
         """Append one event; the first with a time gives the session's start."""
