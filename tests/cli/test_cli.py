@@ -60,14 +60,15 @@ def test_quickstart_says_which_session_it_shows_when_it_reads_none(tmp_path: Pat
     spotter = REALDATA / "claude-code-spotter"
     assert run_cli("import", str(spotter), "--db", str(db)).returncode == 0
     # the files' first timestamps: short 2026-02-10T21:11, tool_heavy 22:57, and the
-    # subagent's transcript 2026-02-12T14:12, the latest to start
-    latest = "ae4a77f8-aedd-4bc1-888f-c94edc91af04:agent-aac57f5"
+    # subagent's transcript 2026-02-12T14:12, the latest to start but one step of a session
+    # (a new user's check: quickstart showed it): tool_heavy's session is the latest main one
+    latest = "d6e0bada-1959-4eec-a9d2-0bfade768d8f"
     result = run_cli("quickstart", "--db", str(db), cwd=tmp_path, env={"HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     said = result.stderr.splitlines()
     assert said[0] == (
         "no Claude Code transcript read: showing the latest to start of the 3 Claude Code "
-        "sessions here"
+        "sessions here, 1 subagent transcript left out"
     )
     assert f"  agenttrail show {latest} --db {db}" in said
 

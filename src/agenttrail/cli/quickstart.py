@@ -63,9 +63,13 @@ def quickstart(
         if earlier:
             candidates = [s for s in store.sessions() if s.metadata.get("format") == "claude_code"]
         if candidates:
-            shown = max(candidates, key=lambda s: s.started or s.created_at).id
+            # a main session over a subagent's transcript (one of its steps, told apart by
+            # its agentId), which started later than the session that ran it
+            main = [s for s in candidates if "agentId" not in s.metadata] or candidates
+            shown = max(main, key=lambda s: s.started or s.created_at).id
             if len(candidates) > 1:  # which one, and why, before its transcript
-                err.print(_showing(len(candidates), earlier=earlier), markup=False)
+                said = _showing(len(candidates), earlier=earlier, aside=len(candidates) - len(main))
+                err.print(said, markup=False)
         else:
             found = (
                 f"none of {counted(skipped, 'Claude Code transcript')} could be read"
@@ -90,13 +94,18 @@ def quickstart(
         raise typer.Exit(1)
 
 
-def _showing(count: int, *, earlier: bool) -> str:
+def _showing(count: int, *, earlier: bool, aside: int = 0) -> str:
     """Which of ``count`` sessions quickstart shows: the latest to start of those it read,
-    or (``earlier``: it read none) of the Claude Code sessions already in the log."""
+    or (``earlier``: it read none) of the Claude Code sessions already in the log; ``aside``
+    of them subagents' transcripts, left out."""
+    left_out = f", {counted(aside, 'subagent transcript')} left out" if aside else ""
     if earlier:
         among = counted(count, "Claude Code session")
-        return f"no Claude Code transcript read: showing the latest to start of the {among} here"
-    return f"showing the latest to start of the {counted(count, 'session')} read"
+        return (
+            f"no Claude Code transcript read: showing the latest to start of the {among} "
+            f"here{left_out}"
+        )
+    return f"showing the latest to start of the {counted(count, 'session')} read{left_out}"
 
 
 def _print_next(session_id: str, db: str | None) -> None:
