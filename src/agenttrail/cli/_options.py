@@ -1,6 +1,7 @@
 """The options many commands take: ``--db``, ``SESSION`` (completed from the log's session
 ids), ``--json``, ``--max-bytes`` and ``--no-redact``, defined once so that every command
-spells and explains them alike."""
+spells and explains them alike; and the parsers of a seq and a count of seqs, which say
+what they take when given something else."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ __all__ = [
     "NoRedactOption",
     "SessionArg",
     "complete_session",
+    "parse_count",
+    "parse_seq",
 ]
 
 DbOption = Annotated[
@@ -70,3 +73,30 @@ NoRedactOption = Annotated[
         "are stored (docs/redaction.md).",
     ),
 ]
+
+
+def parse_seq(value: str) -> int:
+    """A seq given to an option (``show --since``), 1 or more; a date is told apart, as
+    ``sessions``, ``usage`` and ``search`` take one for their ``--since``.
+
+    Raises:
+        typer.BadParameter: not a whole number of 1 or more.
+    """
+    if not value.strip().isdecimal():
+        raise typer.BadParameter(
+            f"{value!r} is not a seq: show starts at an event's seq (1, 2, 3 …), not a date"
+        )
+    if int(value) < 1:
+        raise typer.BadParameter(f"{value!r}: seqs start at 1")
+    return int(value)
+
+
+def parse_count(value: str) -> int:
+    """A count of seqs given to an option (``show --tail``), 1 or more.
+
+    Raises:
+        typer.BadParameter: not a whole number of 1 or more.
+    """
+    if not value.strip().isdecimal() or int(value) < 1:
+        raise typer.BadParameter(f"{value!r} is not a count of seqs (1, 2, 3 …)")
+    return int(value)

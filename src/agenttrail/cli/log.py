@@ -27,6 +27,8 @@ from agenttrail.cli._options import (
     MaxBytesOption,
     NoRedactOption,
     SessionArg,
+    parse_count,
+    parse_seq,
 )
 from agenttrail.errors import InputError
 from agenttrail.views.units import counted
@@ -338,25 +340,6 @@ def _first_line(title: str | None) -> str:
     return title.splitlines()[0] if title else ""
 
 
-def _seq(value: str) -> int:
-    """``show --since``: a seq, 1 or more. A date is told apart: ``sessions``, ``usage`` and
-    ``search`` take one for their ``--since``."""
-    if not value.strip().isdecimal():
-        raise typer.BadParameter(
-            f"{value!r} is not a seq: show starts at an event's seq (1, 2, 3 …), not a date"
-        )
-    if int(value) < 1:
-        raise typer.BadParameter(f"{value!r}: seqs start at 1")
-    return int(value)
-
-
-def _count(value: str) -> int:
-    """``show --tail``: how many seqs, 1 or more."""
-    if not value.strip().isdecimal() or int(value) < 1:
-        raise typer.BadParameter(f"{value!r} is not a count of seqs (1, 2, 3 …)")
-    return int(value)
-
-
 def show(
     session: SessionArg,
     full: Annotated[
@@ -364,12 +347,14 @@ def show(
     ] = False,
     since: Annotated[
         int | None,
-        typer.Option("--since", metavar="SEQ", parser=_seq, help="Show the rows from this seq on."),
+        typer.Option(
+            "--since", metavar="SEQ", parser=parse_seq, help="Show the rows from this seq on."
+        ),
     ] = None,
     tail: Annotated[
         int | None,
         typer.Option(
-            "--tail", metavar="N", parser=_count, help="Show the rows of the last N seqs."
+            "--tail", metavar="N", parser=parse_count, help="Show the rows of the last N seqs."
         ),
     ] = None,
     json: Annotated[
