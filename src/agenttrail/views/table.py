@@ -499,7 +499,7 @@ def _cell_lines(
         if no_wrap or (simple and len(line) <= width):
             pieces = [line]  # it fits: divide_line would not break it
         elif simple and overflow == "fold" and " " not in line and _SPACE.search(line) is None:
-            # one word (a space is looked for first: in C, where \s's search costs 6 ns a character)
+            # one word; `in` finds a space far faster than \s's search (6 ns a character)
             pieces = [line[at : at + width] for at in range(0, len(line), width)]
         else:
             divide = _divide_one_cell if simple else _divide

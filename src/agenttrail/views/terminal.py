@@ -321,6 +321,7 @@ def print_session(
     seqs = pair_refs(refs)
     refs.clear()  # paired: the seqs are what is kept
     early = _calls_before(seqs, since)
+    one_day = len(days) <= 1
 
     def rows() -> Iterator[TableRow]:
         ahead: deque[Event] = deque()
@@ -343,7 +344,6 @@ def print_session(
                 names=shapes.names_of(event.seq),
             )
 
-    one_day = len(days) <= 1
     widest = shapes.widest(seqs, early, one_day=one_day)
     print_table(console, _template(console.width), rows, widest=widest)
 
