@@ -74,7 +74,7 @@ def price_of(
     if rates == "unpriced":
         return None
     if isinstance(rates, Rates):
-        return rates.price(1, input, output, cache_read, cache_write - long, long)
+        return rates.price(input, output, cache_read, cache_write - long, long)
     genai_prices, _ = _genai_prices()  # a tiered entry: its rate depends on the prompt's size
     usage = genai_prices.Usage(**_usage(input, output, cache_read, cache_write - long, long))
     amount: Decimal = genai_prices.calc_price(
@@ -86,10 +86,8 @@ def price_of(
 def undated_rates(model: str, provider: str | None, at: datetime) -> Rates | None:
     """The rates of ``model``'s price when it is the same at every date and has no tiers;
     ``None`` otherwise (or when the table does not price it): :func:`price_of` then prices
-    each call at its date.
-
-    With such rates the price of many calls is :meth:`Rates.price` of their summed tokens
-    (a call's price is linear in its tokens), as ``show``'s header sums a session's.
+    each call at its date. A summer of many calls (``show``'s header) prices each with
+    :meth:`Rates.price`, without a look in the table.
 
     Args:
         model, provider: as :func:`price_of`.
@@ -142,26 +140,23 @@ def _genai_prices() -> tuple[ModuleType, ModuleType]:
     return genai_prices, genai_prices.data_snapshot
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Rates:
-    """The price of calls under one price entry that has no tiers: a fixed part (a price per
+    """The price of a call under one price entry that has no tiers: a fixed part (a price per
     request) and a price per token of each kind (input, output, cache read, cache write for
-    five minutes, for an hour), read from ``genai-prices`` itself. Equal only to itself (a
-    key per entry)."""
+    five minutes, for an hour), read from ``genai-prices`` itself."""
 
     prices: object
     """The price entry (held so that its ``id`` in the key is not reused)."""
     fixed: Decimal
     per_token: tuple[Decimal, ...]
 
-    def price(
-        self, calls: int, input: int, output: int, read: int, write_5m: int, write_1h: int
-    ) -> Decimal:
-        """The price in US dollars of ``calls`` calls that used these tokens in all, each kind
-        apart (:func:`price_of`'s kinds, the cache writes split by how long they last)."""
+    def price(self, input: int, output: int, read: int, write_5m: int, write_1h: int) -> Decimal:
+        """The price in US dollars of a call that used these tokens, each kind apart
+        (:func:`price_of`'s kinds, the cache writes split by how long they last)."""
         r_input, r_output, r_read, r_write, r_long = self.per_token
         return (
-            calls * self.fixed
+            self.fixed
             + input * r_input
             + output * r_output
             + read * r_read

@@ -215,10 +215,6 @@ class Totals:
     """Models of those calls (``(no model)`` when a call names none)."""
     sources: set[str] = field(default_factory=set)
     """Where the known costs come from."""
-    _summed: dict[Rates, list[int]] = field(default_factory=dict, repr=False, compare=False)
-    """Calls :meth:`count` priced by the table at undated rates, not yet in :attr:`cost`:
-    per :class:`~agenttrail.providers.prices.Rates`, the calls and their tokens of each
-    kind summed (:meth:`settle`)."""
 
     def add(self, call: Call) -> None:
         """Count one call."""
@@ -227,37 +223,19 @@ class Totals:
     def count(self, meta: dict[str, Any], tokens: dict[str, int | None], created_at: str) -> None:
         """Count one call from its event's ``meta``, its ``tokens`` (:func:`usage_of` of the
         meta) and ``created_at``: what :meth:`add` counts of the :class:`Call` that
-        :func:`calls_in` makes of it, without making one. A call of a model whose price has
-        no dates or tiers is priced with the others of its model by :meth:`settle`: the
-        same figure (each call's price is exact and linear in its tokens), a sum of tokens
-        instead of a price per call."""
+        :func:`calls_in` makes of it, without making one (nor a :class:`Cost`, for a call of
+        a model whose price has no dates or tiers: its rates price it here)."""
         rates = _undated_rates(meta, created_at)
         if rates is None:
             self._tally(tokens, _call_cost(meta, tokens, created_at), _model_of(meta))
             return
         self._tally_tokens(tokens)
-        summed = self._summed.get(rates)
-        if summed is None:
-            summed = self._summed[rates] = [0] * 6
-        write = tokens["cache_write"] or 0
+        write = tokens["cache_write"] or 0  # a kind not reported is billed 0
         long = min(_prices().long_cache_writes(meta.get("usage_raw")), write)
-        summed[0] += 1
-        summed[1] += tokens["input"] or 0  # a kind not reported is billed 0
-        summed[2] += tokens["output"] or 0
-        summed[3] += tokens["cache_read"] or 0
-        summed[4] += write - long
-        summed[5] += long
-
-    def settle(self) -> Totals:
-        """Put the price of the calls :meth:`count` summed into :attr:`cost`; this total."""
-        if self._summed:
-            amount = sum(
-                (rates.price(*summed) for rates, summed in self._summed.items()), Decimal(0)
-            )
-            self.cost["USD"] = self.cost.get("USD", Decimal(0)) + amount
-            self.sources.add(_prices().PRICE_SOURCE)
-            self._summed.clear()
-        return self
+        reported = tokens["input"] or 0, tokens["output"] or 0, tokens["cache_read"] or 0
+        amount = rates.price(*reported, write - long, long)
+        self.cost["USD"] = self.cost.get("USD", Decimal(0)) + amount
+        self.sources.add(_prices().PRICE_SOURCE)
 
     def _tally_tokens(self, tokens: dict[str, int | None]) -> None:
         self.calls += 1
@@ -282,7 +260,6 @@ class Totals:
     def cost_text(self) -> str:
         """``$0.0123``, ``$0.0123 + unknown`` when some calls are unpriced, ``unknown`` when
         none is priced, ``-`` when there are no calls."""
-        self.settle()
         if not self.calls:
             return "-"
         known = " + ".join(
@@ -308,7 +285,6 @@ class Totals:
         cost_text, cost_unknown_calls, unpriced_models, cost_sources}``; ``cost`` is ``null``
         when no call's cost is known (never 0), amounts are numbers in the currency's unit,
         ``cost_text`` is :meth:`cost_text`."""
-        self.settle()
         return {
             "calls": self.calls,
             "tokens": dict(self.tokens),
@@ -341,7 +317,7 @@ def totals_in(events: Iterable[Event]) -> Totals:
         meta = event.payload.get("meta")
         if meta is not None and (tokens := usage_of(meta)) is not None:
             totals.count(meta, tokens, event.created_at)
-    return totals.settle()
+    return totals
 
 
 def totals_of(calls: Iterable[Call]) -> Totals:
