@@ -65,6 +65,23 @@ def test_the_command_starts_without_the_heavy_modules() -> None:
     assert built == ["[]"]
 
 
+def test_a_command_builds_and_imports_only_itself(tmp_path: Path) -> None:
+    # Typer builds the options and help of every command of its app before it parses:
+    # agenttrail runs an app of the one command named (cli/_app.py, app_for)
+    db = tmp_path / "log.db"
+    code = f"from agenttrail.cli import main\nmain(['sessions', '--db', {str(db)!r}])"
+    modules = _imported_after(code, ("agenttrail.cli.",))[-1]
+    assert modules == str(
+        [
+            "agenttrail.cli._app",
+            "agenttrail.cli._common",
+            "agenttrail.cli._listing",
+            "agenttrail.cli._options",
+            "agenttrail.cli.log",
+        ]
+    )
+
+
 def test_import_format_names_are_the_formats() -> None:
     from agenttrail.cli.log import FORMAT_NAMES
     from agenttrail.formats import FORMATS

@@ -54,13 +54,13 @@ def _examples() -> dict[str, list[str]]:
 
 
 def _ordered(examples: dict[str, list[str]]) -> list[tuple[str, str]]:
-    names = [n for n, _ in COMMANDS if n not in LAST] + list(LAST)
+    names = [n for n, *_ in COMMANDS if n not in LAST] + list(LAST)
     return [(name, text) for name in names for text in examples[name]]
 
 
 def test_every_command_has_an_example() -> None:
     examples = _examples()
-    assert sorted(examples) == sorted(name for name, _ in COMMANDS)
+    assert sorted(examples) == sorted(name for name, *_ in COMMANDS)
     assert all(examples.values()), [name for name, texts in examples.items() if not texts]
 
 
@@ -78,7 +78,7 @@ def test_examples_are_whole_lines_at_80_columns() -> None:
 
 def test_flags_are_listed_without_a_type() -> None:
     # Typer's Rich help listed every flag as `--json  <bool>`, as if it took a value
-    for args in [(), *((name,) for name, _ in COMMANDS)]:
+    for args in [(), *((name,) for name, *_ in COMMANDS)]:
         shown = run_cli(*args, "--help", env={"COLUMNS": "100"}).stdout
         assert "<bool>" not in shown, args
         assert re.search(r"--help +Show this message and exit\.", shown), args

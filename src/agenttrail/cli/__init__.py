@@ -9,10 +9,10 @@ The commands live in one module per group: :mod:`.log` (import, sessions, show, 
 fountain, replay), :mod:`.quickstart` (quickstart), :mod:`.evidence` (verify, reconcile,
 claims, traces, trace, keygen, checkpoint), :mod:`.admin` (retain, erase, serve, proxy,
 token, migrate), :mod:`.report` (usage, diff), :mod:`.watch` (watch) and :mod:`.push` (push);
-:mod:`._options` and
-:mod:`._common` hold the options and helpers they share. This module runs the app that
-:mod:`._app` builds from them; ``agenttrail --version`` is answered before Typer and Rich are
-imported (the start-up is measured in bench/scale.py).
+:mod:`._options` and :mod:`._common` hold the options and helpers they share. This module runs
+the app that :mod:`._app` builds from them, of the one command given (:func:`._app.app_for`);
+``agenttrail --version`` is answered before Typer and Rich are imported (the start-up is
+measured in bench/scale.py).
 """
 
 from __future__ import annotations
@@ -48,17 +48,18 @@ def main(argv: list[str] | None = None) -> int:
     # as Unix tools do, instead of a broken-pipe error at exit. `serve` ignores SIGPIPE
     # again once it has printed its address (cli/admin.py): its sockets must not kill it.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    if (sys.argv[1:] if argv is None else argv) == ["--version"]:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:
         # what the app's eager --version option prints, without importing Typer and Rich
         sys.stdout.write(f"agenttrail {__version__}\n")
         return 0
     import typer
 
-    from agenttrail.cli._app import app
+    from agenttrail.cli._app import app_for
     from agenttrail.cli._common import err
 
     try:
-        code = app(args=argv, prog_name="agenttrail", standalone_mode=False)
+        code = app_for(args)(args=args, prog_name="agenttrail", standalone_mode=False)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else 0 if e.code is None else 1
     except AgentTrailError as e:
