@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sqlite3
 import struct
 import zlib
@@ -46,6 +47,8 @@ from tests.server.conftest import (
 # marot/spotter test/fixtures/transcripts/tool_heavy.jsonl, a real Claude Code session with
 # six parallel and sequential tool calls (the real data's SOURCES.md, tests/conftest.py REALDATA).
 TOOL_HEAVY = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
+TOOLBENCH = REALDATA / "toolbench" / "10_ChatGPT_DFS_woFilter_w2.json"
+"""SOURCES.md: a ToolBench answer; its steps carry no time."""
 # anthropics/anthropic-sdk-python tests/lib/tools/__inline_snapshot__/…/092be1de-….json: a
 # recorded Messages exchange whose last two tool calls have no result (SOURCES.md).
 ANTHROPIC_RUN = REALDATA / "anthropic-sdk-python" / "092be1de-d3f8-4c22-a4ea-a7ad54689836.json"
@@ -101,6 +104,25 @@ def test_one_request_gives_every_sessions_summary_as_each_summary_gives_it(
 
 
 # -- reading a session -----------------------------------------------------------------------
+
+
+def test_a_session_whose_source_gives_no_times_shows_none_and_is_not_live(
+    viewer: Viewer,
+) -> None:
+    # its events have the import's time, seconds ago: read as theirs, the rows showed it and
+    # the list marked the session ● live (docs/viewer.md, Live)
+    (undated,) = import_paths(viewer.store, [TOOLBENCH])
+    (dated,) = import_paths(viewer.store, [TOOL_HEAVY])
+    page = viewer.open(undated.session_id)
+    time = _row(page, 1).locator(".gutter time")
+    expect(time).to_have_text("")
+    expect(time).to_have_attribute(
+        "title", re.compile(r"^no time: the source gives none \(imported 20")
+    )
+    _wait_until(page, "window.agenttrail.state.summaries.size > 1")
+    expect(page.locator(f'.session-item[data-id="{undated.session_id}"] .s-live')).to_have_count(0)
+    page = viewer.open(dated.session_id)
+    expect(_row(page, 4).locator(".gutter time")).to_have_text(re.compile(r"^\d\d:\d\d:\d\d$"))
 
 
 def test_a_claude_code_session_pairs_tool_rows_with_actors_and_meta(viewer: Viewer) -> None:

@@ -63,7 +63,8 @@ def _same_as_rich(db: Path, session_id: str, width: int, *, colour: bool) -> Non
         read_twice = _console(width, colour=colour)  # reads the session as it prints
         print_session(read_twice, session, store)
         whole = _console(width, colour=colour)
-        whole.print(transcript_table(whole_messages(store.read(session_id)), width=width))
+        events = whole_messages(store.read(session_id))
+        whole.print(transcript_table(events, width=width, dated=session.dated))
     assert _printed(whole), "the oracle printed the table"
     assert _printed(streamed).endswith(_printed(whole))
     assert _printed(read_twice) == _printed(streamed)
@@ -223,6 +224,7 @@ def test_a_window_of_a_session_with_erasures_prints_what_rich_prints(tmp_path: P
                 for row in _transcript_rows(
                     reading_order(held),
                     pair_tool_calls(held),
+                    "day and time",  # the session's events fall on three days
                     full=False,
                     broken_at=None,
                     since=since,

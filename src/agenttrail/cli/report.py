@@ -15,7 +15,7 @@ from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.views.safe import safe
-from agenttrail.views.session_list import checked_range
+from agenttrail.views.session_list import checked_range, within
 from agenttrail.views.units import counted
 from agenttrail.views.usage import (
     GROUPS,
@@ -79,10 +79,8 @@ def usage(
         chosen = [find_session(store, s) for s in sessions] if sessions else every
         for session in chosen:
             calls += calls_of(session, store.read(session.id))
-    if since is not None:
-        calls = [c for c in calls if c.created_at[: len(since)] >= since]
-    if until is not None:
-        calls = [c for c in calls if c.created_at[: len(until)] <= until]
+    if since is not None or until is not None:
+        calls = [c for c in calls if within(c.created_at if c.dated else None, since, until)]
     if not calls:  # else nothing at all is printed, as for a log that could not be read
         after = f" on or after {since}" if since is not None else ""
         after += f" on or before {until}" if until is not None else ""

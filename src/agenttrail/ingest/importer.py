@@ -40,6 +40,7 @@ from agenttrail.log.redact import REDACTIONS
 from agenttrail.log.store import Appended, LogStore, TraceBuilder
 from agenttrail.model import (
     SESSION_ID_RULE,
+    UNDATED,
     Event,
     NewEvent,
     NewSession,
@@ -512,7 +513,8 @@ def _trace_rows(session_id: str, batch: Sequence[NewEvent]) -> TraceBuilder | No
 
 def _filled(imported: ImportedSession) -> NewSession:
     """The session to create, with a title and start time taken from its events if missing
-    (unless the source stated them, as an export's ``session`` line does)."""
+    (unless the source stated them, as an export's ``session`` line does); one whose source
+    gives no time at all is marked so in its metadata (``UNDATED``)."""
     session = imported.session
     # A v2 export's hashes start from the session's fields as exported (its genesis), so
     # they are kept as they are, stated or not (docs/log-format.md, Chain v2).
@@ -532,4 +534,9 @@ def _filled(imported: ImportedSession) -> NewSession:
         )
         title = title_from(prompt) if isinstance(prompt, str) else None
     started = session.started or next((e.created_at for e in imported.events if e.created_at), None)
-    return replace(session, title=title, started=started)
+    metadata = session.metadata if started is not None else {**session.metadata, UNDATED: _UNDATED}
+    return replace(session, title=title, started=started, metadata=metadata)
+
+
+_UNDATED = "the source gives no times: each event has the time it was imported"
+"""The :data:`~agenttrail.model.UNDATED` note of a session whose source has no time."""

@@ -48,6 +48,7 @@ from agenttrail.model.reading import (
 )
 from agenttrail.model.sessions import (
     SESSION_ID_RULE,
+    UNDATED,
     NewSession,
     Session,
     check_session_id,
@@ -57,6 +58,7 @@ from agenttrail.model.traces import NewTrace, TraceRow
 
 __all__ = [
     "SESSION_ID_RULE",
+    "UNDATED",
     "Actor",
     "Attachment",
     "ContentPart",

@@ -15,6 +15,7 @@ from agenttrail.errors import InputError
 __all__ = [
     "SESSION_ID_MAX_CHARS",
     "SESSION_ID_RULE",
+    "UNDATED",
     "NewSession",
     "Session",
     "check_session_id",
@@ -37,6 +38,13 @@ and one command-line argument. ``/`` would split the segment, ``.`` and ``..`` a
 by URL normalisation, ``%``, ``?``, ``#`` and spaces need escaping that links forget, and a
 leading ``-`` reads as an option. UUIDs, the ids imports derive from files, and Claude
 Code's ``<uuid>:agent-<id>`` all fit."""
+
+
+UNDATED = "undated"
+"""The metadata key of a session whose source gives no time at all (a ToolBench answer, an
+Anthropic SDK recording), set on import: its events have the time they were imported, and
+the views do not give that time as theirs (docs/log-format.md, ``created_at``). Its value
+says so in words."""
 
 
 def is_session_id(value: object) -> bool:
@@ -123,6 +131,12 @@ class Session:
             chain_version=chain_version,
         )
         return session
+
+    @property
+    def dated(self) -> bool:
+        """False for a session whose source gives no times (:data:`UNDATED`): its events'
+        ``created_at`` is when they were imported, not when they happened."""
+        return UNDATED not in self.metadata
 
     def record(self) -> dict[str, Any]:
         """The session as JSON (``agenttrail sessions --json``, the REST API): its fields,

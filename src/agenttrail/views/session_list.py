@@ -26,6 +26,7 @@ __all__ = [
     "checked_time",
     "list_sessions",
     "start_of",
+    "within",
 ]
 
 
@@ -60,9 +61,11 @@ class SessionPage:
     """The cursor of the next page (``after``), ``None`` on the last page."""
 
 
-def start_of(session: Session) -> str:
-    """When a session started: ``started``, else when its row was written (``created_at``)."""
-    return session.started or session.created_at
+def start_of(session: Session) -> str | None:
+    """When a session started: ``started``, else when its row was written (``created_at``);
+    ``None`` for a session whose source gives no times (``Session.dated``): its row was
+    written when it was imported."""
+    return session.started or (session.created_at if session.dated else None)
 
 
 def checked_time(name: str, value: str | None) -> str | None:
@@ -107,6 +110,17 @@ def checked_range(
     return since, until
 
 
+def within(at: str | None, since: str | None, until: str | None) -> bool:
+    """Whether the time ``at`` (``created_at`` form) is in the range :func:`checked_range`
+    gives (a date bound compares with its day, a time bound with it); no known time
+    (``None``) is in none."""
+    if at is None:
+        return False
+    return (since is None or at[: len(since)] >= since) and (
+        until is None or at[: len(until)] <= until
+    )
+
+
 def list_sessions(
     store: SearchableLog, ordered: Sequence[Session], where: SessionFilter
 ) -> SessionPage:
@@ -135,10 +149,8 @@ def list_sessions(
         chosen = [s for s in chosen if names_agent(where.agent, s.agent)]
     if where.user is not None:
         chosen = [s for s in chosen if s.user == where.user]
-    if since is not None:
-        chosen = [s for s in chosen if start_of(s)[: len(since)] >= since]
-    if until is not None:
-        chosen = [s for s in chosen if start_of(s)[: len(until)] <= until]
+    if since is not None or until is not None:
+        chosen = [s for s in chosen if within(start_of(s), since, until)]
     if where.limit is None or len(chosen) <= where.limit:
         return SessionPage(chosen, None)
     page = chosen[: where.limit]

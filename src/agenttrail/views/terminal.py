@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from itertools import chain
+from typing import Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -69,19 +70,21 @@ def render_session(
     _print_header(console, session, usage_totals_of(shown))
     pairing = pair_tool_calls(shown)
     order = reading_order(shown)
-    one_day = _one_day(order)
+    clock = _time_column(session.dated, {row.event.created_at[:10] for row in order})
     widest = [0] * 5  # the text column's is not measured
     for row in _shown_rows(order, pairing, since):
         result = pairing.result_of.get(row.event.seq)
         seq, time, (actor, _, (label, _)) = _heads(
-            row, None if result is None else result.seq, one_day
+            row, None if result is None else result.seq, clock
         )
         for i, head in enumerate((seq, time, actor, label)):
             widest[i] = max(widest[i], cell_width(head))
     print_table(
         console,
         _template(console.width),
-        lambda: _transcript_rows(order, pairing, full=full, broken_at=broken_at, since=since),
+        lambda: _transcript_rows(
+            order, pairing, clock, full=full, broken_at=broken_at, since=since
+        ),
         widest=widest,
     )
 
@@ -99,6 +102,8 @@ def _print_header(console: Console, session: Session, usage: Totals) -> None:
     ):
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
+    if not session.dated:
+        header.append(f"\ntimes: none ({NO_TIMES})", style="dim")
     if usage.calls:
         calls = counted(usage.calls, "model call")
         # the cost on a line of its own: with its price table's name, one line was ~110
@@ -116,19 +121,23 @@ def transcript_table(
     full: bool = False,
     broken_at: int | None = None,
     width: int | None = None,
+    dated: bool = True,
 ) -> Table:
     """The transcript of ``events`` as a Rich table (columns: seq, time, actor, event, text),
     for a console ``width`` columns wide (narrower than :data:`NARROW_COLUMNS`: event labels
     cut shorter; ``None``: any width).
 
     The time is ``HH:MM:SS`` (UTC) while every event falls on one day, ``MM-DD HH:MM:SS``
-    when the session spans days (a session resumed later). The row holding seq
+    when the session spans days (a session resumed later), none when the session is not
+    ``dated`` (``Session.dated``: its source gives no times). The row holding seq
     ``broken_at`` (an event, or the result shown on its call's row) is marked.
     :func:`render_session` prints the same rows a chunk at a time.
     """
     pairing = pair_tool_calls(events)
     table = _template(width)
-    for row in _transcript_rows(reading_order(events), pairing, full=full, broken_at=broken_at):
+    order = reading_order(events)
+    clock = _time_column(dated, {event.created_at[:10] for event in events})
+    for row in _transcript_rows(order, pairing, clock, full=full, broken_at=broken_at):
         table.add_row(*row)
     return table
 
@@ -162,17 +171,35 @@ def _template(width: int | None) -> Table:
 
 
 def _transcript_rows(
-    order: list[Shown], pairing: Pairing, *, full: bool, broken_at: int | None, since: int = 1
+    order: list[Shown],
+    pairing: Pairing,
+    clock: TimeColumn,
+    *,
+    full: bool,
+    broken_at: int | None,
+    since: int = 1,
 ) -> Iterator[TableRow]:
     """One row per shown event (``seq, time, actor, event, text``) from seq ``since`` on."""
-    one_day = _one_day(order)
     for shown in _shown_rows(order, pairing, since):
-        yield _row(shown, pairing, full=full, broken_at=broken_at, one_day=one_day)
+        yield _row(shown, pairing, full=full, broken_at=broken_at, clock=clock)
 
 
-def _one_day(order: list[Shown]) -> bool:
-    """Whether every event falls on one day (then times are shown without the date)."""
-    return len({shown.event.created_at[:10] for shown in order}) <= 1
+TimeColumn = Literal["time", "day and time", "none"]
+"""What the time column shows: ``HH:MM:SS`` (UTC) while every event falls on one day,
+``MM-DD HH:MM:SS`` when the session spans days (a session resumed later), nothing for a
+session whose source gives no times (:func:`_time_column`)."""
+
+NO_TIMES = "the source gives none: the log has when each event was imported"
+"""What the header says of the times of a session whose source gives none."""
+
+
+def _time_column(dated: bool, days: Collection[str]) -> TimeColumn:
+    """The time column of a session's rows, ``days`` the UTC days (``YYYY-MM-DD``) of its
+    events: none when its source gives no times (not ``dated``, ``Session.dated``: the log's
+    time is the import's, not the event's)."""
+    if not dated:
+        return "none"
+    return "time" if len(days) <= 1 else "day and time"
 
 
 def _shown_rows(order: list[Shown], pairing: Pairing, since: int) -> Iterator[Shown]:
@@ -197,7 +224,7 @@ def _row(
     *,
     full: bool,
     broken_at: int | None,
-    one_day: bool,
+    clock: TimeColumn,
     names: Names | None = None,
 ) -> TableRow:
     """The row of ``shown``; ``names``: its event's :func:`_names`, when known already."""
@@ -213,7 +240,7 @@ def _row(
     if broken_at is not None and broken_at in (event.seq, result and result.seq):
         text.append(f"\n⚠ the chain breaks at seq {broken_at}", style="bold red")
     seq, time, (actor, actor_style, (label, label_style)) = _heads(
-        shown, None if result is None else result.seq, one_day, names
+        shown, None if result is None else result.seq, clock, names
     )
     return (
         StyledText(seq),
@@ -225,7 +252,7 @@ def _row(
 
 
 def _heads(
-    shown: Shown, result_seq: int | None, one_day: bool, names: Names | None = None
+    shown: Shown, result_seq: int | None, clock: TimeColumn, names: Names | None = None
 ) -> tuple[str, str, Names]:
     """The seq, time, actor and event columns of ``shown``'s row (the last two with their
     styles, ``names`` when known already), ``result_seq`` the seq of the result paired with
@@ -234,7 +261,7 @@ def _heads(
     paired = result_seq if event.type in _PAIRED_TYPES else None
     return (
         _seq_text(event.seq, paired, first=shown.first),
-        _time_text(event, one_day),
+        _time_text(event, clock),
         names or _names(event),
     )
 
@@ -260,9 +287,11 @@ def _seq_text(seq: int, result_seq: int | None, *, first: bool = True) -> str:
     return str(seq) if first else f"{seq} (cont.)"
 
 
-def _time_text(event: Event, one_day: bool) -> str:
-    """The time column: ``HH:MM:SS``, or ``MM-DD HH:MM:SS`` when the session spans days."""
-    return event.created_at[11:19] if one_day else event.created_at[5:19].replace("T", " ")
+def _time_text(event: Event, clock: TimeColumn) -> str:
+    """The time column of ``event``'s row (:data:`TimeColumn`)."""
+    if clock == "time":
+        return event.created_at[11:19]
+    return event.created_at[5:19].replace("T", " ") if clock == "day and time" else ""
 
 
 READ_AHEAD = 1000
@@ -321,7 +350,7 @@ def print_session(
     seqs = pair_refs(refs)
     refs.clear()  # paired: the seqs are what is kept
     early = _calls_before(seqs, since)
-    one_day = len(days) <= 1
+    clock = _time_column(session.dated, days)
 
     def rows() -> Iterator[TableRow]:
         ahead: deque[Event] = deque()
@@ -340,11 +369,11 @@ def print_session(
                 pairing,
                 full=full,
                 broken_at=broken_at,
-                one_day=one_day,
+                clock=clock,
                 names=shapes.names_of(event.seq),
             )
 
-    widest = shapes.widest(seqs, early, one_day=one_day)
+    widest = shapes.widest(seqs, early, clock=clock)
     print_table(console, _template(console.width), rows, widest=widest)
 
 
@@ -405,8 +434,8 @@ class _Shapes:
             number = self.kinds[kind] = len(self.widths)
             self.widths.append(
                 (
-                    cell_width(_time_text(event, True)),
-                    cell_width(_time_text(event, False)),
+                    cell_width(_time_text(event, "time")),
+                    cell_width(_time_text(event, "day and time")),
                     cell_width(names[0]),
                     cell_width(names[2][0]),
                     paired,
@@ -420,7 +449,7 @@ class _Shapes:
         after it was read (a live session)."""
         return self.names[self.shape_of[seq - 1]] if seq <= len(self.shape_of) else None
 
-    def widest(self, seqs: SeqPairing, early: list[int], *, one_day: bool) -> list[int]:
+    def widest(self, seqs: SeqPairing, early: list[int], *, clock: TimeColumn) -> list[int]:
         """The widest cell of each column (:func:`print_table`'s ``widest``; the text
         column's 0) over the rows shown: the calls ``early`` (:func:`_calls_before`), then
         seq :attr:`since` on, where a result paired with its call has none."""
@@ -441,7 +470,7 @@ class _Shapes:
         widest = [seq_width, 0, 0, 0, 0]
         for (day, days, actor, label, _), is_shown in zip(self.widths, shown, strict=True):
             if is_shown:
-                widest[1] = max(widest[1], day if one_day else days)
+                widest[1] = max(widest[1], {"time": day, "day and time": days}.get(clock, 0))
                 widest[2] = max(widest[2], actor)
                 widest[3] = max(widest[3], label)
         return widest

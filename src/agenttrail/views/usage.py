@@ -99,6 +99,9 @@ class Call:
     tokens: dict[str, int | None]
     """``{input, output, cache_read, cache_write}`` (:func:`agenttrail.model.usage_of`)."""
     cost: Cost
+    dated: bool = True
+    """False when the session's source gives no times (``Session.dated``): ``created_at``
+    is when the call was imported, so the call has no day."""
 
 
 def _model_of(meta: dict[str, Any]) -> str | None:
@@ -197,6 +200,7 @@ def calls_in(session: Session, events: Iterable[Event]) -> Iterator[Call]:
             _model_of(meta),
             tokens,
             _call_cost(meta, tokens, event.created_at),
+            session.dated,
         )
 
 
@@ -336,15 +340,22 @@ def _key(call: Call, by: Group) -> str:
     if by == "agent":
         return call.agent or "(no agent)"
     if by == "day":
-        return call.created_at[:10]
+        return call.created_at[:10] if call.dated else NO_DAY
     return f"{call.session_id}#{call.turn}"
+
+
+NO_DAY = "(no date)"
+"""The day of the calls of sessions whose source gives no times (``Call.dated``)."""
 
 
 def totals_by(calls: Iterable[Call], by: Group) -> dict[str, Totals]:
     """Totals of calls grouped by ``by`` (:data:`GROUPS`): session id, model, the session's
-    agent, the UTC day of the call (``YYYY-MM-DD``) or turn (``<session id>#<seq of the user
-    message that opened it>``); keys in first-seen order, days in calendar order."""
+    agent, the UTC day of the call (``YYYY-MM-DD``; :data:`NO_DAY` for a call of a session
+    with no times) or turn (``<session id>#<seq of the user message that opened it>``); keys
+    in first-seen order, days in calendar order with :data:`NO_DAY` last."""
     groups: dict[str, Totals] = {}
     for call in calls:
         groups.setdefault(_key(call, by), Totals()).add(call)
-    return dict(sorted(groups.items())) if by == "day" else groups
+    if by != "day":
+        return groups
+    return dict(sorted(groups.items(), key=lambda item: (item[0] == NO_DAY, item[0])))

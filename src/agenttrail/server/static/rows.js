@@ -87,6 +87,15 @@ function attachmentList(list, row, ctx) {
   );
 }
 
+// A session whose source gives no times (metadata.undated, set on import) has its events
+// dated when they were imported: that time is not shown as theirs (docs/viewer.md).
+function timeOf(row, ctx) {
+  if (ctx.session.metadata && ctx.session.metadata.undated) {
+    return h("time", { title: `no time: the source gives none (imported ${row.created_at})` }, "");
+  }
+  return h("time", { datetime: row.created_at, title: row.created_at }, clock(row.created_at));
+}
+
 function seqLabel(row) {
   if (row.view === "tool" && row.result_seq) return `${row.seq}→${row.result_seq}`;
   if (row.view === "run" && row.call_seq) return `${row.call_seq}→${row.seq}`;
@@ -341,7 +350,7 @@ export function renderRow(row, ctx) {
       "div",
       { class: "gutter" },
       h("span", { class: "seq", title: "seq" }, seqLabel(row)),
-      h("time", { datetime: row.created_at, title: row.created_at }, clock(row.created_at)),
+      timeOf(row, ctx),
     ),
     h("div", { class: "who" }, whoFor(row, ctx), subagent ? chip(`subagent ${row.agent_id}`, "subagent", "an event of a subagent's run") : null),
     h("div", { class: "body" }, (BODIES[row.view] || eventBody)(row, ctx), anomalyMark(row)),

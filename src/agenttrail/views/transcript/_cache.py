@@ -58,7 +58,7 @@ class IndexCache:
             with self._guard:
                 index = self._indexes.get(session_id)
             if index is None or index.created_at != session.created_at:
-                index = TranscriptIndex(session_id, session.created_at)
+                index = TranscriptIndex(session_id, session.created_at, dated=session.dated)
             if session.head_seq > index.head:
                 index.extend(store.read(session_id, after_seq=index.head))
             with self._guard:

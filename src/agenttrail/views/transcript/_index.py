@@ -67,11 +67,14 @@ class TranscriptIndex:
         session_id: the session.
         created_at: the session row's ``created_at``: a session removed and created again
             under the same id is a different log.
+        dated: False when the session's source gives no times (``Session.dated``): its
+            events' times are the import's, so it has no :attr:`last_event_at`.
     """
 
-    def __init__(self, session_id: str, created_at: str) -> None:
+    def __init__(self, session_id: str, created_at: str, *, dated: bool = True) -> None:
         self.session_id = session_id
         self.created_at = created_at
+        self.dated = dated
         self.head = 0
         self.pairing = SeqPairing()
         self.runs: dict[str, Run] = {}
@@ -88,7 +91,8 @@ class TranscriptIndex:
         self._run_of_seq: dict[int, str] = {}
         self._runtime = 0
         self.last_event_at: str | None = None
-        """``created_at`` of the last event (``None`` for an empty session)."""
+        """``created_at`` of the last event (``None`` for an empty session, or one whose
+        source gives no times)."""
         self.ended = False
         """Whether the last event is a ``session_end``."""
 
@@ -106,7 +110,7 @@ class TranscriptIndex:
             self.parts.add(event)
             self._types[event.type or "(untyped)"] += 1
             self._runtime += is_runtime(payload)
-            self.last_event_at = event.created_at
+            self.last_event_at = event.created_at if self.dated else None
             self.ended = event.type == "session_end"
             self._erased.update(erased_notes(event))
             for ref in tool_refs(event):  # an erasure's are of the erased events before it
