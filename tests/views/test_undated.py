@@ -91,3 +91,16 @@ def test_a_session_of_no_time_is_not_live_after_its_import(db_url: str) -> None:
     with open_store(db_url) as store:
         (summary,) = IndexCache().overviews(store, [toolbench])
     assert (summary["live"], summary["last_event_at"]) == (False, None)
+
+
+def test_search_since_or_until_takes_no_event_of_no_time(db_url: str) -> None:
+    toolbench, spotter = _imported(db_url, TOOLBENCH), _imported(db_url, SPOTTER)
+
+    def found(*args: str) -> set[str]:
+        done = run_cli("search", "the", "--db", db_url, *args)
+        assert done.returncode == 0, done.stderr
+        return {line.split("\t")[0] for line in done.stdout.splitlines()}
+
+    assert found() == {toolbench, spotter}
+    assert found("--since", "2000-01-01") == {spotter}
+    assert found("--until", "2999-12-31") == {spotter}

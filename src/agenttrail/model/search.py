@@ -34,7 +34,8 @@ class IndexRow:
 
     seq: int
     created_at: str
-    """The event's ``created_at`` (RFC 3339 UTC), for ``since``."""
+    """The event's ``created_at`` (RFC 3339 UTC), for ``since`` and ``until``; empty for an
+    event of a session whose source gives no times (``Session.dated``), which neither takes."""
     type: str | None
     """The payload's ``type``."""
     actor: str

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agenttrail.errors import SessionNotFound
 from agenttrail.model import Event, Session, failed, payload_attachments, prose_text
 from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter, names_agent
 from agenttrail.views.safe import safe
@@ -150,8 +151,11 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
 
 
-def index_row(event: Event) -> IndexRow:
-    """The index's row of one event: its text (:func:`event_text`) and that text folded.
+def index_row(event: Event, *, dated: bool = True) -> IndexRow:
+    """The index's row of one event: its text (:func:`event_text`) and that text folded;
+    its ``created_at`` empty when not ``dated`` (``Session.dated``: the session's source
+    gives no times, and the event's is the import's), so that no ``since`` or ``until``
+    takes it.
 
     A ``tool_result`` is named here by its own ``name`` when it has one; most results carry
     only their call's id, and :func:`bring_up_to_date` names them from their call."""
@@ -168,7 +172,7 @@ def index_row(event: Event) -> IndexRow:
     model = meta.get("model") if isinstance(meta, dict) and event.type == "message" else None
     return IndexRow(
         event.seq,
-        event.created_at,
+        event.created_at if dated else "",
         event.type,
         event.actor,
         tool,
@@ -190,12 +194,17 @@ def bring_up_to_date(store: SearchableLog) -> int:
     ``--tool`` finds the results of a tool as well as its calls."""
     indexed = 0
     for session_id, mark in store.index_marks():
+        try:
+            dated = store.get_session(session_id).dated
+        except SessionNotFound:
+            continue  # removed by retention meanwhile: the next search drops its rows
         while True:
             batch = list(store.read(session_id, after_seq=mark, limit=INDEX_BATCH))
             if not batch:
                 break
             upto = batch[-1].seq
-            rows = _named_by_call(store, session_id, [index_row(e) for e in batch])
+            rows = [index_row(event, dated=dated) for event in batch]
+            rows = _named_by_call(store, session_id, rows)
             if not store.index(session_id, mark, upto, rows):
                 break  # another process moved the watermark: it indexes this session
             indexed += len(batch)

@@ -202,8 +202,9 @@ class _SearchBase:
         if where.since is not None:
             clauses.append(f"e.created_at >= {p}")
             params.append(where.since)
-        if where.until is not None:  # a date: the whole day
+        if where.until is not None:  # a date: the whole day; '' is no time (IndexRow)
             clauses.append(f"substr(e.created_at, 1, {len(where.until)}) <= {p}")
+            clauses.append("e.created_at <> ''")
             params.append(where.until)
         statement = (
             "SELECT e.session_id, e.seq, e.type, e.actor, e.message_id, e.text, "
