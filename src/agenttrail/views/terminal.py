@@ -109,8 +109,8 @@ def _print_header(console: Console, session: Session, usage: Totals) -> None:
         # the cost on a line of its own: with its price table's name, one line was ~110
         # columns (docs/usage.md, Output: 80-column terminals)
         line = f"\nusage: {calls} · {usage.tokens_text()}\ncost: {usage.cost_text()}"
-        if usage.sources:
-            line += f" ({', '.join(sorted(usage.sources))})"
+        if usage.sources:  # a source names its date in parentheses: not in a second pair
+            line += f" · {', '.join(sorted(usage.sources))}"
         header.append(line, style="dim")
     console.print(header)
 
