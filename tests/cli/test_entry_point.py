@@ -116,6 +116,9 @@ def test_quickstart_by_its_path_says_where_agenttrail_is_and_what_to_run_next(
     assert f"agenttrail is {script} here (not on PATH" in said
     suggested = [line.strip() for line in said.splitlines() if line.startswith(f"  {script} ")]
     assert [line.split()[1] for line in suggested] == ["show", "export", "serve"]
+    # the viewer needs the token serve prints: its bare address opened a page that could
+    # read nothing
+    assert "http://" not in said and "serve prints the link to open, with its token" in said
     for line in suggested[:2]:  # serve runs until stopped (tests/cli/test_help_examples.py)
         done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True)
         assert done.returncode == 0, done.stderr

@@ -122,7 +122,7 @@ def _print_next(session_id: str, db: str | None) -> None:
         lines.append("agenttrail alone)")
     lines += [
         "next: read it again, save it as one HTML page, or browse every session in the",
-        "viewer (http://127.0.0.1:8787):",
+        "viewer (serve prints the link to open, with its token):",
         f"  {command} show {sid}{log}",
         f"  {command} export {sid} -o session.html{log}",
         f"  {command} serve{log}",
