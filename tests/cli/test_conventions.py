@@ -123,6 +123,16 @@ def test_usage_and_search_at_80_columns_keep_names_whole_and_snippets_under_them
         assert re.match(r" {7}1  message {6}weather|^ {23}\S", line), found
 
 
+def test_a_list_of_nothing_on_a_terminal_says_so_and_prints_no_table(tmp_path: Path) -> None:
+    # usage's table of no rows worked out its widths from none: a traceback, exit 1
+    # (a new user's `usage --until 2020-01-01`); sessions printed a lone header line
+    db = _log(tmp_path)
+    usage = _on_terminal(80, "usage", "--until", "2020-01-01", "--db", db)
+    assert usage.strip() == "no model calls with usage on or before 2020-01-01 in 2 sessions"
+    listed = _on_terminal(80, "sessions", "--since", "2030-01-01", "--db", db)
+    assert listed.strip() == "no session matches (since 2030-01-01)"
+
+
 def test_usage_total_with_an_unpriced_model_keeps_names_whole_at_80_columns(
     tmp_path: Path,
 ) -> None:

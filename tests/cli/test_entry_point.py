@@ -175,6 +175,7 @@ def test_a_window_past_the_last_event_says_so(tmp_path: Path) -> None:
         result = run_cli_subprocess("show", sid, "--since", str(last + 1), *extra, "--db", db)
         assert result.returncode == 0
         assert f"no events from seq {last + 1}: the last is seq {last}" in result.stderr
+        assert result.stdout == ""  # it printed the header over an empty table
     whole = run_cli_subprocess("show", sid, "--since", str(last), "--db", db)
     assert "no events" not in whole.stderr
 

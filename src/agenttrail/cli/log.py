@@ -218,6 +218,7 @@ def sessions(
             totals = {s.id: usage_totals_of(store.read(s.id)) for s in rows}
     if every and not rows:  # filters that left none: say so, as search does
         err.print(f"no session matches ({', '.join(_filters_said(where))})", markup=False)
+        return  # not a table's header over no rows
     if json:
         print_json_lines(
             {**s.record(), **({"usage": totals[s.id].record()} if usage else {})} for s in rows
@@ -389,6 +390,7 @@ def show(
         first = since or (max(1, found.head_seq - tail + 1) if tail is not None else 1)
         if first > max(found.head_seq, 1):
             err.print(f"no events from seq {first}: the last is seq {found.head_seq}", markup=False)
+            return  # not the header over an empty table
         if json:
             _print_rows(store, found, first, full)
             return

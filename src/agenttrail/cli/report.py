@@ -87,6 +87,7 @@ def usage(
         err.print(
             f"no model calls with usage{after} in {counted(len(chosen), 'session')}", markup=False
         )
+        return  # no table of no rows (its widths were worked out from none: a traceback)
     groups = totals_by(calls, group)
     if json:
         for key, totals in groups.items():
