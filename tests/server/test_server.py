@@ -6,6 +6,8 @@ import contextlib
 import json
 import os
 import random
+import re
+import socket
 import subprocess
 import sys
 import threading
@@ -26,7 +28,7 @@ from agenttrail.model import NewSession, events
 from agenttrail.server import live as live_module
 from agenttrail.server import mint_token
 from agenttrail.server.auth import RIGHTS
-from tests.conftest import agenttrail_serve, free_port, postgres_schema
+from tests.conftest import agenttrail_serve, free_port, postgres_schema, run_cli_subprocess
 from tests.server.conftest import SECRET, Server
 
 
@@ -446,6 +448,40 @@ def test_agenttrail_serve_prints_an_admin_token_and_serves(tmp_path: Path) -> No
         scoped = httpx.get(f"{url}/v1/sessions/s1", headers={"Authorization": f"Bearer {minted}"})
         assert scoped.status_code == 200
         assert (tmp_path / "log.db.secret").stat().st_mode & 0o777 == 0o600
+
+
+def test_serve_binds_its_port_before_it_announces_itself(tmp_path: Path) -> None:
+    # a port in use: uvicorn's own ERROR line and exit 3, after the server had printed
+    # its address and token; --port 99999 was bound as 34463 and announced as 99999
+    db = str(tmp_path / "log.db")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = run_cli_subprocess("serve", "--port", str(port), "--db", db)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    said = f"error: --port {port}: cannot listen on 127.0.0.1: Address already in use\n"
+    assert refused.stderr == said
+    for command in (["serve"], ["proxy", "--upstream", "http://127.0.0.1:1"]):
+        wide = run_cli_subprocess(*command, "--port", "99999", "--db", db)
+        assert wide.returncode == 2 and "99999 is not in the range 0<=x<=65535" in wide.stderr
+    # --port 0: the system's choice of port is the one printed, and it answers there
+    argv = [sys.executable, "-m", "agenttrail.cli", "serve", "--port", "0", "--db", db]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # the admin token
+        match = re.search(r" on (http://127\.0\.0\.1:(\d+)) ", proc.stdout.readline())
+        assert match is not None and int(match.group(2)) > 0
+        assert f"{match.group(1)}/#token=" in proc.stdout.readline()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert httpx.get(f"{match.group(1)}/openapi.json").status_code == 200
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        proc.terminate()
 
 
 # -- replicas: two `agenttrail serve` processes on one PostgreSQL schema ----------------------

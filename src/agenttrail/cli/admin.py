@@ -19,6 +19,7 @@ from agenttrail.cli._listing import print_json_lines
 from agenttrail.cli._options import DbOption, NoRedactOption
 from agenttrail.errors import InputError
 from agenttrail.server.auth import RIGHTS  # a tuple, for --rights help; PyJWT loads on use
+from agenttrail.server.listen import PORTS, bound_socket, url_of
 from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
@@ -154,7 +155,9 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8787,
+    port: Annotated[
+        int, typer.Option("--port", min=PORTS[0], max=PORTS[1], help="Port to listen on (0: any).")
+    ] = 8787,
     workspace: Annotated[
         Path, typer.Option("--workspace", help="Folder the user's file tools may touch.")
     ] = Path("."),
@@ -213,11 +216,11 @@ def serve(
         token = mint_token(secret, rights=RIGHTS)
         # The viewer keeps the token from the address's #fragment (never sent to the server
         # in a request line) in sessionStorage, then drops it from the address bar.
+        sock = bound_socket(host, port)  # a port in use: one error line, nothing printed
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        shown = f"[{shown}]" if ":" in shown else shown
         out.print(f"admin token (24 h): {token}", markup=False)
-        out.print(f"serving {store.url} on http://{host}:{port}  (docs: /docs)", markup=False)
-        out.print(f"open the viewer: http://{shown}:{port}/#token={token}", markup=False)
+        out.print(f"serving {store.url} on {url_of(sock, host)}  (docs: /docs)", markup=False)
+        out.print(f"open the viewer: {url_of(sock, shown)}/#token={token}", markup=False)
         # `agenttrail` dies quietly on SIGPIPE so that `export … | head` ends cleanly
         # (cli/__init__.py); a server must not: a client that vanishes mid-write makes the
         # socket write fail with EPIPE, which uvicorn and the live feed handle as a gone
@@ -232,8 +235,8 @@ def serve(
             # Used as asyncio.timeout(seconds), so a fraction works; uvicorn hints int.
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,  # type: ignore[arg-type]
         )
-        with _stop_signals_end_the_server():
-            uvicorn.Server(config).run()
+        with sock, _stop_signals_end_the_server():
+            uvicorn.Server(config).run(sockets=[sock])
     # Leaving `with open_log` closed the store: on SQLite the last connection's close
     # checkpoints the write-ahead log into the database and removes the -wal file. What is
     # left is the interpreter's exit, whose last full garbage collection over FastAPI's
@@ -275,7 +278,9 @@ def proxy(
     host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = (
         "127.0.0.1"
     ),
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8788,
+    port: Annotated[
+        int, typer.Option("--port", min=PORTS[0], max=PORTS[1], help="Port to listen on (0: any).")
+    ] = 8788,
     timeout: Annotated[
         float | None,
         typer.Option(

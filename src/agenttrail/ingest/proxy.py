@@ -35,7 +35,6 @@ import contextlib
 import dataclasses
 import http.cookiejar
 import os
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -50,6 +49,7 @@ from starlette.types import Message, Receive, Scope, Send
 from agenttrail.errors import InputError
 from agenttrail.ingest.capture import Capture, HttpExchange
 from agenttrail.log.redact import redacting_logger
+from agenttrail.server.listen import bound_socket, url_of
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -417,28 +417,8 @@ def serve_proxy(
     """
     with Capture(log) as capture:
         app = create_proxy(upstream, capture, timeout_s=timeout_s)
-        sock = _bound(host, port)
+        sock = bound_socket(host, port)
         with sock:
             if listening is not None:
-                listening(f"http://{f'[{host}]' if ':' in host else host}:{port}")
+                listening(url_of(sock, host))
             proxy_server(app, host=host, port=port).run(sockets=[sock])
-
-
-def _bound(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` for uvicorn to listen on.
-
-    Raises:
-        InputError: the address does not resolve or cannot be bound; names it.
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as e:
-        raise InputError(f"--host {host}: cannot listen there: {e.strerror or e}") from None
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        sock.bind(address)
-    except OSError as e:
-        sock.close()
-        raise InputError(f"--port {port}: cannot listen on {host}: {e.strerror or e}") from None
-    return sock
