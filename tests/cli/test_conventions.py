@@ -133,6 +133,21 @@ def test_a_list_of_nothing_on_a_terminal_says_so_and_prints_no_table(tmp_path: P
     assert listed.strip() == "no session matches (since 2030-01-01)"
 
 
+def test_search_on_a_terminal_says_how_many_matches_it_did_not_show(tmp_path: Path) -> None:
+    # the header said `7 events` over five rows, and nothing said where the other two were
+    db = str(tmp_path / "log.db")
+    with open_store(db) as store:
+        sid = store.create_session(NewSession(title="t")).id
+        for n in range(7):
+            store.append(sid, events.message("user", f"weather {n}"))
+    shown = _on_terminal(80, "search", "weather", "--db", db).splitlines()
+    assert shown[0].split()[1:3] == ["7", "events"]
+    assert [line.split()[0] for line in shown[1:6]] == ["1", "2", "3", "4", "5"]
+    assert shown[6].split() == ["…", "2", "more:", "--hits", "7", "shows", "them"]
+    every = _on_terminal(80, "search", "weather", "--hits", "7", "--db", db).splitlines()
+    assert len(every) == 8 and "more" not in every[-1]
+
+
 def test_usage_total_with_an_unpriced_model_keeps_names_whole_at_80_columns(
     tmp_path: Path,
 ) -> None:

@@ -63,9 +63,9 @@ def search_command(
 
     Case and accents are ignored (STRASSE finds Straße, cafe finds café), in any script.
     Events appended since the last search are indexed first. Prints each matching session
-    with its first matching events and a snippet of each; --json prints one object per
-    session. In a pipe, one tab-separated line per matching event: session, seq, type,
-    snippet; a session whose own fields match has a line first: session, (empty), session,
+    with its first matching events (--hits of them) and a snippet of each; --json prints
+    one object per session. In a pipe, one tab-separated line per matching event shown:
+    session, seq, type, snippet; a session whose own fields match has a line first: session, (empty), session,
     and the fields that match (`matches id, title, agent`).
 
     Example:
@@ -112,6 +112,9 @@ def search_command(
         for hit in match.hits:
             grid.add_row(str(hit.seq), escape(hit.type or "-"), escape(hit.snippet))
         out.print(grid)
+        if match.total > len(match.hits):  # the header counted them: say where they are
+            more = match.total - len(match.hits)
+            out.print(f"{'…':>8}  {more} more: --hits {match.total} shows them", style="dim")
 
 
 def _no_match(query: str, session: str | None, where: SearchFilter) -> str:
