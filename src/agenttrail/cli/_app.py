@@ -85,7 +85,7 @@ def app_for(args: Sequence[str]) -> typer.Typer:
     else one holding every command (for ``--help``, an unknown command, an option given
     before the command). Typer builds every option and help text of an app's commands
     before it parses anything, and their modules are imported to name them: building one
-    command, not 25, takes 0.05 s off every command's start (bench/scale.py)."""
+    command, not 25, takes 0.03 s off every command's start (bench/scale.py)."""
     named = [entry for entry in COMMANDS if args and entry[0] == args[0]]
     return _app(named or COMMANDS)
 
