@@ -65,8 +65,8 @@ def search_command(
     Events appended since the last search are indexed first. Prints each matching session
     with its first matching events (--hits of them) and a snippet of each; --json prints
     one object per session. In a pipe, one tab-separated line per matching event shown:
-    session, seq, type, snippet; a session whose own fields match has a line first: session, (empty), session,
-    and the fields that match (`matches id, title, agent`).
+    session, seq, type, snippet; a session whose own fields match has a line first:
+    session, (empty), session, and the fields that match (`matches id, title, agent`).
 
     Example:
 
