@@ -67,7 +67,7 @@ def test_quickstart_says_which_session_it_shows_when_it_reads_none(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     said = result.stderr.splitlines()
     assert said[0] == (
-        "no Claude Code transcript read: showing the latest to start of the 3 Claude Code "
+        "no Claude Code transcript read: showing the most recently started of the 3 Claude Code "
         "sessions here, 1 subagent transcript left out"
     )
     assert f"  agenttrail show {latest} --db {db}" in said

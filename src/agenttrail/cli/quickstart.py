@@ -95,17 +95,17 @@ def quickstart(
 
 
 def _showing(count: int, *, earlier: bool, aside: int = 0) -> str:
-    """Which of ``count`` sessions quickstart shows: the latest to start of those it read,
+    """Which of ``count`` sessions quickstart shows: the most recently started of those it read,
     or (``earlier``: it read none) of the Claude Code sessions already in the log; ``aside``
     of them subagents' transcripts, left out."""
     left_out = f", {counted(aside, 'subagent transcript')} left out" if aside else ""
     if earlier:
         among = counted(count, "Claude Code session")
         return (
-            f"no Claude Code transcript read: showing the latest to start of the {among} "
+            f"no Claude Code transcript read: showing the most recently started of the {among} "
             f"here{left_out}"
         )
-    return f"showing the latest to start of the {counted(count, 'session')} read{left_out}"
+    return f"showing the most recently started of the {counted(count, 'session')} read{left_out}"
 
 
 def _print_next(session_id: str, db: str | None) -> None:
