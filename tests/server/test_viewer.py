@@ -119,6 +119,10 @@ def test_a_session_whose_source_gives_no_times_shows_none_and_is_not_live(
     expect(time).to_have_attribute(
         "title", re.compile(r"^no time: the source gives none \(imported 20")
     )
+    _row(page, 1).locator(".info").click()
+    meta_time = page.locator('#meta-pop dd[data-field="Time"]')
+    expect(meta_time).to_have_text(re.compile(r"^none in the source \(imported 20"))
+    page.keyboard.press("Escape")
     _wait_until(page, "window.agenttrail.state.summaries.size > 1")
     expect(page.locator(f'.session-item[data-id="{undated.session_id}"] .s-live')).to_have_count(0)
     page = viewer.open(dated.session_id)

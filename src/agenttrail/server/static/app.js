@@ -5,7 +5,7 @@ import { renderCompare } from "./compare.js";
 import { count, fill, h, typing, when } from "./dom.js";
 import { renderEvidence, renderFountain } from "./evidence.js";
 import { openPalette } from "./palette.js";
-import { Transcript, metaContent } from "./rows.js";
+import { Transcript, metaContent, undated } from "./rows.js";
 import { events, liveBadge, sessionItem, summaryBadges, usageTotals } from "./sessions.js";
 
 /**
@@ -483,7 +483,7 @@ function showMeta(button, row, returnTo) {
   }
   metaOwner = button;
   metaReturn = returnTo || button;
-  fill(pop, h("button", { class: "ghost pop-close", type: "button", "aria-label": "Close", onclick: hideMeta }, "✕"), metaContent(row));
+  fill(pop, h("button", { class: "ghost pop-close", type: "button", "aria-label": "Close", onclick: hideMeta }, "✕"), metaContent(row, undated(state.current)));
   pop.hidden = false;
   const rect = button.getBoundingClientRect();
   const width = Math.min(380, window.innerWidth - 16);

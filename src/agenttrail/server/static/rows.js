@@ -87,10 +87,14 @@ function attachmentList(list, row, ctx) {
   );
 }
 
-// A session whose source gives no times (metadata.undated, set on import) has its events
-// dated when they were imported: that time is not shown as theirs (docs/viewer.md).
+/** Whether a session's source gives no times (metadata.undated, set on import): its events
+ * are dated when they were imported, which is not shown as their time (docs/viewer.md). */
+export function undated(session) {
+  return Boolean(session && session.metadata && session.metadata.undated);
+}
+
 function timeOf(row, ctx) {
-  if (ctx.session.metadata && ctx.session.metadata.undated) {
+  if (undated(ctx.session)) {
     return h("time", { title: `no time: the source gives none (imported ${row.created_at})` }, "");
   }
   return h("time", { datetime: row.created_at, title: row.created_at }, clock(row.created_at));
@@ -360,11 +364,11 @@ export function renderRow(row, ctx) {
 
 // -- the ⓘ popover ---------------------------------------------------------------------------
 
-function metaSection(title, event) {
+function metaSection(title, event, noTimes) {
   const meta = event.meta || {};
   const usage = meta.usage || {};
   const lines = [
-    ["Time", event.created_at],
+    ["Time", noTimes ? `none in the source (imported ${event.created_at})` : event.created_at],
     ["Actor", event.actor],
     event.type ? ["Type", event.type] : null,
     ["Model", meta.model || "—"],
@@ -389,14 +393,15 @@ function metaSection(title, event) {
   );
 }
 
-/** Fill the ⓘ popover for a row: every event it stands for, with its meta. */
-export function metaContent(row) {
+/** Fill the ⓘ popover for a row: every event it stands for, with its meta; `noTimes` for a
+ * session whose source gives no times (undated). */
+export function metaContent(row, noTimes = false) {
   const sections = [];
   if (row.view === "tool" || row.view === "run") {
-    sections.push(metaSection(`${row.view === "run" ? "Run result" : "Tool call"} · seq ${row.seq}`, row));
-    if (row.result) sections.push(metaSection(`Tool result · seq ${row.result.seq}`, { ...row.result, type: "tool_result" }));
+    sections.push(metaSection(`${row.view === "run" ? "Run result" : "Tool call"} · seq ${row.seq}`, row, noTimes));
+    if (row.result) sections.push(metaSection(`Tool result · seq ${row.result.seq}`, { ...row.result, type: "tool_result" }, noTimes));
   } else {
-    sections.push(metaSection(`${row.type ? row.type.replace("_", " ") : "Event"} · seq ${row.seq}`, row));
+    sections.push(metaSection(`${row.type ? row.type.replace("_", " ") : "Event"} · seq ${row.seq}`, row, noTimes));
   }
   if (!row.meta && !(row.result && row.result.meta)) {
     sections.push(h("p", { class: "muted small" }, "No model, provider or usage recorded for this event."));
