@@ -24,7 +24,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agenttrail.errors import SessionNotFound
 from agenttrail.model import Event, Session, failed, payload_attachments, prose_text
 from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter, names_agent
 from agenttrail.views.safe import safe
@@ -193,11 +192,11 @@ def bring_up_to_date(store: SearchableLog) -> int:
     A tool result is indexed under its call's tool name (:func:`_named_by_call`), so that
     ``--tool`` finds the results of a tool as well as its calls."""
     indexed = 0
-    for session_id, mark in store.index_marks():
-        try:
-            dated = store.get_session(session_id).dated
-        except SessionNotFound:
-            continue  # removed by retention meanwhile: the next search drops its rows
+    marks = store.index_marks()
+    # one read of the session rows, not one a session: a first search indexes every session
+    undated = {s.id for s in store.sessions() if not s.dated} if marks else set()
+    for session_id, mark in marks:
+        dated = session_id not in undated
         while True:
             batch = list(store.read(session_id, after_seq=mark, limit=INDEX_BATCH))
             if not batch:
