@@ -80,6 +80,11 @@ def test_a_command_builds_and_imports_only_itself(tmp_path: Path) -> None:
             "agenttrail.cli.log",
         ]
     )
+    # an import draws no progress bar in a pipe, and imports none (0.015 s)
+    code = (
+        f"from agenttrail.cli import main\nmain(['import', {str(SIMONW)!r}, '--db', {str(db)!r}])"
+    )
+    assert _imported_after(code, ("rich.progress",))[-1] == "[]"
 
 
 def test_import_format_names_are_the_formats() -> None:
