@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from agenttrail.log.store import open_store
-from agenttrail.model import UNDATED
+from agenttrail.model import UNDATED, UNDATED_NOTE
 from agenttrail.views.transcript import IndexCache
 from tests.conftest import REALDATA, run_cli
 
@@ -26,6 +26,8 @@ SPOTTER = REALDATA / "claude-code-spotter" / "tool_heavy.jsonl"
 model calls with usage."""
 
 CLOCK = re.compile(r"\d\d:\d\d:\d\d")
+
+LEFT_OUT = "1 session with no times left out: no date range takes them"
 
 
 def _imported(db: str, path: Path) -> str:
@@ -52,6 +54,8 @@ def test_sessions_since_or_until_leave_out_a_session_of_no_time(db_url: str) -> 
     def listed(*args: str) -> list[str]:
         done = run_cli("sessions", "--db", db_url, "--json", *args)
         assert done.returncode == 0, done.stderr
+        # left out, and said so: it would vanish from the list without a word
+        assert (LEFT_OUT in done.stderr) == bool(args), done.stderr
         return sorted(json.loads(line)["id"] for line in done.stdout.splitlines())
 
     assert listed() == sorted([toolbench, spotter])
@@ -66,18 +70,24 @@ def test_usage_by_day_puts_calls_of_no_time_under_no_date_last(db_url: str) -> N
     done = run_cli("usage", "--by", "day", "--json", "--db", db_url)
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [(row["day"], row["calls"]) for row in rows][-1] == ("(no date)", 2)
+    assert [(row["day"], row["calls"]) for row in rows][-1] == (None, 2)  # JSON's no value
     assert all(row["day"].startswith("2026-02") for row in rows[:-1])
     assert sum(row["calls"] for row in rows[:-1]) == 4
     since = run_cli("usage", "--json", "--since", "2000-01-01", "--db", db_url)
     assert [json.loads(line)["calls"] for line in since.stdout.splitlines()] == [4]
+    assert LEFT_OUT in since.stderr
+    terminal = run_cli("usage", "--by", "day", "--db", db_url)  # in a pipe: the TSV lines
+    assert terminal.stdout.splitlines()[-1].split("\t")[:2] == ["(no date)", "2"]
 
 
 def test_show_gives_the_events_of_no_time_no_time(db_url: str) -> None:
     toolbench, spotter = _imported(db_url, TOOLBENCH), _imported(db_url, SPOTTER)
     undated = run_cli("show", toolbench, "--db", db_url)
     assert undated.returncode == 0, undated.stderr
-    assert "times: none (the source gives none" in undated.stdout
+    assert (
+        "times: the source gives no times: each event has the time it was imported"
+        in undated.stdout
+    )
     rows = [line for line in undated.stdout.splitlines() if line.startswith("│")]
     assert len(rows) > 10 and not any(CLOCK.search(line) for line in rows)
     dated = run_cli("show", spotter, "--db", db_url, "--tail", "3")
@@ -99,8 +109,20 @@ def test_search_since_or_until_takes_no_event_of_no_time(db_url: str) -> None:
     def found(*args: str) -> set[str]:
         done = run_cli("search", "the", "--db", db_url, *args)
         assert done.returncode == 0, done.stderr
+        assert (LEFT_OUT in done.stderr) == bool(args), done.stderr
         return {line.split("\t")[0] for line in done.stdout.splitlines()}
 
     assert found() == {toolbench, spotter}
     assert found("--since", "2000-01-01") == {spotter}
     assert found("--until", "2999-12-31") == {spotter}
+
+
+def test_an_export_says_its_session_has_no_times(db_url: str, tmp_path: Path) -> None:
+    recording = _imported(db_url, RECORDING)
+    written = tmp_path / "session.md"
+    done = run_cli("export", recording, "-o", str(written), "--db", db_url)
+    assert done.returncode == 0, done.stderr
+    text = written.read_text(encoding="utf-8")
+    assert f"- **times**: {UNDATED_NOTE}" in text
+    # its cost names the price table after a dot: the table's date is in parentheses already
+    assert re.search(r"- \*\*cost\*\*: \$[0-9.]+ · genai-prices \S+ \(published [^()]+\)\n", text)

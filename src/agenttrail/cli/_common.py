@@ -108,6 +108,17 @@ def find_session(store: LogStore, text: str) -> Session:
         raise SessionNotFound(text, "; agenttrail sessions lists those in this log") from None
 
 
+def say_undated(sessions: Iterable[Session], since: str | None, until: str | None) -> None:
+    """When a date range is given, say on stderr how many of ``sessions`` it leaves out for
+    having no times (``Session.dated``: their source gave none): they would otherwise vanish
+    from a list, a sum or a search without a word."""
+    if since is None and until is None:
+        return
+    if timeless := sum(not session.dated for session in sessions):
+        said = f"{timeless} session{'s' * (timeless != 1)} with no times left out"
+        err.print(f"{said}: no date range takes them", markup=False)
+
+
 def write_atomically(path: Path, lines: Iterable[str]) -> None:
     """Write lines to a temporary file beside ``path``, then rename it into place, with the
     mode of the file it replaces, or for a new file the mode a shell's ``>`` gives (0666

@@ -19,6 +19,7 @@ from agenttrail.cli._common import (
     out,
     output_file,
     refuse_blank,
+    say_undated,
     write_atomically,
 )
 from agenttrail.cli._options import (
@@ -188,8 +189,9 @@ def sessions(
     Oldest start first; a session whose source gave no date has no start time (blank, or
     null in JSON) and comes after the others, in the order they were created. With --usage,
     a column of tokens and cost (and `usage` in JSON, as `agenttrail usage --json` gives it).
-    --since and --until compare the start (else when the session was written); --model and
-    --errors read the search index (docs/search.md).
+    --since and --until compare the start (else when the session was written; a session
+    whose source gave no times is in no range); --model and --errors read the search index
+    (docs/search.md).
 
     On a terminal, a table; on a terminal too narrow for whole ids and a readable title, ids
     are cut to a prefix that names one session (every command takes it). In a pipe or a
@@ -216,6 +218,7 @@ def sessions(
             from agenttrail.views.usage import usage_totals_of
 
             totals = {s.id: usage_totals_of(store.read(s.id)) for s in rows}
+    say_undated(every, since, until)
     if every and not rows:  # filters that left none: say so, as search does
         err.print(f"no session matches ({', '.join(_filters_said(where))})", markup=False)
         return  # not a table's header over no rows

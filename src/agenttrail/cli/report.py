@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from agenttrail.cli._common import err, find_session, open_log, out
+from agenttrail.cli._common import err, find_session, open_log, out, say_undated
 from agenttrail.cli._listing import is_terminal, list_table, print_tsv, unique_prefix
 from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
@@ -19,6 +19,7 @@ from agenttrail.views.session_list import checked_range, within
 from agenttrail.views.units import counted
 from agenttrail.views.usage import (
     GROUPS,
+    NO_DAY,
     Call,
     Totals,
     calls_of,
@@ -81,6 +82,7 @@ def usage(
             calls += calls_of(session, store.read(session.id))
     if since is not None or until is not None:
         calls = [c for c in calls if within(c.created_at if c.dated else None, since, until)]
+    say_undated(chosen, since, until)
     if not calls:  # else nothing at all is printed, as for a log that could not be read
         after = f" on or after {since}" if since is not None else ""
         after += f" on or before {until}" if until is not None else ""
@@ -91,7 +93,8 @@ def usage(
     groups = totals_by(calls, group)
     if json:
         for key, totals in groups.items():
-            out.print(json_line({by: key, **totals.record()}), markup=False)
+            shown = None if by == "day" and key == NO_DAY else key  # JSON's own "no value"
+            out.print(json_line({by: shown, **totals.record()}), markup=False)
         return
     kinds = ("input", "output", "cache_read", "cache_write")
     if not is_terminal():

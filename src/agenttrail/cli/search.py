@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from agenttrail.cli._common import err, find_session, open_log, out, refuse_blank
+from agenttrail.cli._common import err, find_session, open_log, out, refuse_blank, say_undated
 from agenttrail.cli._listing import is_terminal, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption
 from agenttrail.codec import json_line
@@ -87,6 +87,7 @@ def search_command(
             until=until,
         )
         found = search(store, query, chosen, where=where, hits_per_session=hits)
+    say_undated(chosen, since, until)
     if json:
         for match in found:
             out.print(json_line(match.body()), markup=False)

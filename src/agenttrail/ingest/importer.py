@@ -41,6 +41,7 @@ from agenttrail.log.store import Appended, LogStore, TraceBuilder
 from agenttrail.model import (
     SESSION_ID_RULE,
     UNDATED,
+    UNDATED_NOTE,
     Event,
     NewEvent,
     NewSession,
@@ -534,9 +535,6 @@ def _filled(imported: ImportedSession) -> NewSession:
         )
         title = title_from(prompt) if isinstance(prompt, str) else None
     started = session.started or next((e.created_at for e in imported.events if e.created_at), None)
-    metadata = session.metadata if started is not None else {**session.metadata, UNDATED: _UNDATED}
+    undated = {UNDATED: UNDATED_NOTE}
+    metadata = session.metadata if started is not None else {**session.metadata, **undated}
     return replace(session, title=title, started=started, metadata=metadata)
-
-
-_UNDATED = "the source gives no times: each event has the time it was imported"
-"""The :data:`~agenttrail.model.UNDATED` note of a session whose source has no time."""

@@ -49,6 +49,7 @@ from agenttrail.model.reading import (
 from agenttrail.model.sessions import (
     SESSION_ID_RULE,
     UNDATED,
+    UNDATED_NOTE,
     NewSession,
     Session,
     check_session_id,
@@ -59,6 +60,7 @@ from agenttrail.model.traces import NewTrace, TraceRow
 __all__ = [
     "SESSION_ID_RULE",
     "UNDATED",
+    "UNDATED_NOTE",
     "Actor",
     "Attachment",
     "ContentPart",

@@ -16,6 +16,7 @@ __all__ = [
     "SESSION_ID_MAX_CHARS",
     "SESSION_ID_RULE",
     "UNDATED",
+    "UNDATED_NOTE",
     "NewSession",
     "Session",
     "check_session_id",
@@ -44,7 +45,10 @@ UNDATED = "undated"
 """The metadata key of a session whose source gives no time at all (a ToolBench answer, an
 Anthropic SDK recording), set on import: its events have the time they were imported, and
 the views do not give that time as theirs (docs/log-format.md, ``created_at``). Its value
-says so in words."""
+says so in words (:data:`UNDATED_NOTE`)."""
+
+UNDATED_NOTE = "the source gives no times: each event has the time it was imported"
+"""What the import writes under :data:`UNDATED`, and what the views say of such a session."""
 
 
 def is_session_id(value: object) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agenttrail.codec import json_line
 from agenttrail.model import (
+    UNDATED_NOTE,
     Event,
     Session,
     context_text,
@@ -96,13 +97,12 @@ def _facts(session: Session, events: list[Event]) -> list[tuple[str, str]]:
     ):
         if value:
             facts.append((label, value))
+    if not session.dated:
+        facts.append(("times", UNDATED_NOTE))
     usage = usage_totals_of(events)
     if usage.calls:
-        cost = usage.cost_text()
-        if usage.sources:
-            cost += f" ({', '.join(sorted(usage.sources))})"
         facts.append(("usage", f"{counted(usage.calls, 'model call')} · {usage.tokens_text()}"))
-        facts.append(("cost", cost))
+        facts.append(("cost", usage.cost_line()))
     facts.append(("head", f"seq {session.head_seq}, hash {session.head_hash.hex()}"))
     return facts
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agenttrail.model import Event, LogReader, Session
+from agenttrail.model import UNDATED_NOTE, Event, LogReader, Session
 from agenttrail.model.parts import MessageParts, whole_messages
 from agenttrail.views.order import Shown, reading_order, text_runs
 from agenttrail.views.pairing import (
@@ -103,14 +103,12 @@ def _print_header(console: Console, session: Session, usage: Totals) -> None:
         if value:
             header.append(f"\n{label}: {safe(value)}", style="dim")
     if not session.dated:
-        header.append(f"\ntimes: none ({NO_TIMES})", style="dim")
+        header.append(f"\ntimes: {UNDATED_NOTE}", style="dim")
     if usage.calls:
         calls = counted(usage.calls, "model call")
         # the cost on a line of its own: with its price table's name, one line was ~110
         # columns (docs/usage.md, Output: 80-column terminals)
-        line = f"\nusage: {calls} · {usage.tokens_text()}\ncost: {usage.cost_text()}"
-        if usage.sources:  # a source names its date in parentheses: not in a second pair
-            line += f" · {', '.join(sorted(usage.sources))}"
+        line = f"\nusage: {calls} · {usage.tokens_text()}\ncost: {usage.cost_line()}"
         header.append(line, style="dim")
     console.print(header)
 
@@ -188,9 +186,6 @@ TimeColumn = Literal["time", "day and time", "none"]
 """What the time column shows: ``HH:MM:SS`` (UTC) while every event falls on one day,
 ``MM-DD HH:MM:SS`` when the session spans days (a session resumed later), nothing for a
 session whose source gives no times (:func:`_time_column`)."""
-
-NO_TIMES = "the source gives none: the log has when each event was imported"
-"""What the header says of the times of a session whose source gives none."""
 
 
 def _time_column(dated: bool, days: Collection[str]) -> TimeColumn:

@@ -274,6 +274,13 @@ class Totals:
             return known
         return f"{known} + unknown" if known else "unknown"
 
+    def cost_line(self) -> str:
+        """:meth:`cost_text`, then where the known costs come from after a ``·``
+        (``$0.0123 · genai-prices 0.2.3 (published 2026-11)``): a source names its date in
+        parentheses, so the sources are not put in a second pair."""
+        sources = ", ".join(sorted(self.sources))
+        return f"{self.cost_text()} · {sources}" if sources else self.cost_text()
+
     def tokens_text(self) -> str:
         """``12,345 in · 678 out · 9,000 cache read · 1,000 cache write`` (kinds reported)."""
         names = {"input": "in", "output": "out", "cache_read": "cache read"}
