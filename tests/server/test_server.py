@@ -459,9 +459,14 @@ def test_serve_binds_its_port_before_it_announces_itself(tmp_path: Path) -> None
         taken.listen()
         port = taken.getsockname()[1]
         refused = run_cli_subprocess("serve", "--port", str(port), "--db", db)
-    assert (refused.returncode, refused.stdout) == (2, "")
+        proxied = run_cli_subprocess(
+            "proxy", "--upstream", "http://127.0.0.1:1", "--port", str(port), "--db", db
+        )
     said = f"error: --port {port}: cannot listen on 127.0.0.1: Address already in use\n"
-    assert refused.stderr == said
+    for done in (refused, proxied):
+        assert (done.returncode, done.stdout, done.stderr) == (2, "", said)
+    # bound before the log is opened: a refused server leaves no new log nor secret file
+    assert list(tmp_path.iterdir()) == []
     for command in (["serve"], ["proxy", "--upstream", "http://127.0.0.1:1"]):
         wide = run_cli_subprocess(*command, "--port", "99999", "--db", db)
         assert wide.returncode == 2 and "99999 is not in the range 0<=x<=65535" in wide.stderr

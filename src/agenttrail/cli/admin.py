@@ -203,7 +203,8 @@ def serve(
     from agenttrail.server.guard import DEFAULT_MAX_BODY_BYTES
     from agenttrail.server.tools import ToolRegistry
 
-    with open_log(db, create=True, no_redact=no_redact) as store:
+    # bound first: a port in use leaves no new log and no secret file behind
+    with bound_socket(host, port) as sock, open_log(db, create=True, no_redact=no_redact) as store:
         secret = _secret(store, secret_file)
         registry = ToolRegistry.with_entry_points(workspace.resolve())
         app_ = create_app(
@@ -216,7 +217,6 @@ def serve(
         token = mint_token(secret, rights=RIGHTS)
         # The viewer keeps the token from the address's #fragment (never sent to the server
         # in a request line) in sessionStorage, then drops it from the address bar.
-        sock = bound_socket(host, port)  # a port in use: one error line, nothing printed
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         out.print(f"admin token (24 h): {token}", markup=False)
         out.print(f"serving {store.url} on {url_of(sock, host)}  (docs: /docs)", markup=False)
@@ -235,7 +235,7 @@ def serve(
             # Used as asyncio.timeout(seconds), so a fraction works; uvicorn hints int.
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,  # type: ignore[arg-type]
         )
-        with sock, _stop_signals_end_the_server():
+        with _stop_signals_end_the_server():
             uvicorn.Server(config).run(sockets=[sock])
     # Leaving `with open_log` closed the store: on SQLite the last connection's close
     # checkpoints the write-ahead log into the database and removes the -wal file. What is
@@ -311,10 +311,12 @@ def proxy(
 
     if no_redact:  # capture's writer process opens the log itself: it reads the switch here
         os.environ[REDACT_ENV] = "0"
-    with open_log(db, create=True) as store:  # a log that cannot be opened fails here
-        where = store.url
 
     def listening(url: str) -> None:
+        # the log opened once the port is bound (a port in use leaves no new log behind):
+        # a log that cannot be opened fails here, before the proxy serves
+        with open_log(db, create=True) as store:
+            where = store.url
         out.print(f"forwarding {url} to {upstream}, recording to {where}", markup=False)
 
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as serve: a gone client is not our end
