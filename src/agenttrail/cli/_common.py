@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from agenttrail.errors import AgentTrailError, InputError, SessionNotFound
+from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
     from agenttrail.log.store import LogStore
@@ -115,7 +116,7 @@ def say_undated(sessions: Iterable[Session], since: str | None, until: str | Non
     if since is None and until is None:
         return
     if timeless := sum(not session.dated for session in sessions):
-        said = f"{timeless} session{'s' * (timeless != 1)} with no times left out"
+        said = f"{counted(timeless, 'session')} with no times left out"
         err.print(f"{said}: no date range takes them", markup=False)
 
 
