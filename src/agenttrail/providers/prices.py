@@ -21,7 +21,7 @@ from importlib.metadata import version
 from types import ModuleType
 from typing import Literal
 
-__all__ = ["PRICE_SOURCE", "PUBLISHED", "Rates", "long_cache_writes", "price_of", "undated_rates"]
+__all__ = ["PRICE_SOURCE", "PUBLISHED", "long_cache_writes", "price_of"]
 
 PUBLISHED = {"0.2.3": "2026-11"}
 """When each ``genai-prices`` release agenttrail has pinned was published (PyPI), so that a
@@ -73,7 +73,7 @@ def price_of(
     rates = _UNDATED.get((model, provider_id)) or _rates_at(model, provider_id, at)
     if rates == "unpriced":
         return None
-    if isinstance(rates, Rates):
+    if isinstance(rates, _Rates):
         return rates.price(input, output, cache_read, cache_write - long, long)
     genai_prices, _ = _genai_prices()  # a tiered entry: its rate depends on the prompt's size
     usage = genai_prices.Usage(**_usage(input, output, cache_read, cache_write - long, long))
@@ -81,24 +81,6 @@ def price_of(
         usage, model, provider_id=provider_id, genai_request_timestamp=at
     ).total_price
     return amount
-
-
-def undated_rates(model: str, provider: str | None, at: datetime) -> Rates | None:
-    """The rates of ``model``'s price when it is the same at every date and has no tiers;
-    ``None`` otherwise (or when the table does not price it): :func:`price_of` then prices
-    each call at its date. A summer of many calls (``show``'s header) prices each with
-    :meth:`Rates.price`, without a look in the table.
-
-    Args:
-        model, provider: as :func:`price_of`.
-        at: the date of a call, for the table's first look at the model.
-    """
-    provider_id = _PROVIDERS.get(provider or "")
-    rates = _UNDATED.get((model, provider_id))
-    if rates is None:
-        _rates_at(model, provider_id, at)
-        rates = _UNDATED.get((model, provider_id))
-    return rates if isinstance(rates, Rates) else None
 
 
 def _rates_at(model: str, provider_id: str | None, at: datetime) -> _Found:
@@ -123,7 +105,7 @@ def _rates_at(model: str, provider_id: str | None, at: datetime) -> _Found:
                 ).total_price
                 for usage in basis
             ]
-            rates = Rates(prices, amounts[0], tuple(a - amounts[0] for a in amounts[1:]))
+            rates = _Rates(prices, amounts[0], tuple(a - amounts[0] for a in amounts[1:]))
         _RATES[(model, provider_id, id(prices))] = rates
     if found.prices is prices:  # one entry whatever the date (no list of dated entries)
         _UNDATED[(model, provider_id)] = rates
@@ -141,7 +123,7 @@ def _genai_prices() -> tuple[ModuleType, ModuleType]:
 
 
 @dataclass(frozen=True)
-class Rates:
+class _Rates:
     """The price of a call under one price entry that has no tiers: a fixed part (a price per
     request) and a price per token of each kind (input, output, cache read, cache write for
     five minutes, for an hour), read from ``genai-prices`` itself."""
@@ -165,7 +147,7 @@ class Rates:
         )
 
 
-_Found = Rates | Literal["tiered", "unpriced"]
+_Found = _Rates | Literal["tiered", "unpriced"]
 """What the table says of a model at a date: the rates of its price entry, an entry with
 tiers (its rate depends on the prompt's size: the table is asked per call), or no price."""
 

@@ -22,14 +22,11 @@ from datetime import datetime
 from decimal import Decimal
 from functools import cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from agenttrail.model import Event, Session, usage_of
 from agenttrail.model.parts import whole_messages
 from agenttrail.model.reading import USAGE_KINDS
-
-if TYPE_CHECKING:
-    from agenttrail.providers.prices import Rates
 
 __all__ = [
     "GROUPS",
@@ -108,24 +105,6 @@ def _model_of(meta: dict[str, Any]) -> str | None:
     """``meta.model``, as the provider reported it; ``None`` when it names none."""
     model = meta.get("model")
     return model if isinstance(model, str) and model else None
-
-
-def _undated_rates(meta: dict[str, Any], created_at: str) -> Rates | None:
-    """The price table's rates for the call of ``meta`` when it is priced by the table and its
-    model's price has no dates or tiers (:func:`agenttrail.providers.prices.undated_rates`);
-    ``None`` when :func:`_call_cost` is to price it: a recorded cost, no model, a time that
-    does not read, any other price."""
-    if recorded_cost(meta) is not None or (model := _model_of(meta)) is None:
-        return None
-    try:
-        at = datetime.fromisoformat(created_at)
-    except ValueError:
-        return None
-    provider = meta.get("provider")
-    rates: Rates | None = _prices().undated_rates(
-        model, provider if isinstance(provider, str) else None, at
-    )
-    return rates
 
 
 def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: str) -> Cost:
@@ -227,28 +206,14 @@ class Totals:
     def count(self, meta: dict[str, Any], tokens: dict[str, int | None], created_at: str) -> None:
         """Count one call from its event's ``meta``, its ``tokens`` (:func:`usage_of` of the
         meta) and ``created_at``: what :meth:`add` counts of the :class:`Call` that
-        :func:`calls_in` makes of it, without making one (nor a :class:`Cost`, for a call of
-        a model whose price has no dates or tiers: its rates price it here)."""
-        rates = _undated_rates(meta, created_at)
-        if rates is None:
-            self._tally(tokens, _call_cost(meta, tokens, created_at), _model_of(meta))
-            return
-        self._tally_tokens(tokens)
-        write = tokens["cache_write"] or 0  # a kind not reported is billed 0
-        long = min(_prices().long_cache_writes(meta.get("usage_raw")), write)
-        reported = tokens["input"] or 0, tokens["output"] or 0, tokens["cache_read"] or 0
-        amount = rates.price(*reported, write - long, long)
-        self.cost["USD"] = self.cost.get("USD", Decimal(0)) + amount
-        self.sources.add(_prices().PRICE_SOURCE)
+        :func:`calls_in` makes of it, without making one."""
+        self._tally(tokens, _call_cost(meta, tokens, created_at), _model_of(meta))
 
-    def _tally_tokens(self, tokens: dict[str, int | None]) -> None:
+    def _tally(self, tokens: dict[str, int | None], cost: Cost, model: str | None) -> None:
         self.calls += 1
         for kind, count in tokens.items():
             if count is not None:
                 self.tokens[kind] = (self.tokens[kind] or 0) + count
-
-    def _tally(self, tokens: dict[str, int | None], cost: Cost, model: str | None) -> None:
-        self._tally_tokens(tokens)
         if cost.amount is None:
             self.unpriced += 1
             self.unpriced_models.add(model or "(no model)")
