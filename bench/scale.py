@@ -311,7 +311,7 @@ def main() -> None:
             seconds: dict[str, float] = {}
             for name in [*commands, "import of export"]:
                 took = statistics.median(r.seconds[name] for r in rounds)
-                ratio = statistics.median(r.seconds[name] / r.floor for r in rounds)
+                ratios = [r.seconds[name] / r.floor for r in rounds]
                 seconds[name] = took
                 if name == "show":
                     rss = max(r.show_rss for r in rounds)
@@ -323,8 +323,7 @@ def main() -> None:
                     extra = f"{statistics.median(against):.2f}x import floor {_spread(against)}"
                 else:
                     extra = ""
-                ratios = [r.seconds[name] / r.floor for r in rounds]
-                _row(name, took, ratio, previous.get(name), extra, ratios)
+                _row(name, took, statistics.median(ratios), previous.get(name), extra, ratios)
             previous = seconds
         db = folder / "sessions.db"
         build_sessions(db, args.sessions)
