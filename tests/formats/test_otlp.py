@@ -21,6 +21,11 @@ from agenttrail.errors import FormatError
 from agenttrail.formats import detect, otlp, read_file
 from agenttrail.formats._common import PrefixTips, prefix_tips
 from agenttrail.formats.otlp import _messages
+from agenttrail.ingest.importer import import_paths
+from agenttrail.log.store import open_store
+from agenttrail.views.search import search
+from agenttrail.views.transcript import IndexCache
+from tests.conftest import run_cli
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 
@@ -210,6 +215,146 @@ def test_operation_details_event_and_the_file_exporter_lines(tmp_path: Path) -> 
     path = tmp_path / "traces.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     assert said(path) == WEATHER
+
+
+PICTURE = {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBORw0KGgo="}
+ASKED = {"type": "text", "content": "What is in this picture?"}
+THINKING = [
+    {"type": "reasoning", "content": "A cat, it seems: look it up."},
+    {"type": "reasoning", "content": "Now its breed."},
+    {"type": "reasoning", "content": "Both agree."},
+]
+CALLS = [
+    {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"q": "cat"}},
+    {"type": "tool_call", "id": "c2", "name": "breed", "arguments": {"of": "cat"}},
+]
+ANSWER = {"type": "text", "content": "A Maine Coon."}
+
+
+def _pictured(path: Path) -> Path:
+    """Two model calls of the conventions (gen-ai-input-messages.json, v1.41.0): a user's
+    text and image, reasoning between two tool calls, then reasoning and the answer."""
+    user = {"role": "user", "parts": [ASKED, PICTURE]}
+    first = {"role": "assistant", "parts": [THINKING[0], CALLS[0], THINKING[1], CALLS[1]]}
+    results = [
+        {"type": "tool_call_response", "id": "c1", "result": "a cat"},
+        {"type": "tool_call_response", "id": "c2", "result": "Maine Coon"},
+    ]
+    last = {"role": "assistant", "parts": [THINKING[2], ANSWER], "finish_reason": "stop"}
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}
+    spans = [
+        span(
+            1,
+            "chat gpt-4o",
+            {
+                **chat,
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps([{**first, "finish_reason": "tool_call"}]),
+            },
+        ),
+        span(
+            2,
+            "chat gpt-4o",
+            {
+                **chat,
+                "gen_ai.input.messages": json.dumps(
+                    [user, first, {"role": "tool", "parts": results}]
+                ),
+                "gen_ai.output.messages": json.dumps([last]),
+            },
+        ),
+    ]
+    path.write_text(json.dumps(request(*spans)))
+    return path
+
+
+def test_reasoning_and_images_are_kept_in_their_order(tmp_path: Path) -> None:
+    # A part that is neither text nor a tool part was dropped: reasoning, an image. The
+    # message now keeps its parts as blocks, text as the log's text blocks, and where its
+    # blocks and tool calls interleave, their order (docs/log-format.md, Block order).
+    [session] = read_file(_pictured(tmp_path / "pictured.json"))
+    messages = [e.payload for e in session.events if e.payload["type"] == "message"]
+    user, first, last = messages
+    assert (user["content"], user["blocks"]) == (
+        ASKED["content"],
+        [{"type": "text", "text": ASKED["content"]}, PICTURE],
+    )
+    assert "order" not in user  # its blocks, then no tool part: the order without the field
+    assert (first["content"], first["blocks"], first["order"]) == (
+        "",
+        THINKING[:2],
+        [{"block": 0}, {"toolCall": "c1"}, {"block": 1}, {"toolCall": "c2"}],
+    )
+    assert (last["content"], last["blocks"]) == (
+        ANSWER["content"],
+        [THINKING[2], {"type": "text", "text": ANSWER["content"]}],
+    )
+    assert "order" not in last
+    assert [(e.payload["type"], e.payload.get("id")) for e in session.events][2:4] == [
+        ("tool_call", "c1"),
+        ("tool_call", "c2"),
+    ]
+
+
+def test_the_viewer_and_search_read_the_reasoning_as_thinking(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "log.db"), create=True) as store:
+        (report,) = import_paths(store, [_pictured(tmp_path / "pictured.json")])
+        page = IndexCache().page(store, report.session_id, after_seq=0, limit=100)
+        rows = {r["seq"]: r for r in page.rows}
+        assert [run["thinking"] for run in rows[2]["runs"]] == [
+            THINKING[0]["content"],
+            THINKING[1]["content"],
+        ]
+        assert (rows[7]["text"], rows[7]["thinking"], rows[7]["blocks"]) == (
+            ANSWER["content"],
+            THINKING[2]["content"],
+            [],
+        )
+        assert rows[1]["blocks"] == ["blob"]  # no other block to name
+        (found,) = search(store, "both agree", store.sessions())
+        assert [hit.seq for hit in found.hits] == [7]
+
+
+def test_a_message_of_text_alone_keeps_no_blocks(tmp_path: Path) -> None:
+    path = tmp_path / "text.json"
+    said_ = [{"role": "user", "parts": [ASKED]}]
+    answered = [{"role": "assistant", "parts": [ANSWER, CALLS[0]]}]
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(said_)}
+    attrs["gen_ai.output.messages"] = json.dumps(answered)
+    path.write_text(json.dumps(request(span(1, "chat", attrs))))
+    [session] = read_file(path)
+    assert not any("blocks" in e.payload or "order" in e.payload for e in session.events)
+
+
+def _otlp_messages(text: str) -> list[tuple[list[Any], list[Any]]]:
+    """``(input messages, output messages)`` of each chat span of an OTLP/JSON export."""
+    found = []
+    for resource in json.loads(text)["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for s in scope["spans"]:
+                a = {kv["key"]: kv["value"].get("stringValue") for kv in s["attributes"]}
+                if a.get("gen_ai.operation.name") == "chat":
+                    found.append(
+                        (
+                            json.loads(a["gen_ai.input.messages"]),
+                            json.loads(a["gen_ai.output.messages"]),
+                        )
+                    )
+    return found
+
+
+def test_reasoning_and_images_come_back_in_the_otlp_export(tmp_path: Path) -> None:
+    # Imported, then exported as OTLP: each model call's parts as the source sent them.
+    db = tmp_path / "log.db"
+    imported = run_cli("import", str(_pictured(tmp_path / "pictured.json")), "--db", str(db))
+    assert imported.returncode == 0, imported.stderr
+    (session,) = imported.stdout.split()
+    exported = run_cli("export", session, "--format", "otlp", "--db", str(db))
+    assert exported.returncode == 0, exported.stderr
+    (inputs, outputs), (_, last) = _otlp_messages(exported.stdout)
+    assert inputs[-1]["parts"] == [ASKED, PICTURE]
+    assert outputs[0]["parts"] == [THINKING[0], CALLS[0], THINKING[1], CALLS[1]]
+    assert last[0]["parts"] == [THINKING[2], ANSWER]
 
 
 def test_openinference_retriever_and_a_span_of_no_convention(tmp_path: Path) -> None:

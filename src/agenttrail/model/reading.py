@@ -81,6 +81,21 @@ def text_of(value: Any) -> str | None:
     return "\n".join(texts) if texts else None
 
 
+def reasoning_of(block: Any) -> str | None:
+    """The reasoning a content block holds, as text: the ``thinking`` of Anthropic's
+    ``thinking`` block (https://platform.claude.com/docs/en/build-with-claude/extended-thinking),
+    or the ``content`` of the OpenTelemetry conventions' ``reasoning`` part as the OTLP
+    receiver keeps it (gen-ai-input-messages.json, ReasoningPart); ``None`` for any other
+    block."""
+    if not isinstance(block, dict):
+        return None
+    thinking = block.get("thinking")
+    if isinstance(thinking, str):
+        return thinking
+    content = block.get("content")
+    return content if block.get("type") == "reasoning" and isinstance(content, str) else None
+
+
 def content_text(value: Any) -> str:
     """Readable text of a content value: its prose (:func:`text_of`), else compact JSON, and
     ``""`` for ``None``."""

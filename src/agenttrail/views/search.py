@@ -24,7 +24,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agenttrail.model import Event, Session, failed, payload_attachments, prose_text
+from agenttrail.model import (
+    Event,
+    Session,
+    failed,
+    payload_attachments,
+    prose_text,
+    reasoning_of,
+)
 from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter, names_agent
 from agenttrail.views.safe import safe
 
@@ -120,11 +127,7 @@ def event_text(payload: dict[str, Any]) -> str:
         parts = [prose_text(payload.get("content"))]
         blocks = payload.get("blocks")
         if isinstance(blocks, list):
-            parts += [
-                b["thinking"]
-                for b in blocks
-                if isinstance(b, dict) and isinstance(b.get("thinking"), str)
-            ]
+            parts += [text for b in blocks if (text := reasoning_of(b)) is not None]
         return "\n".join(parts) + labels
     if kind == "tool_call":
         value = payload.get("input", payload.get("arguments"))

@@ -14,7 +14,12 @@
 - OpenInference's flattened ``llm.input_messages.N.message.*`` and ``llm.output_messages``
   (Arize-ai/openinference, spec/semantic_conventions.md).
 
-Each becomes a :class:`Message`: a role, its text, its tool calls and its tool results.
+Each becomes a :class:`Message`: a role, its text, its tool calls and its tool results. A
+semantic-conventions message with a part of another type (``reasoning``, ``blob``, ``uri``,
+``file``, or any other, gen-ai-input-messages.json) keeps every part but its tool parts as
+``blocks``, in order: those parts verbatim, its text parts as the log's text blocks
+(``{"type": "text", "text": …}``), so that the views read them as any provider's
+(docs/log-format.md, Block order). The other shapes carry text and tool calls only.
 """
 
 from __future__ import annotations
@@ -56,6 +61,12 @@ class Message:
     results: tuple[tuple[str | None, Any], ...] = ()
     """``(tool call id, output)`` of each tool result the message carries."""
     finish_reason: str | None = None
+    blocks: tuple[dict[str, Any], ...] = ()
+    """Its content parts but the tool parts, in order, when one is neither text nor a tool
+    part (module docstring); else none, the text being all there is."""
+    order: tuple[tuple[str, int | str], ...] = ()
+    """With :attr:`blocks`: ``("block", i)`` and ``("toolCall", id)`` in the parts' order,
+    as :func:`agenttrail.model.events.block_order` takes them."""
 
     print: tuple[Any, ...] = field(init=False, repr=False, compare=False)
     """What makes two messages the same one sent again: role, text, call and result ids
@@ -230,19 +241,29 @@ def _semconv(value: Any) -> list[Message]:
         if not isinstance(message, dict):
             continue
         texts, calls, results = [], [], []
+        blocks: list[dict[str, Any]] = []
+        order: list[tuple[str, int | str]] = []
+        other = False  # a part neither text nor a tool part: the blocks are kept
         for part in message.get("parts") or []:
             if not isinstance(part, dict):
                 continue
             kind = part.get("type")
-            if kind == "text":
-                texts.append(_text(part.get("content")))
-            elif kind == "tool_call":
+            if kind == "tool_call":
                 parsed, raw = parsed_arguments(part.get("arguments"))
                 calls.append(Call(str(part.get("id") or ""), str(part.get("name")), parsed, raw))
+                order.append(("toolCall", calls[-1].id))
             elif kind == "tool_call_response":
                 # "result" in the current conventions, "response" in earlier ones
                 output = part.get("result", part.get("response"))
                 results.append((_str_or_none(part.get("id")), output))
+            else:
+                order.append(("block", len(blocks)))
+                if kind == "text":
+                    texts.append(_text(part.get("content")))
+                    blocks.append({"type": "text", "text": texts[-1]})
+                else:
+                    other = True
+                    blocks.append(part)
         reason = message.get("finish_reason")
         found.append(
             Message(
@@ -251,6 +272,8 @@ def _semconv(value: Any) -> list[Message]:
                 tuple(calls),
                 tuple(results),
                 reason if isinstance(reason, str) else None,
+                tuple(blocks) if other else (),
+                tuple(order) if other else (),
             )
         )
     return found

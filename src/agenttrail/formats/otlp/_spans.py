@@ -272,12 +272,15 @@ class _Session:
                 result_key = f"otlp:r:{call_id}" if call_id else f"{key}:r{n}"
                 self.append(events.tool_result(call_id, output=output), result_key, time)
             return
+        blocks = list(message.blocks) or None
         payload = events.message(
             message.role,
             message.text,
             meta=meta,
             finishReason=message.finish_reason,
             choice=choice,
+            blocks=blocks,
+            order=events.block_order(message.order) if blocks else None,
         )
         self.append(payload, key, time)
         for j, call in enumerate(message.calls):

@@ -23,6 +23,7 @@ from agenttrail.model import (
     other_blocks,
     payload_attachments,
     prose_text,
+    reasoning_of,
     text_of,
     tool_status,
     usage_of,
@@ -164,13 +165,10 @@ def _message(payload: dict[str, Any], full: bool) -> Row:
     blocks = payload.get("blocks")
     blocks = [b for b in blocks if isinstance(b, dict)] if isinstance(blocks, list) else []
     kinds = sorted(
-        {str(b.get("type")) for b in blocks if attachment_of(b) is None} - {"text", "thinking"}
+        {str(b.get("type")) for b in blocks if attachment_of(b) is None and reasoning_of(b) is None}
+        - {"text", "thinking"}
     )
-    thinking, thinking_chars = _clip(
-        "\n\n".join(b["thinking"] for b in blocks if isinstance(b.get("thinking"), str)),
-        TEXT_CHARS,
-        full,
-    )
+    thinking, thinking_chars = _clip(_reasoning(blocks), TEXT_CHARS, full)
     return {
         "view": "message",
         "role": _optional_text(payload.get("role")),
@@ -211,6 +209,12 @@ def attachment_fields(found: list[Attachment], full: bool) -> list[Row]:
     ]
 
 
+def _reasoning(blocks: list[dict[str, Any]]) -> str:
+    """The reasoning of ``blocks`` (:func:`agenttrail.model.reasoning_of`), a blank line
+    between two blocks'."""
+    return "\n\n".join(text for b in blocks if (text := reasoning_of(b)) is not None)
+
+
 def _runs(payload: dict[str, Any], full: bool) -> list[Row] | None:
     """An ordered assistant message's runs (:func:`agenttrail.views.order.text_runs`): each
     run's text and thinking, and the ids of the calls that follow it (their rows come after
@@ -221,9 +225,7 @@ def _runs(payload: dict[str, Any], full: bool) -> list[Row] | None:
     out = []
     for run in runs:
         text, chars = _clip(text_of(run.blocks) or "", TEXT_CHARS, full)
-        thinking = "\n\n".join(
-            b["thinking"] for b in run.blocks if isinstance(b.get("thinking"), str)
-        )
+        thinking = _reasoning(run.blocks)
         out.append(
             {
                 "text": text,
