@@ -117,6 +117,27 @@ def test_search_since_or_until_takes_no_event_of_no_time(db_url: str) -> None:
     assert found("--until", "2999-12-31") == {spotter}
 
 
+def test_no_session_the_other_filters_leave_out_is_said_left_out(db_url: str) -> None:
+    # The note counts the sessions of no time that the command would have taken but for the
+    # date range: not another agent's, not one without a model call to sum, not one without
+    # the words sought. Counting them sent a user looking for sessions that were never there.
+    toolbench, spotter = _imported(db_url, TOOLBENCH), _imported(db_url, SPOTTER)
+    with open_store(db_url) as store:
+        agent = store.get_session(spotter).agent
+    assert agent is not None
+    for args in (
+        ("sessions", "--agent", agent),
+        ("usage",),  # the ToolBench answer holds no model call with usage
+        ("search", "xterm"),  # in the transcript only
+    ):
+        done = run_cli(*args, "--since", "2000-01-01", "--db", db_url)
+        assert done.returncode == 0, done.stderr
+        assert spotter in done.stdout and toolbench not in done.stdout
+        assert "left out" not in done.stderr, (args, done.stderr)
+    words = run_cli("search", "the", "--since", "2000-01-01", "--db", db_url)  # in both
+    assert LEFT_OUT in words.stderr and toolbench not in words.stdout
+
+
 def test_an_export_says_its_session_has_no_times(db_url: str, tmp_path: Path) -> None:
     recording = _imported(db_url, RECORDING)
     written = tmp_path / "session.md"

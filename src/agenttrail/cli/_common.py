@@ -109,14 +109,12 @@ def find_session(store: LogStore, text: str) -> Session:
         raise SessionNotFound(text, "; agenttrail sessions lists those in this log") from None
 
 
-def say_undated(sessions: Iterable[Session], since: str | None, until: str | None) -> None:
-    """When a date range is given, say on stderr how many of ``sessions`` it leaves out for
-    having no times (``Session.dated``: their source gave none): they would otherwise vanish
-    from a list, a sum or a search without a word."""
-    if since is None and until is None:
-        return
-    if timeless := sum(not session.dated for session in sessions):
-        said = f"{counted(timeless, 'session')} with no times left out"
+def say_undated(left_out: int) -> None:
+    """Say on stderr that a date range left out ``left_out`` sessions for having no times
+    (``Session.dated``: their source gave none), each of which the command's other filters
+    took: they would otherwise vanish from a list, a sum or a search without a word."""
+    if left_out:
+        said = f"{counted(left_out, 'session')} with no times left out"
         err.print(f"{said}: no date range takes them", markup=False)
 
 

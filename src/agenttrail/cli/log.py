@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -214,11 +215,14 @@ def sessions(
         every = store.sessions()
         ordered = sorted(every, key=lambda s: (s.started is None, s.started or ""))
         rows = list_sessions(store, ordered, where).sessions
+        if since is not None or until is not None:  # the undated the rest of where takes
+            undated = [s for s in ordered if not s.dated]
+            anytime = replace(where, since=None, until=None, limit=None)
+            say_undated(len(list_sessions(store, undated, anytime).sessions))
         if usage:
             from agenttrail.views.usage import usage_totals_of
 
             totals = {s.id: usage_totals_of(store.read(s.id)) for s in rows}
-    say_undated(every, since, until)
     if every and not rows:  # filters that left none: say so, as search does
         err.print(f"no session matches ({', '.join(_filters_said(where))})", markup=False)
         return  # not a table's header over no rows

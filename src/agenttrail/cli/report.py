@@ -81,8 +81,8 @@ def usage(
         for session in chosen:
             calls += calls_of(session, store.read(session.id))
     if since is not None or until is not None:
+        say_undated(len({c.session_id for c in calls if not c.dated}))  # those with calls
         calls = [c for c in calls if within(c.created_at if c.dated else None, since, until)]
-    say_undated(chosen, since, until)
     if not calls:  # else nothing at all is printed, as for a log that could not be read
         after = f" on or after {since}" if since is not None else ""
         after += f" on or before {until}" if until is not None else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -87,7 +88,12 @@ def search_command(
             until=until,
         )
         found = search(store, query, chosen, where=where, hits_per_session=hits)
-    say_undated(chosen, since, until)
+        if since is not None or until is not None:  # the undated with events that match
+            undated = [s for s in chosen if not s.dated]
+            ids = [s.id for s in undated]
+            anytime = replace(where, since=None, until=None, session_ids=ids)
+            missed = search(store, query, undated, where=anytime) if undated else []
+            say_undated(sum(1 for match in missed if match.total))
     if json:
         for match in found:
             out.print(json_line(match.body()), markup=False)
