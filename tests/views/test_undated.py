@@ -138,6 +138,29 @@ def test_no_session_the_other_filters_leave_out_is_said_left_out(db_url: str) ->
     assert LEFT_OUT in words.stderr and toolbench not in words.stdout
 
 
+def test_fountain_says_its_headings_have_the_imports_time_and_reads_it_back(
+    db_url: str, tmp_path: Path
+) -> None:
+    # A scene heading needs a time: a session of no time gets the import's, and its title
+    # page says so; a Fountain file that says so imports as a session of no time again.
+    toolbench, spotter = _imported(db_url, TOOLBENCH), _imported(db_url, SPOTTER)
+    written = run_cli("fountain", toolbench, "--db", db_url)
+    assert written.returncode == 0, written.stderr
+    title_page = written.stdout.split("\n\n")[0].splitlines()
+    assert f"Times: {UNDATED_NOTE}" in title_page
+    assert not any(line.startswith(("Date:", "Draft date:")) for line in title_page)
+    control = run_cli("fountain", spotter, "--db", db_url).stdout.split("\n\n")[0]
+    assert "Times:" not in control and "Date: 2026-02-" in control
+    path = tmp_path / "undated.fountain"
+    path.write_text(written.stdout, encoding="utf-8")
+    other = str(tmp_path / "other.db")
+    again = _imported(other, path)
+    with open_store(other) as store:
+        session = store.get_session(again)
+    assert (session.dated, session.started) == (False, None)
+    assert "title_page" not in session.metadata  # the line is the mark, not an extra key
+
+
 def test_an_export_says_its_session_has_no_times(db_url: str, tmp_path: Path) -> None:
     recording = _imported(db_url, RECORDING)
     written = tmp_path / "session.md"

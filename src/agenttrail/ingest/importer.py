@@ -515,7 +515,8 @@ def _trace_rows(session_id: str, batch: Sequence[NewEvent]) -> TraceBuilder | No
 def _filled(imported: ImportedSession) -> NewSession:
     """The session to create, with a title and start time taken from its events if missing
     (unless the source stated them, as an export's ``session`` line does); one whose source
-    gives no time at all is marked so in its metadata (``UNDATED``)."""
+    gives no time at all is marked so in its metadata (``UNDATED``), and one the reader
+    marked so (a Fountain file written of such a session) takes no start from its events."""
     session = imported.session
     # A v2 export's hashes start from the session's fields as exported (its genesis), so
     # they are kept as they are, stated or not (docs/log-format.md, Chain v2).
@@ -534,7 +535,9 @@ def _filled(imported: ImportedSession) -> NewSession:
             None,
         )
         title = title_from(prompt) if isinstance(prompt, str) else None
-    started = session.started or next((e.created_at for e in imported.events if e.created_at), None)
+    started = session.started
+    if started is None and UNDATED not in session.metadata:  # its events' times are its own
+        started = next((e.created_at for e in imported.events if e.created_at), None)
     undated = {UNDATED: UNDATED_NOTE}
     metadata = session.metadata if started is not None else {**session.metadata, **undated}
     return replace(session, title=title, started=started, metadata=metadata)

@@ -18,7 +18,7 @@ from agenttrail.formats.fountain._escaping import (
     escape_note,
     text_from_dialogue,
 )
-from agenttrail.formats.fountain._reader import FLOATING_TIMES, role_of_cue
+from agenttrail.formats.fountain._reader import FLOATING_TIMES, TIMES_KEY, role_of_cue
 from agenttrail.model import Event, context_text, events, payload_attachments, tool_status
 from agenttrail.model.reading import ERASED
 from agenttrail.views.pairing import Pairing, erased_lines
@@ -27,6 +27,7 @@ from agenttrail.views.units import size_text
 __all__ = [
     "ARGS_NOTE_CHARS",
     "FLOATING_TIMES",
+    "TIMES_KEY",
     "Names",
     "Script",
     "SessionLike",

@@ -27,14 +27,19 @@ from agenttrail.formats.fountain._escaping import (
     text_from_dialogue,
     unescape,
 )
-from agenttrail.model import Actor, NewEvent, NewSession, events
+from agenttrail.model import UNDATED, UNDATED_NOTE, Actor, NewEvent, NewSession, events
 
-__all__ = ["FLOATING_TIMES", "read_session", "role_of_cue"]
+__all__ = ["FLOATING_TIMES", "TIMES_KEY", "read_session", "role_of_cue"]
 
 FLOATING_TIMES = "floating_times"
 """Session metadata key: true when the session's times are wall-clock times of no stated zone
 (a file whose headings say no zone, the seed's example, the sample session that records it);
 rendered, their headings and title page carry no zone either."""
+
+TIMES_KEY = "Times"
+"""The title page's key that says the session's source gave no times (``UNDATED``), when its
+value is ``UNDATED_NOTE``: every scene heading needs a time, and such a session's are those
+it was imported at. Written for such a session, and read back as its mark."""
 
 _HEADING = re.compile(
     r"(?P<place>INT|EXT)\. (?P<body>.*?)(?: —)? "
@@ -322,6 +327,8 @@ class _Reader:
         if title.get("Credit"):
             metadata["credit"] = title["Credit"]
         extra = {k: v for k, v in title.items() if k not in _TITLE_KEYS}
+        if extra.get(TIMES_KEY) == UNDATED_NOTE:  # its headings' times are an import's
+            metadata[UNDATED] = extra.pop(TIMES_KEY)
         if extra:
             metadata["title_page"] = extra
         if not self.ended:

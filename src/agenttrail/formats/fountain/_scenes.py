@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from agenttrail.formats.fountain._elements import (
     FLOATING_TIMES,
+    TIMES_KEY,
     Names,
     Script,
     SessionLike,
@@ -21,7 +22,7 @@ from agenttrail.formats.fountain._elements import (
     write_shell,
 )
 from agenttrail.formats.fountain._escaping import cue_line, escape_inline
-from agenttrail.model import Event, prose_text, text_of
+from agenttrail.model import UNDATED, UNDATED_NOTE, Event, prose_text, text_of
 from agenttrail.views.order import reading_order
 from agenttrail.views.pairing import Pairing, pair_tool_calls
 
@@ -80,6 +81,8 @@ def _title_page(session: SessionLike, names: Names) -> list[tuple[str, str]]:
     if started:
         zoned = not session.metadata.get(FLOATING_TIMES)
         pairs += [("Date", clock(started, zoned=zoned)), ("Draft date", started[:10])]
+    if UNDATED in session.metadata:  # each heading has a time, here the import's
+        pairs.append((TIMES_KEY, UNDATED_NOTE))
     extra = session.metadata.get("title_page")
     if isinstance(extra, dict):
         pairs += [(str(k), str(v)) for k, v in extra.items()]
