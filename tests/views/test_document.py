@@ -183,6 +183,26 @@ def test_a_real_session_exports_every_tool_call_with_its_result(db_path: Path) -
     )
 
 
+def test_a_tool_call_names_the_character_that_made_it(db_path: Path) -> None:
+    # rec-tools.spmd (SOURCES.md, harvey/): `[[tool: read_file(…) — ok]]`, then
+    # `[[MISTRAL.tool: read_file(…) — ok]]`, the second made by the MISTRAL character; the
+    # terminal's transcript names it MISTRAL.read_file, and so do the exports now
+    db = str(db_path)
+    done = run_cli("import", str(REALDATA / "harvey" / "rec-tools.spmd"), "--db", db)
+    assert done.returncode == 0, done.stderr
+    sid = done.stdout.split()[0]
+    text = run_cli("export", sid, "--format", "md", "--db", db).stdout
+    called = [line.split(" · tool ")[1] for line in text.splitlines() if " · tool " in line]
+    assert [name.split(" — ")[0] for name in called] == [
+        "read\\_file",
+        "run\\_command",
+        "list\\_files",
+        "MISTRAL.read\\_file",
+    ]
+    shown = run_cli("show", sid, "--db", db, env={"COLUMNS": "160"}).stdout
+    assert "MISTRAL.read_file(" in shown
+
+
 def test_context_events_an_erasure_and_the_end_read_as_the_transcript_shows_them(
     db_path: Path, tmp_path: Path
 ) -> None:
