@@ -25,6 +25,7 @@ from opentelemetry.semconv._incubating.attributes import error_attributes as err
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
 from agenttrail.log.store import open_store
+from agenttrail.model import NewEvent, NewSession, events
 from tests.conftest import REALDATA, run_cli
 
 OPENAI = REALDATA / "otel-openai-v2-cassettes" / "test_chat_completion_tool_calls_with_content.yaml"
@@ -332,6 +333,71 @@ def test_a_session_is_not_imported_again_from_its_own_otlp_export(tmp_path: Path
         0,
         f"{out}: 0 events written, {written} already present\n",
     )
+
+
+RECORDING = REALDATA / "anthropic-sdk-python" / "092be1de-d3f8-4c22-a4ea-a7ad54689836.json"
+"""SOURCES.md: an Anthropic SDK recording with no dates: a server ``code_execution`` call and a
+``get_weather`` call that the recording holds no result of, and no duration."""
+
+
+def _round_trip(db: Path, session: str, tmp_path: Path) -> Path:
+    """``session`` of ``db`` exported as OTLP and imported into a log of its own."""
+    out = tmp_path / "trace.json"
+    out.write_text(_export(session, db))
+    other = tmp_path / "other.db"
+    assert _import(out, other) == session
+    return other
+
+
+def test_a_round_trip_invents_no_result_no_duration_and_no_time(tmp_path: Path) -> None:
+    # Read back, a call with no result came back answered (`— ok`), a model call with no
+    # duration got the span's length (0 µs here, the gap to the event before elsewhere) and a
+    # session of no time the export's times as its own. The export says what it did not
+    # have (agenttrail.result_seq absent, agenttrail.duration_ms absent, agenttrail.undated).
+    db = tmp_path / "log.db"
+    session = _import(RECORDING, db)
+    other = _round_trip(db, session, tmp_path)
+    with open_store(db) as store, open_store(other) as copy:
+        before, after = list(store.read(session)), list(copy.read(session))
+        assert copy.get_session(session).dated is False
+        assert copy.get_session(session).started is None
+    shape = [(e.type, e.payload.get("id"), e.payload.get("toolCallId")) for e in before]
+    assert [(e.type, e.payload.get("id"), e.payload.get("toolCallId")) for e in after] == shape
+    unanswered = {e.payload["id"] for e in before if e.type == "tool_call"} - {
+        e.payload.get("toolCallId") for e in before if e.type == "tool_result"
+    }
+    assert len(unanswered) == 2  # the server's code_execution and the client's second call
+    assert not any(e.payload.get("toolCallId") in unanswered for e in after)
+    assert [e.payload["meta"].get("duration_ms") for e in after if "meta" in e.payload] == [
+        None,
+        None,
+    ]
+
+
+def test_a_recorded_duration_comes_back_and_no_other(tmp_path: Path) -> None:
+    # A model call's span starts its recorded duration before its message, else at the
+    # event before it (for a trace viewer); only the recorded one is read back as one.
+    db = tmp_path / "log.db"
+    timed = events.meta(model="gpt-4o", provider="openai", duration_ms=1234.5)
+    untimed = events.meta(model="gpt-4o", provider="openai")
+    said = [("user", "hi"), ("assistant", "hello"), ("user", "and?"), ("assistant", "no more")]
+    with open_store(str(db), create=True) as store:
+        store.append_batch(
+            "timed",
+            [
+                NewEvent(
+                    events.message(role, text, meta={1: timed, 3: untimed}.get(n)),
+                    f"2026-01-01T10:00:{3 * n:02d}.000000Z",
+                )
+                for n, (role, text) in enumerate(said)
+            ],
+            create=NewSession("timed", title="timed"),
+        )
+    other = _round_trip(db, "timed", tmp_path)
+    with open_store(other) as copy:
+        metas = [e.payload.get("meta") for e in copy.read("timed")]
+    durations = [meta.get("duration_ms") for meta in metas if meta is not None]
+    assert durations == [1234.5, None]  # not the three seconds since the event before
 
 
 @pytest.mark.parametrize("path", [OPENAI, ANTHROPIC, CLAUDE_CODE], ids=lambda p: p.parent.name)

@@ -33,7 +33,7 @@ from agenttrail.formats.otlp._messages import (
     output_messages,
     parsed_arguments,
 )
-from agenttrail.model import NewEvent, NewSession, events
+from agenttrail.model import UNDATED, UNDATED_NOTE, NewEvent, NewSession, events
 
 __all__ = ["SPAN_TYPE", "Mapped", "sessions_from_request"]
 
@@ -110,6 +110,8 @@ def sessions_from_request(request: ExportTraceServiceRequest) -> Mapped:
         service = _str(members[0].resource.get("service.name"))
         if service:
             metadata["service"] = service
+        if any(s.attrs.get("agenttrail.undated") == UNDATED_NOTE for s in members):
+            metadata[UNDATED] = UNDATED_NOTE  # agenttrail's export of a session of no time
         new = NewSession(session_id, agent=agent, metadata=metadata)
         sessions.append(ImportedSession(new, _in_time_order(builder.events)))
     return Mapped(sessions, len(errors), errors)
@@ -312,6 +314,8 @@ class _Session:
         output = a.get("gen_ai.tool.call.result", a.get("output.value"))
         ident = call_id or f"span:{s.trace}:{s.id}"
         self.append(events.tool_call(ident, name, parsed, arguments=text), f"otlp:c:{ident}", time)
+        if "agenttrail.seq" in a and "agenttrail.result_seq" not in a:
+            return  # agenttrail's export of a call the log holds no result of
         kind = _str(a.get("error.type"))
         failed = s.span.status.code == Status.STATUS_CODE_ERROR or kind is not None
         error = (s.span.status.message or kind or "the tool failed") if failed else None
@@ -419,6 +423,10 @@ def _meta(s: _Span) -> dict[str, Any]:
         if span.end_time_unix_nano
         else None
     )
+    if "agenttrail.seq" in a:  # agenttrail's export: its length is a duration only when said
+        recorded = a.get("agenttrail.duration_ms")
+        duration = None if isinstance(recorded, bool) else recorded
+        duration = duration if isinstance(duration, int | float) else None
     return events.meta(
         model=model, provider=provider, usage=usage, duration_ms=duration, location="remote"
     )

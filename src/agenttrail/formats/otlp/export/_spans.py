@@ -28,7 +28,7 @@ from agenttrail.formats.otlp.export._messages import (
     tool_message,
     tool_response,
 )
-from agenttrail.model import Event, Session, tool_status, usage_of
+from agenttrail.model import UNDATED_NOTE, Event, Session, tool_status, usage_of
 from agenttrail.replay.plan import AssistantTurn, Call, SystemItem, UserItem, plan
 
 __all__ = ["TOOL_ERROR", "session_spans", "span_id", "trace_id"]
@@ -170,6 +170,7 @@ class _SessionSpans:
             "langfuse.user.id": self.session.user,
             "agenttrail.seq": event.seq,
             "agenttrail.hash": event.hash.hex(),
+            "agenttrail.undated": None if self.session.dated else UNDATED_NOTE,
         }
 
     def span(
@@ -297,8 +298,9 @@ class _SessionSpans:
         turn.chats.append(attrs)
         end = _nanos(event.created_at)
         duration = meta.get("duration_ms")
-        if isinstance(duration, int) and not isinstance(duration, bool) and duration >= 0:
-            start = end - duration * 1_000_000
+        if isinstance(duration, int | float) and not isinstance(duration, bool) and duration >= 0:
+            start = end - int(duration * 1_000_000)
+            attrs["agenttrail.duration_ms"] = duration  # what the span's length came from
         else:
             start = before if before is not None else end
         name = f"chat {model}" if model else "chat"
