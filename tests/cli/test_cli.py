@@ -182,6 +182,15 @@ _BAD_INPUTS = {
     "unknown.txt": (b"just some prose, not a transcript\n", "unknown format"),
     # a file named as a secret field is: the message after its name is not a value to redact
     "passwd": (b"root:x:0:0:root:/root:/bin/bash\n", "unknown format"),
+    # a TOML table opens with "[": no format, rather than "invalid JSON" of a JSON array
+    "pyproject.toml": (b'[project]\nname = "x"\n', ": unknown format (not one of: jsonl,"),
+    # a .jsonl names its first bad line, even the first
+    "notes.jsonl": (
+        b'not json\n{"type": "user"}\n',
+        ":1: invalid JSON: Expecting value (column 1)",
+    ),
+    # json's "starting at" takes the column after it, not in parentheses
+    "cut.json": (b'{"a": "x', ":1: invalid JSON: Unterminated string starting at column 7"),
 }
 
 

@@ -122,10 +122,13 @@ def detect(path: Path, data: bytes) -> ModuleType:
             path=str(path),
         )
     text = decode_text(path, data)
-    if lead(text) == "{" and _first_line_is_json(text):
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        suffix = Path(path.stem).suffix.lower()
+    if suffix in (".jsonl", ".ndjson") or (lead(text) == "{" and _first_line_is_json(text)):
         for _ in iter_jsonl(path, data):  # JSON Lines: name the first bad line
             pass
-    elif lead(text) in ("{", "["):
+    elif lead(text) in ("{", "[") and suffix in ("", ".json"):  # not a .toml's [table]
         load_json(path, text)  # one JSON document: name where it breaks
     names = ", ".join(_formats())
     raise FormatError(  # quickstart says it too, and has no --format

@@ -33,6 +33,7 @@ __all__ = [
     "is_json",
     "iter_jsonl",
     "json_prefix",
+    "json_problem",
     "lead",
     "lead_bytes",
     "load_json",
@@ -193,6 +194,15 @@ one call, where ``JSONDecoder.decode`` adds two regular-expression matches. It s
 of an error, so :func:`loads` decodes again with :data:`_STRICT` to name it."""
 
 
+def json_problem(error: json.JSONDecodeError) -> str:
+    """What :mod:`json` found wrong and the column it found it at, as a message says it:
+    ``Expecting value (column 2)``; ``Unterminated string starting at column 16`` for a
+    message that ends in "at" (its own "line 1 column 16" cut off by ``.msg``)."""
+    if error.msg.endswith(" at"):
+        return f"{error.msg} column {error.colno}"
+    return f"{error.msg} (column {error.colno})"
+
+
 def loads(text: str) -> Any:
     """Parse JSON text, refusing what RFC 8259 §6 does not allow as a number.
 
@@ -280,7 +290,7 @@ def load_json(path: Path, data: bytes | str) -> Any:
         return loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(
-            f"invalid JSON: {e.msg} (column {e.colno})", path=str(path), line=e.lineno
+            f"invalid JSON: {json_problem(e)}", path=str(path), line=e.lineno
         ) from None
     except JSONValueError as e:
         raise FormatError(str(e), path=str(path), field=e.field or None) from None
@@ -316,7 +326,7 @@ def iter_jsonl(path: Path, data: bytes) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as e:
             unfinished = _UNFINISHED if end == len(data) else ""
             raise FormatError(
-                f"invalid JSON: {e.msg} (column {e.colno}){unfinished}", path=str(path), line=number
+                f"invalid JSON: {json_problem(e)}{unfinished}", path=str(path), line=number
             ) from None
         except JSONValueError as e:
             raise FormatError(str(e), path=str(path), line=number, field=e.field or None) from None

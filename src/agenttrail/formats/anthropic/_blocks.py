@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agenttrail.formats._common import JSONValueError, loads
+from agenttrail.formats._common import JSONValueError, json_problem, loads
 from agenttrail.formats.anthropic._stream import Reporter
 from agenttrail.model import events
 from agenttrail.providers import anthropic
@@ -49,7 +49,7 @@ def recorded_body(builder: Reporter, value: Any, at: str) -> Any:
             try:
                 return loads(value)
             except json.JSONDecodeError as e:
-                raise builder.fail(f"invalid JSON: {e.msg} (column {e.colno})", at) from None
+                raise builder.fail(f"invalid JSON: {json_problem(e)}", at) from None
             except JSONValueError as e:
                 raise builder.fail(str(e), e.within(at)) from None
     return value

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agenttrail.errors import FormatError
-from agenttrail.formats._common import JSONValueError, loads
+from agenttrail.formats._common import JSONValueError, json_problem, loads
 from agenttrail.formats.http.sse import sse_events
 from agenttrail.providers import anthropic
 
@@ -125,9 +125,7 @@ def assemble_sse(
             if not ended:
                 where.warn(line, "the last event is cut off (truncated?) and dropped")
                 break
-            raise where.fail(
-                f"invalid JSON in SSE data: {e.msg} (column {e.colno})", line
-            ) from None
+            raise where.fail(f"invalid JSON in SSE data: {json_problem(e)}", line) from None
         except JSONValueError as e:
             raise where.fail(f"SSE data: {e}", line, e.field or None) from None
         if not isinstance(data, dict):
