@@ -129,6 +129,16 @@ def test_a_session_whose_source_gives_no_times_shows_none_and_is_not_live(
     expect(_row(page, 4).locator(".gutter time")).to_have_text(re.compile(r"^\d\d:\d\d:\d\d$"))
 
 
+def test_a_token_kind_some_calls_did_not_report_is_marked_partial(viewer: Viewer) -> None:
+    # one of the recording's two responses reports no cache counts (tests/views/test_usage.py
+    # reads it from the file): the sum of the other's is not the session's whole
+    (report,) = import_paths(viewer.store, [ANTHROPIC_RUN])
+    page = viewer.open(report.session_id)
+    expect(page.locator("#usage-badge")).to_have_attribute(
+        "title", re.compile(r": 3,182 input, 237 output, 0 \+ \? cache read, 0 \+ \? cache write;")
+    )
+
+
 def test_a_claude_code_session_pairs_tool_rows_with_actors_and_meta(viewer: Viewer) -> None:
     (report,) = import_paths(viewer.store, [TOOL_HEAVY])
     page = viewer.open(report.session_id)

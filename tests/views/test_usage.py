@@ -66,10 +66,11 @@ def _openai_usage(path: Path) -> dict[str, int]:
     return dict(sums)
 
 
-def _anthropic_usage(path: Path) -> dict[str, int | None]:
+def _anthropic_usage(path: Path) -> tuple[dict[str, int | None], dict[str, int]]:
     """Token sums of a recorded Messages exchange (a list of request/response records), from
     each response body's ``usage``: Anthropic's four counts are already disjoint; a count no
-    response reports stays ``None`` (one response here reports no cache counts at all)."""
+    response reports stays ``None`` (one response here reports no cache counts at all). And,
+    per kind, how many responses do not report it."""
     names = {
         "input": "input_tokens",
         "output": "output_tokens",
@@ -77,13 +78,16 @@ def _anthropic_usage(path: Path) -> dict[str, int | None]:
         "cache_write": "cache_creation_input_tokens",
     }
     sums: dict[str, int | None] = dict.fromkeys(names)
+    missing = dict.fromkeys(names, 0)
     records = json.loads(path.read_text())
     for record in records:
         usage = record["response"]["body"]["usage"]
         for kind, name in names.items():
             if name in usage:
                 sums[kind] = (sums[kind] or 0) + usage[name]
-    return {**sums, "calls": len(records)}
+            else:
+                missing[kind] += 1
+    return {**sums, "calls": len(records)}, missing
 
 
 def _imported(store: LogStore, path: Path) -> str:
@@ -108,9 +112,15 @@ def test_anthropic_totals_match_the_recording(store: LogStore, name: str) -> Non
     path = REALDATA / "anthropic-sdk-python" / name
     sid = _imported(store, path)
     totals = usage_totals_of(store.read(sid))
-    expected = _anthropic_usage(path)
+    expected, missing = _anthropic_usage(path)
     assert totals.calls == expected.pop("calls")
     assert totals.tokens == expected
+    # a sum over responses some of which did not report a kind says so, never passes for all
+    assert totals.unreported == missing
+    for kind, count in expected.items():
+        partial = count is not None and missing[kind] > 0
+        assert totals.count_text(kind).endswith(" + ?") == partial
+    assert totals.record()["tokens_unknown_calls"] == missing
 
 
 @pytest.mark.parametrize(

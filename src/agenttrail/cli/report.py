@@ -106,8 +106,7 @@ def usage(
     from agenttrail.providers.prices import PRICE_SOURCE
 
     def cells(key: str, totals: Totals) -> tuple[str, ...]:
-        tokens = (totals.tokens[k] for k in kinds)
-        return (key, str(totals.calls), *("-" if n is None else f"{n:,}" for n in tokens))
+        return (key, str(totals.calls), *(totals.count_text(kind) for kind in kinds))
 
     rows = [(*cells(escape(safe(key)), t), t.cost_text()) for key, t in groups.items()]
     # Several groups get a bold last line of their sum (one group's would repeat its row),

@@ -190,6 +190,8 @@ class Totals:
     calls: int = 0
     tokens: dict[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_KINDS))
     """Per kind; ``None`` for a kind no call reported (never a made-up 0)."""
+    unreported: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KINDS, 0))
+    """Per kind, the calls that did not report it: a sum of the others is not the whole."""
     cost: dict[str, Decimal] = field(default_factory=dict)
     """Known cost per currency."""
     unpriced: int = 0
@@ -214,6 +216,8 @@ class Totals:
         for kind, count in tokens.items():
             if count is not None:
                 self.tokens[kind] = (self.tokens[kind] or 0) + count
+            else:
+                self.unreported[kind] += 1
         if cost.amount is None:
             self.unpriced += 1
             self.unpriced_models.add(model or "(no model)")
@@ -246,24 +250,37 @@ class Totals:
         sources = ", ".join(sorted(self.sources))
         return f"{self.cost_text()} · {sources}" if sources else self.cost_text()
 
+    def count_text(self, kind: str) -> str:
+        """The tokens of ``kind`` as a cell shows them: ``12,345``; ``12,345 + ?`` when some
+        calls did not report the kind (the sum is of those that did), as a cost says
+        ``+ unknown``; ``-`` when none did."""
+        count = self.tokens[kind]
+        if count is None:
+            return "-"
+        return f"{count:,} + ?" if self.unreported[kind] else f"{count:,}"
+
     def tokens_text(self) -> str:
-        """``12,345 in · 678 out · 9,000 cache read · 1,000 cache write`` (kinds reported)."""
+        """``12,345 in · 678 out · 9,000 cache read · 1,000 + ? cache write`` (kinds reported,
+        :meth:`count_text`)."""
         names = {"input": "in", "output": "out", "cache_read": "cache read"}
         parts = [
-            f"{count:,} {names.get(kind, kind.replace('_', ' '))}"
+            f"{self.count_text(kind)} {names.get(kind, kind.replace('_', ' '))}"
             for kind, count in self.tokens.items()
             if count is not None
         ]
         return " · ".join(parts) or "no usage reported"
 
     def record(self) -> dict[str, Any]:
-        """JSON form: ``{calls, tokens: {kind: n|null}, cost: {currency: amount}|null,
-        cost_text, cost_unknown_calls, unpriced_models, cost_sources}``; ``cost`` is ``null``
-        when no call's cost is known (never 0), amounts are numbers in the currency's unit,
-        ``cost_text`` is :meth:`cost_text`."""
+        """JSON form: ``{calls, tokens: {kind: n|null}, tokens_unknown_calls: {kind: n},
+        cost: {currency: amount}|null, cost_text, cost_unknown_calls, unpriced_models,
+        cost_sources}``; ``tokens_unknown_calls`` counts the calls that did not report each
+        kind (its ``tokens`` sum is of the others), ``cost`` is ``null`` when no call's cost
+        is known (never 0), amounts are numbers in the currency's unit, ``cost_text`` is
+        :meth:`cost_text`."""
         return {
             "calls": self.calls,
             "tokens": dict(self.tokens),
+            "tokens_unknown_calls": dict(self.unreported),
             "cost": {c: float(a) for c, a in sorted(self.cost.items())} or None,
             "cost_text": self.cost_text(),
             "cost_unknown_calls": self.unpriced,

@@ -12,14 +12,16 @@ export function events(n) {
 const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
 
 /** A session's usage as `{tokens, cost, short, title}`: every token kind summed, the cost as the
- * server words it, `short` as the list shows it (shortCost), the split in the title; null
- * with no model call. */
+ * server words it, `short` as the list shows it (shortCost), the split in the title, a kind
+ * some calls did not report marked `+ ?` as the terminal marks it; null with no model call. */
 export function usageTotals(usage) {
   if (!usage || !usage.calls) return null;
   const kinds = Object.entries(usage.tokens).filter(([, n]) => n !== null);
   const tokens = kinds.reduce((sum, [, n]) => sum + n, 0);
   const sources = usage.cost_sources.length ? ` (${usage.cost_sources.join(", ")})` : "";
-  const title = `${count(usage.calls)} model call${usage.calls === 1 ? "" : "s"}: ${kinds.map(([k, n]) => `${count(n)} ${k.replace("_", " ")}`).join(", ")}; cost ${usage.cost_text}${sources}`;
+  const unknown = usage.tokens_unknown_calls || {};
+  const split = kinds.map(([k, n]) => `${count(n)}${unknown[k] ? " + ?" : ""} ${k.replace("_", " ")}`);
+  const title = `${count(usage.calls)} model call${usage.calls === 1 ? "" : "s"}: ${split.join(", ")}; cost ${usage.cost_text}${sources}`;
   return { tokens, cost: usage.cost_text, short: shortCost(usage), title };
 }
 
