@@ -232,6 +232,13 @@ def test_usage_command(db_path: Path, store: LogStore) -> None:
     assert row["model"] == "claude-opus-4-6"
     assert row["calls"] == heavy["calls"] + short["calls"]
     assert row["tokens"]["cache_read"] == heavy["cache_read"] + short["cache_read"]
+    # by session, in the order `sessions` lists them (by start), not the order of import
+    by_session = run_cli("usage", "--by", "session", "--json", "--db", db).stdout.splitlines()
+    listed = run_cli("sessions", "--json", "--db", db).stdout.splitlines()
+    assert [json.loads(row)["session"] for row in by_session] == [
+        json.loads(row)["id"] for row in listed
+    ]
+    assert json.loads(listed[0])["started"] < json.loads(listed[1])["started"]
     later = run_cli("usage", "--since", "2026-02-11", "--json", "--db", db)
     assert later.stdout == ""  # both transcripts are of 2026-02-10
     # a time too, as sessions --since takes it (a new user's RFC 3339 time was refused)

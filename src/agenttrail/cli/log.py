@@ -205,7 +205,7 @@ def sessions(
     - `agenttrail sessions --agent harvey --since 2026-01-01 --limit 20`
     """
     from agenttrail.cli._listing import is_terminal, print_json_lines, print_tsv
-    from agenttrail.views.session_list import SessionFilter, checked_range, list_sessions
+    from agenttrail.views.session_list import SessionFilter, by_start, checked_range, list_sessions
 
     refuse_blank(agent=agent, user=user, model=model)
     since, until = checked_range(since, until, ("--since", "--until"))  # named as typed
@@ -213,7 +213,7 @@ def sessions(
     with open_log(db) as store:
         # the row's created_at is when it was written, not when the session started
         every = store.sessions()
-        ordered = sorted(every, key=lambda s: (s.started is None, s.started or ""))
+        ordered = by_start(every)
         rows = list_sessions(store, ordered, where).sessions
         if since is not None or until is not None:  # the undated the rest of where takes
             undated = [s for s in ordered if not s.dated]

@@ -15,7 +15,7 @@ from agenttrail.cli._options import DbOption, JsonOption, complete_session
 from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.views.safe import safe
-from agenttrail.views.session_list import checked_range, within
+from agenttrail.views.session_list import by_start, checked_range, within
 from agenttrail.views.units import counted
 from agenttrail.views.usage import (
     GROUPS,
@@ -76,7 +76,7 @@ def usage(
     since, until = checked_range(since, until, ("--since", "--until"))  # as sessions reads them
     calls: list[Call] = []
     with open_log(db) as store:
-        every = store.sessions()
+        every = by_start(store.sessions())  # listed as `sessions` lists them
         chosen = [find_session(store, s) for s in sessions] if sessions else every
         for session in chosen:
             calls += calls_of(session, store.read(session.id))

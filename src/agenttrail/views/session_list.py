@@ -9,7 +9,7 @@ of the previous page, so that a page does not shift when sessions are created me
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -66,6 +66,12 @@ def start_of(session: Session) -> str | None:
     ``None`` for a session whose source gives no times (``Session.dated``): its row was
     written when it was imported."""
     return session.started or (session.created_at if session.dated else None)
+
+
+def by_start(sessions: Iterable[Session]) -> list[Session]:
+    """``sessions`` in the order the CLI lists them (``sessions``, ``usage``): by ``started``,
+    oldest first, those with none last in the order given."""
+    return sorted(sessions, key=lambda s: (s.started is None, s.started or ""))
 
 
 def checked_time(name: str, value: str | None) -> str | None:
