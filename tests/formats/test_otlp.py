@@ -7,7 +7,9 @@ should become is read off the same documents (docs/otel.md, What maps to what)."
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -217,7 +219,14 @@ def test_operation_details_event_and_the_file_exporter_lines(tmp_path: Path) -> 
     assert said(path) == WEATHER
 
 
-PICTURE = {"type": "blob", "modality": "image", "mime_type": "image/png", "content": "iVBORw0KGgo="}
+PNG = b"\x89PNG\r\n\x1a\n"  # a PNG file's signature (RFC 2083, 12.11)
+PNG_SHA256 = hashlib.sha256(PNG).hexdigest()
+PICTURE = {
+    "type": "blob",
+    "modality": "image",
+    "mime_type": "image/png",
+    "content": base64.b64encode(PNG).decode(),
+}
 ASKED = {"type": "text", "content": "What is in this picture?"}
 THINKING = [
     {"type": "reasoning", "content": "A cat, it seems: look it up."},
@@ -310,9 +319,27 @@ def test_the_viewer_and_search_read_the_reasoning_as_thinking(tmp_path: Path) ->
             THINKING[2]["content"],
             [],
         )
-        assert rows[1]["blocks"] == ["blob"]  # no other block to name
+        # the image is an attachment, named by its bytes (docs/log-format.md, Attachments)
+        assert rows[1]["blocks"] == []
+        [(kind, media, size, digest)] = [
+            (a["kind"], a["media_type"], a["size"], a["sha256"]) for a in rows[1]["attachments"]
+        ]
+        assert (kind, media, size, digest) == ("image", "image/png", len(PNG), PNG_SHA256)
         (found,) = search(store, "both agree", store.sessions())
         assert [hit.seq for hit in found.hits] == [7]
+
+
+def test_an_image_part_is_replayed_as_the_providers_image(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    imported = run_cli("import", str(_pictured(tmp_path / "pictured.json")), "--db", str(db))
+    (session,) = imported.stdout.split()
+    replayed = run_cli("replay", session, "--format", "anthropic", "--db", str(db))
+    assert replayed.returncode == 0, replayed.stderr
+    first = json.loads(replayed.stdout)["messages"][0]
+    source = {"type": "base64", "media_type": "image/png", "data": PICTURE["content"]}
+    assert first["content"][1] == {"type": "image", "source": source}  # Anthropic's image
+    # reasoning has no Anthropic block without its signature: said, not dropped silently
+    assert "2 content block(s) (reasoning) not sent" in replayed.stderr
 
 
 def test_a_message_of_text_alone_keeps_no_blocks(tmp_path: Path) -> None:
@@ -352,7 +379,9 @@ def test_reasoning_and_images_come_back_in_the_otlp_export(tmp_path: Path) -> No
     exported = run_cli("export", session, "--format", "otlp", "--db", str(db))
     assert exported.returncode == 0, exported.stderr
     (inputs, outputs), (_, last) = _otlp_messages(exported.stdout)
-    assert inputs[-1]["parts"] == [ASKED, PICTURE]
+    # an image the log holds whole is named, not copied (docs/otel.md, Export)
+    named = {"modality": "image", "mime_type": "image/png", "size": len(PNG), "sha256": PNG_SHA256}
+    assert inputs[-1]["parts"] == [ASKED, {"type": "attachment", **named}]
     assert outputs[0]["parts"] == [THINKING[0], CALLS[0], THINKING[1], CALLS[1]]
     assert last[0]["parts"] == [THINKING[2], ANSWER]
 

@@ -310,7 +310,8 @@ class Attachment:
     """
 
     kind: str
-    """``image``, ``document``, ``file`` or ``audio``."""
+    """``image``, ``document``, ``file`` or ``audio`` (or an OpenTelemetry part's modality,
+    ``video``)."""
     media_type: str | None
     """The MIME type the block gives (``image/png``), ``None`` when it gives none."""
     size: int | None
@@ -402,11 +403,23 @@ def attachment_of(block: Any) -> Attachment | None:
       (https://platform.openai.com/docs/api-reference/chat/create, user message content parts);
     - Responses ``input_image`` (``image_url`` or ``file_id``) and ``input_file``
       (``file_data``, ``file_url``, ``file_id``, ``filename``)
-      (https://platform.openai.com/docs/api-reference/responses/create, input content).
+      (https://platform.openai.com/docs/api-reference/responses/create, input content);
+    - the OpenTelemetry GenAI conventions' ``blob`` (base64 ``content``), ``uri`` and
+      ``file`` (``file_id``) parts, each with its ``modality`` (``image``, ``audio``,
+      ``video``) as the kind and an optional ``mime_type`` (gen-ai-input-messages.json,
+      v1.41.0), as the OTLP importer keeps them.
     """
     if not isinstance(block, dict):
         return None
     kind = block.get("type")
+    modality = block.get("modality")
+    if isinstance(modality, str) and modality and kind in ("blob", "uri", "file"):
+        media = block.get("mime_type")
+        if kind == "blob":
+            return _held(modality, media, block.get("content"))
+        if kind == "uri":
+            return _from_url(modality, block.get("uri"), media_type=media)
+        return _from_file_id(modality, block.get("file_id"))
     if kind in ("image", "document"):
         source = block.get("source")
         if not isinstance(source, dict):
