@@ -31,6 +31,9 @@ SPOTTER = REALDATA / "claude-code-spotter" / "short.jsonl"
 """SOURCES.md: marot/spotter, a Claude Code transcript (a UUID session id, a long title)."""
 SPOTTER_ID = "55604662-cf2a-4331-851a-ec234028f8ca"
 
+RECORDING = REALDATA / "anthropic-sdk-python" / "092be1de-d3f8-4c22-a4ea-a7ad54689836.json"
+"""SOURCES.md: an Anthropic SDK recording; one of its two responses reports no cache counts."""
+
 
 def _log(tmp_path: Path) -> str:
     db = tmp_path / "log.db"
@@ -131,6 +134,19 @@ def test_a_list_of_nothing_on_a_terminal_says_so_and_prints_no_table(tmp_path: P
     assert usage.strip() == "no model calls with usage on or before 2020-01-01 in 2 sessions"
     listed = _on_terminal(80, "sessions", "--since", "2030-01-01", "--db", db)
     assert listed.strip() == "no session matches (since 2030-01-01)"
+
+
+def test_a_sum_not_every_call_reported_is_marked_and_said_under_the_table(
+    tmp_path: Path,
+) -> None:
+    # one of the recording's two responses reports no cache counts: its sums were 0, as
+    # if both had (a new-user check); they are `0 + ?`, said what that is under the table
+    db = str(tmp_path / "log.db")
+    assert run_cli("import", str(RECORDING), "--db", db).returncode == 0
+    shown = _on_terminal(100, "usage", "--db", db).splitlines()
+    row = next(line for line in shown if line.startswith("59176132"))
+    assert row.split()[1:] == ["2", "3,182", "237", "0", "+", "?", "0", "+", "?", "$0.021835"]
+    assert shown[-1].strip() == "+ ?: not every call reported it; the sum is of those that did"
 
 
 def test_search_on_a_terminal_says_how_many_matches_it_did_not_show(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from agenttrail.views.units import counted
 from agenttrail.views.usage import (
     GROUPS,
     NO_DAY,
+    PARTIAL_NOTE,
     Call,
     Totals,
     calls_of,
@@ -113,9 +114,10 @@ def usage(
     # its cost on two lines when part is unknown: `$0.48 + unknown` is wider than any row's.
     total = totals_of(calls) if len(groups) > 1 else None
     footer = () if total is None else (*cells("total", total), _lines(total.cost_text()))
-    table = list_table(
-        caption=f"prices: {PRICE_SOURCE}", caption_justify="left", show_footer=bool(footer)
-    )
+    # a sum with a `+ ?` is said what it is under the table, as the prices are
+    partial = any(t.partial() for t in groups.values())
+    caption = f"prices: {PRICE_SOURCE}" + (f"\n{PARTIAL_NOTE}" if partial else "")
+    table = list_table(caption=caption, caption_justify="left", show_footer=bool(footer))
     # folded where too long, never cut off
     table.add_column(by, overflow="fold", ratio=1, footer=footer[0] if footer else "")
     names = ("calls", "input", "output", "cache read", "cache write", "cost")

@@ -183,6 +183,10 @@ def calls_in(session: Session, events: Iterable[Event]) -> Iterator[Call]:
         )
 
 
+PARTIAL_NOTE = "+ ?: not every call reported it; the sum is of those that did"
+"""What a ``+ ?`` after a sum of tokens means, said where one is shown."""
+
+
 @dataclass
 class Totals:
     """Tokens and cost summed over model calls."""
@@ -259,16 +263,21 @@ class Totals:
             return "-"
         return f"{count:,} + ?" if self.unreported[kind] else f"{count:,}"
 
+    def partial(self) -> bool:
+        """Whether a kind some calls reported was not reported by every call (a ``+ ?``)."""
+        return any(self.unreported[k] for k, count in self.tokens.items() if count is not None)
+
     def tokens_text(self) -> str:
         """``12,345 in · 678 out · 9,000 cache read · 1,000 + ? cache write`` (kinds reported,
-        :meth:`count_text`)."""
+        :meth:`count_text`), then what ``+ ?`` means when one is there."""
         names = {"input": "in", "output": "out", "cache_read": "cache read"}
         parts = [
             f"{self.count_text(kind)} {names.get(kind, kind.replace('_', ' '))}"
             for kind, count in self.tokens.items()
             if count is not None
         ]
-        return " · ".join(parts) or "no usage reported"
+        said = " · ".join(parts) or "no usage reported"
+        return f"{said} ({PARTIAL_NOTE})" if self.partial() else said
 
     def record(self) -> dict[str, Any]:
         """JSON form: ``{calls, tokens: {kind: n|null}, tokens_unknown_calls: {kind: n},
