@@ -48,6 +48,8 @@ def test_sessions_filters_and_limit(tmp_path: Path) -> None:
     assert ids() == ["s-jan", "s-feb", "s-mar"]
     assert ids("--agent", "harvey") == ["s-jan", "s-feb"]
     assert ids("--user", "ana") == ["s-jan", "s-mar"]
+    # in any case, as --agent: a Harvey file's user is its cue, RSDOIEL (a new-user check)
+    assert ids("--user", "ANA") == ids("--user", "Ana") == ["s-jan", "s-mar"]
     assert ids("--since", "2026-02-10") == ["s-feb", "s-mar"]
     assert ids("--until", "2026-02-10") == ["s-jan", "s-feb"]
     assert ids("--since", "2026-02-10T11:00:00Z") == ["s-mar"]

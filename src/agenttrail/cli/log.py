@@ -162,7 +162,7 @@ def sessions(
     agent: Annotated[
         str | None, typer.Option("--agent", help="Only this agent's (in any case).")
     ] = None,
-    user: Annotated[str | None, typer.Option("--user", help="Only this user's.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user's (any case).")] = None,
     since: Annotated[
         str | None,
         typer.Option("--since", metavar="DATE", help="Started on or after this UTC date or time."),

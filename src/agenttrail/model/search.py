@@ -23,8 +23,8 @@ __all__ = [
     "SearchFilter",
     "SearchIndex",
     "SearchableLog",
-    "names_agent",
     "names_model",
+    "same_name",
 ]
 
 
@@ -70,7 +70,7 @@ class SearchFilter:
     errors: bool = False
     """Only errors and failed tool results."""
     agent: str | None = None
-    """Only sessions of this agent (:func:`names_agent`)."""
+    """Only sessions of this agent (:func:`same_name`)."""
     since: str | None = None
     """Only events created at or after this: a date (``YYYY-MM-DD``) or a ``created_at``
     (``agenttrail.views.session_list.checked_time``), compared with as many characters."""
@@ -134,11 +134,12 @@ class SearchableLog(LogReader, SearchIndex, Protocol):
     """A log with its search index: what :func:`agenttrail.views.search.search` reads."""
 
 
-def names_agent(asked: str, agent: str | None) -> bool:
-    """Whether ``--agent asked`` names a session's ``agent``: the same name in any case
-    (``harvey`` names ``Harvey``; the store's search compares with the lowering of
-    ``Statements.lower``, which is Python's on SQLite too)."""
-    return agent is not None and agent.lower() == asked.lower()
+def same_name(asked: str, name: str | None) -> bool:
+    """Whether ``--agent asked`` (or ``--user``) names a session's agent (or user): the same
+    name in any case (``harvey`` names ``Harvey``, ``rsdoiel`` a Harvey file's user
+    ``RSDOIEL``; the store's search compares with the lowering of ``Statements.lower``,
+    which is Python's on SQLite too)."""
+    return name is not None and name.lower() == asked.lower()
 
 
 _SNAPSHOT = re.compile(r"[-@](?:[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{8})")

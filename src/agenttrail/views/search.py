@@ -32,7 +32,7 @@ from agenttrail.model import (
     prose_text,
     reasoning_of,
 )
-from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter, names_agent
+from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter, same_name
 from agenttrail.views.safe import safe
 
 __all__ = [
@@ -300,7 +300,7 @@ def search(
     narrowed = where.tool is not None or where.errors or (where.since or where.until) is not None
     matches: list[SessionMatch] = []
     for session in sessions:
-        if where.agent is not None and not names_agent(where.agent, session.agent):
+        if where.agent is not None and not same_name(where.agent, session.agent):
             continue
         hits = _once_per_message(by_session.get(session.id, []))
         fields = [] if narrowed else _session_fields(session, needle)

@@ -16,7 +16,7 @@ from datetime import date
 from agenttrail.codec import normalize_timestamp
 from agenttrail.errors import InputError, InvalidTimestamp
 from agenttrail.model import Session
-from agenttrail.model.search import SearchableLog, names_agent
+from agenttrail.model.search import SearchableLog, same_name
 from agenttrail.views.search import bring_up_to_date
 
 __all__ = [
@@ -35,9 +35,9 @@ class SessionFilter:
     """Which sessions to list; a field left ``None`` (or False) does not filter."""
 
     agent: str | None = None
-    """The session's agent, in any case (:func:`agenttrail.model.search.names_agent`)."""
+    """The session's agent, in any case (:func:`agenttrail.model.search.same_name`)."""
     user: str | None = None
-    """The session's user, exactly."""
+    """The session's user, in any case (:func:`agenttrail.model.search.same_name`)."""
     since: str | None = None
     """Started on or after: a date (``YYYY-MM-DD``, UTC) or an RFC 3339 time."""
     until: str | None = None
@@ -152,9 +152,9 @@ def list_sessions(
         flagged = store.flagged_sessions(errors=where.errors, model=where.model)
         chosen = [s for s in chosen if s.id in flagged]
     if where.agent is not None:
-        chosen = [s for s in chosen if names_agent(where.agent, s.agent)]
+        chosen = [s for s in chosen if same_name(where.agent, s.agent)]
     if where.user is not None:
-        chosen = [s for s in chosen if s.user == where.user]
+        chosen = [s for s in chosen if same_name(where.user, s.user)]
     if since is not None or until is not None:
         chosen = [s for s in chosen if within(start_of(s), since, until)]
     if where.limit is None or len(chosen) <= where.limit:

@@ -78,7 +78,7 @@ class Statements:
     """The placeholder of one parameter."""
     lower: str
     """The SQL function that lowers text as Python's ``str.lower`` does, so that a name
-    given in any case is found as :func:`agenttrail.model.search.names_agent` finds it:
+    given in any case is found as :func:`agenttrail.model.search.same_name` finds it:
     PostgreSQL's ``lower`` (every letter, in a UTF-8 database); on SQLite, whose own
     ``lower`` lowers ASCII letters only, :data:`SQLITE_LOWER`, which every connection
     registers (``sqlite.py``)."""

@@ -188,7 +188,7 @@ class _SearchBase:
                 return []
             clauses.append(f"e.session_id IN ({', '.join([p] * len(where.session_ids))})")
             params += list(where.session_ids)
-        lower = self.sql.lower  # a tool or an agent named in any case (names_agent's rule)
+        lower = self.sql.lower  # a tool or an agent named in any case (same_name's rule)
         if where.tool is not None:
             clauses.append(f"{lower}(e.tool) = {lower}({p})")
             params.append(where.tool)
