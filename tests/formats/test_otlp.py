@@ -342,6 +342,18 @@ def test_an_image_part_is_replayed_as_the_providers_image(tmp_path: Path) -> Non
     assert "2 content block(s) (reasoning) not sent" in replayed.stderr
 
 
+@pytest.mark.parametrize("key", ["user.id", "langfuse.user.id"])
+def test_the_sessions_user_is_the_spans_user_id(tmp_path: Path, key: str) -> None:
+    # OpenInference's user.id (semantic_conventions.md, User), Langfuse's own; agenttrail's
+    # export writes both, and the user was lost on the way back (a new-user check)
+    said_ = [{"role": "user", "parts": [ASKED]}]
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(said_)}
+    path = tmp_path / "user.json"
+    path.write_text(json.dumps(request(span(1, "chat", {**attrs, key: "ana"}))))
+    [session] = read_file(path)
+    assert session.session.user == "ana"
+
+
 def test_a_message_of_text_alone_keeps_no_blocks(tmp_path: Path) -> None:
     path = tmp_path / "text.json"
     said_ = [{"role": "user", "parts": [ASKED]}]

@@ -106,15 +106,21 @@ def sessions_from_request(request: ExportTraceServiceRequest) -> Mapped:
         for s in members:
             builder.add(s)
         agent = next((a for s in members if (a := _str(s.attrs.get("gen_ai.agent.name")))), None)
+        user = next((u for s in members for k in _USER_KEYS if (u := _str(s.attrs.get(k)))), None)
         metadata: dict[str, Any] = {"source": "otlp"}
         service = _str(members[0].resource.get("service.name"))
         if service:
             metadata["service"] = service
         if any(s.attrs.get("agenttrail.undated") == UNDATED_NOTE for s in members):
             metadata[UNDATED] = UNDATED_NOTE  # agenttrail's export of a session of no time
-        new = NewSession(session_id, agent=agent, metadata=metadata)
+        new = NewSession(session_id, agent=agent, user=user, metadata=metadata)
         sessions.append(ImportedSession(new, _in_time_order(builder.events)))
     return Mapped(sessions, len(errors), errors)
+
+
+_USER_KEYS = ("user.id", "langfuse.user.id")
+"""Span attributes naming the session's user: OpenInference's (semantic_conventions.md,
+User) and Langfuse's; the GenAI conventions have none."""
 
 
 def _in_time_order(found: list[NewEvent]) -> list[NewEvent]:
