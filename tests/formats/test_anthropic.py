@@ -182,7 +182,12 @@ def test_request_that_does_not_extend_history(store: LogStore) -> None:
     [imported] = read_file(BAD_HISTORY)
     assert len(imported.warnings) == 1
     assert imported.warnings[0].startswith(f"{BAD_HISTORY}: exchange 2: ")  # the whole path
-    assert "exchange 2" in imported.warnings[0]
+    # the second request's message 2 is not the first's (jq '.[1].request.body.messages'); it
+    # was worded "its messages 2-2 are appended as sent" (a new-user check)
+    assert imported.warnings[0].endswith(
+        ": exchange 2: the request does not extend the conversation so far (its message 2 is "
+        "not the conversation's message 2); it is appended as sent"
+    )
     events = import_events(store, BAD_HISTORY)
     error = events[-1].payload
     assert error["type"] == "error"

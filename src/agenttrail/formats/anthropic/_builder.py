@@ -107,8 +107,11 @@ class Builder:
         if same < len(self.conversation):
             so_far = len(self.conversation)
             if same < len(messages):
-                how = f"its message {same + 1} differs from message {same + 1} of {so_far}"
-                done = f"its messages {same + 1}-{len(messages)} are appended as sent"
+                how = f"its message {same + 1} is not the conversation's message {same + 1}"
+                after = len(messages) - same - 1
+                done = "it is appended as sent"
+                if after:
+                    done = f"it and the {after} after it are appended as sent"
             else:
                 how = f"it sends only {len(messages)} of the {so_far} messages"
                 done = "nothing is appended"
