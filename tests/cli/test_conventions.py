@@ -149,6 +149,20 @@ def test_a_sum_not_every_call_reported_is_marked_and_said_under_the_table(
     assert shown[-1].strip() == "+ ?: not every call reported it; the sum is of those that did"
 
 
+def test_a_total_that_is_partial_is_said_so_too(tmp_path: Path) -> None:
+    # Chat Completions reports no cache writes: its row says `-`, the Claude Code row its
+    # own, and their total is the Claude Code sum of a kind one of the groups never reported
+    db = str(tmp_path / "log.db")
+    cassette = (
+        REALDATA / "otel-openai-v2-cassettes" / "test_chat_completion_tool_calls_with_content.yaml"
+    )
+    assert run_cli("import", str(SPOTTER), str(cassette), "--db", db).returncode == 0
+    shown = _on_terminal(120, "usage", "--db", db).splitlines()
+    total = next(line for line in shown if line.startswith("total"))
+    assert total.split()[-4:-1] == ["13,835", "+", "?"]  # short.jsonl's cache writes
+    assert shown[-1].strip() == "+ ?: not every call reported it; the sum is of those that did"
+
+
 def test_search_on_a_terminal_says_how_many_matches_it_did_not_show(tmp_path: Path) -> None:
     # the header said `7 events` over five rows, and nothing said where the other two were
     db = str(tmp_path / "log.db")

@@ -115,7 +115,7 @@ def usage(
     total = totals_of(calls) if len(groups) > 1 else None
     footer = () if total is None else (*cells("total", total), _lines(total.cost_text()))
     # a sum with a `+ ?` is said what it is under the table, as the prices are
-    partial = any(t.partial() for t in groups.values())
+    partial = any(t.partial() for t in [*groups.values(), *([total] if total else [])])
     caption = f"prices: {PRICE_SOURCE}" + (f"\n{PARTIAL_NOTE}" if partial else "")
     table = list_table(caption=caption, caption_justify="left", show_footer=bool(footer))
     # folded where too long, never cut off
