@@ -114,8 +114,10 @@ def usage(
     # its cost on two lines when part is unknown: `$0.48 + unknown` is wider than any row's.
     total = totals_of(calls) if len(groups) > 1 else None
     footer = () if total is None else (*cells("total", total), _lines(total.cost_text()))
-    # a sum with a `+ ?` is said what it is under the table, as the prices are
-    partial = any(t.partial() for t in [*groups.values(), *([total] if total else [])])
+    # a sum with a `+ ?` is said what it is under the table, as the prices are: the last
+    # line's sum has one whenever a row has (and may when none has)
+    last = total if total is not None else next(iter(groups.values()))
+    partial = last.partial()
     caption = f"prices: {PRICE_SOURCE}" + (f"\n{PARTIAL_NOTE}" if partial else "")
     table = list_table(caption=caption, caption_justify="left", show_footer=bool(footer))
     # folded where too long, never cut off

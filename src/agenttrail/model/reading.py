@@ -129,6 +129,15 @@ def note_line(data: Any) -> str:
     return json_line(data, spaced=True)
 
 
+def call_name(payload: Payload) -> str:
+    """A ``tool_call``'s name as every view writes it: after the character that made it when
+    the source names one (a Harvey file's ``[[MISTRAL.tool: read_file(…)]]``:
+    ``MISTRAL.read_file``); ``?`` for a call that names no tool."""
+    name = payload.get("name", "?")
+    who = payload.get("character")
+    return f"{who}.{name}" if isinstance(who, str) and who else str(name)
+
+
 def end_text(payload: Payload) -> str:
     """What a ``session_end`` event says, as every view writes it: ``session closed``, or
     ``session <reason>`` when it gives one (docs/log-format.md, Payload types)."""

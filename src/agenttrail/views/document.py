@@ -30,6 +30,7 @@ from agenttrail.model import (
     UNDATED_NOTE,
     Event,
     Session,
+    call_name,
     context_text,
     end_text,
     payload_attachments,
@@ -125,7 +126,7 @@ def _entries(events: list[Event]) -> list[_Entry]:
             result = pairing.result_of.get(event.seq)
             if result is not None and result.erased:  # kept by its erasure: said so
                 note = pairing.erased.get(result.seq, f"erased seq {result.seq}")
-                entry.title = f"tool {_called(payload)} — {note}"
+                entry.title = f"tool {call_name(payload)} — {note}"
                 entry.parts = entry.parts[:1]  # the arguments; the output is gone
         elif event.type == "tool_result":
             entry = _Entry(str(event.seq), event.actor, f"tool result — {tool_status(payload)}")
@@ -188,21 +189,10 @@ def _message(event: Event, payload: dict[str, Any], content: Any, *, first: bool
     return entry
 
 
-def _called(payload: dict[str, Any]) -> str:
-    """A tool call's name, after the character that made it when the source names one
-    (``MISTRAL.read_file``), as the terminal's transcript names it."""
-    who = payload.get("character")
-    return (
-        f"{who}.{payload.get('name', '?')}"
-        if isinstance(who, str) and who
-        else str(payload.get("name", "?"))
-    )
-
-
 def _tool_call(event: Event, payload: dict[str, Any], result: Event | None) -> _Entry:
     seq = str(event.seq) if result is None else f"{event.seq}→{result.seq}"
     status = "" if result is None else f" — {tool_status(result.payload)}"
-    entry = _Entry(seq, event.actor, f"tool {_called(payload)}{status}")
+    entry = _Entry(seq, event.actor, f"tool {call_name(payload)}{status}")
     arguments = payload.get("input")
     entry.parts.append(("code", arguments if isinstance(arguments, str) else json_line(arguments)))
     if result is not None:

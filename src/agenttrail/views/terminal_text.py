@@ -15,6 +15,7 @@ from agenttrail.model import (
     Attachment,
     Event,
     attachment_of,
+    call_name,
     context_text,
     end_text,
     note_line,
@@ -115,9 +116,7 @@ def _tool_call(event: Event, pairing: Pairing, full: bool) -> StyledText:
     args_text = args if isinstance(args, str) else json_line(args, spaced=True)
     if len(args_text) > ARGS_CHARS:
         args_text = args_text[:ARGS_CHARS] + "…"
-    who = payload.get("character")
-    prefix = f"{who}." if isinstance(who, str) and who else ""
-    text = StyledText(safe(f"{prefix}{payload.get('name', '?')}({args_text})"))
+    text = StyledText(safe(f"{call_name(payload)}({args_text})"))
     result = pairing.result_of.get(event.seq)
     if result is not None and result.erased:  # its type and call id kept by the erasure
         said = pairing.erased.get(result.seq, f"erased seq {result.seq}")

@@ -30,6 +30,8 @@ from agenttrail.model.reading import USAGE_KINDS
 
 __all__ = [
     "GROUPS",
+    "NO_DAY",
+    "PARTIAL_NOTE",
     "Call",
     "Cost",
     "Totals",
