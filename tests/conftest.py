@@ -222,12 +222,13 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[int]:
-    """``app`` on a real uvicorn on loopback, in a thread; yields its port once it serves,
-    and stops it on exit."""
+def serving(app: Any, **options: Any) -> Iterator[int]:
+    """``app`` on a real uvicorn on loopback, in a thread (``options``: more of
+    ``uvicorn.Config``'s, TLS's files say); yields its port once it serves, and stops it on
+    exit."""
     port = free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio"
+        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio", **options
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

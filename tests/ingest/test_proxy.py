@@ -39,7 +39,7 @@ from agenttrail.ingest.capture import Capture
 from agenttrail.ingest.proxy import create_proxy, proxy_server
 from agenttrail.log.store import LogStore, open_store
 from agenttrail.model import Event
-from tests.conftest import free_port
+from tests.conftest import free_port, serving
 from tests.formats._recordings import CASSETTES, SSE, TOOL_ERROR
 from tests.ingest._upstream import Recorded, Reply, Upstream, recorded, sse_reply
 from tests.ingest._upstream import upstream as serve_upstream
@@ -297,7 +297,7 @@ def test_unreachable_upstream_is_a_502_problem_and_an_error_event(tmp_path: Path
         assert response.headers["content-type"] == "application/problem+json"
         problem = response.json()
         assert (problem["status"], problem["title"]) == (502, "Bad Gateway")
-        assert nowhere in problem["detail"] and "ConnectError" in problem["detail"]
+        assert nowhere in problem["detail"] and "Cannot connect to host" in problem["detail"]
         [error] = proxy.logged("error", "the error to be logged")
         assert error["errorType"] == "transport_error" and nowhere in error["message"]
         [message] = _of(proxy.events(), "message")
@@ -331,6 +331,105 @@ def _posted(proxy: Running, body: dict[str, Any]) -> Iterator[socket.socket]:
         sock.settimeout(10)
         sock.sendall(f"{head}content-length: {len(sent)}\r\n\r\n".encode() + sent)
         yield sock
+
+
+def test_the_upstream_gets_the_clients_headers_and_adds_none(
+    upstream: Upstream, proxy: Running
+) -> None:
+    item = recorded(CHAT_TOOLS)[0]
+    upstream.script(item.reply)
+    with _posted(proxy, item.body) as sock:  # sends host, content-type and content-length only
+        received = b""
+        while not received.endswith(item.reply.body):
+            received += sock.recv(65536)
+    [(_, headers, body)] = upstream.requests
+    assert body == json.dumps(item.body).encode()
+    assert sorted(headers) == ["content-length", "content-type", "host"]  # no user agent, …
+    assert headers["host"] == upstream.url.removeprefix("http://")
+
+
+def test_the_environments_forward_proxy_is_used_unless_no_proxy_names_the_host(
+    upstream: Upstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The test's upstream stands in for a forward proxy (HTTP_PROXY): it is sent the request
+    # in absolute form, for a host that does not resolve, and answers it.
+    monkeypatch.setenv("HTTP_PROXY", upstream.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    item = recorded(CHAT_TOOLS)[0]
+    upstream.script(item.reply)
+    with running_proxy("http://api.example.invalid", tmp_path / "proxy.db") as proxy:
+        # (the test's own client must not take HTTP_PROXY)
+        response = httpx.post(f"{proxy.url}/v1/chat/completions", json=item.body, trust_env=False)
+    assert (response.status_code, response.content) == (200, item.reply.body)
+    assert upstream.requests[0][1]["host"] == "api.example.invalid"
+    monkeypatch.setenv("NO_PROXY", "api.example.invalid")
+    with running_proxy("http://api.example.invalid", tmp_path / "proxy.db") as proxy:
+        response = httpx.post(f"{proxy.url}/v1/chat/completions", json=item.body, trust_env=False)
+    assert response.status_code == 502  # straight to a host that does not resolve
+    assert len(upstream.requests) == 1
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A key and a self-signed certificate for 127.0.0.1, written to ``folder``."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "agenttrail test upstream")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_file, cert_file = folder / "key.pem", folder / "cert.pem"
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return key_file, cert_file
+
+
+def test_an_https_upstream_is_checked_against_ssl_cert_file_else_certifis_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_file, cert_file = _self_signed(tmp_path)
+    secure = Upstream()
+    item = recorded(CHAT_TOOLS)[0]
+    with serving(secure.app, ssl_keyfile=str(key_file), ssl_certfile=str(cert_file)) as port:
+        url = f"https://127.0.0.1:{port}"
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        with running_proxy(url, tmp_path / "untrusted.db") as proxy:
+            response = httpx.post(f"{proxy.url}/v1/chat/completions", json=item.body)
+        assert response.status_code == 502  # a certificate no bundle vouches for
+        assert "certificate verify failed" in response.json()["detail"]
+        assert secure.requests == []
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+        secure.script(item.reply)
+        with running_proxy(url, tmp_path / "trusted.db") as proxy:
+            response = httpx.post(f"{proxy.url}/v1/chat/completions", json=item.body)
+        assert (response.status_code, response.content) == (200, item.reply.body)
 
 
 class _Counted(list[bytes]):

@@ -306,7 +306,7 @@ def proxy(
     - `agenttrail proxy --upstream https://api.openai.com`, then
     - `OPENAI_BASE_URL=http://127.0.0.1:8788/v1 python agent.py`
     """
-    from agenttrail.ingest.proxy import serve_proxy  # httpx and Starlette: only proxy pays
+    from agenttrail.ingest.proxy import serve_proxy  # aiohttp and Starlette: only proxy pays
     from agenttrail.log.redact import REDACT_ENV
 
     if no_redact:  # capture's writer process opens the log itself: it reads the switch here

@@ -33,15 +33,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import http.cookiejar
 import os
+import ssl
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anyio
-import httpx
+import yarl
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import Message, Receive, Scope, Send
@@ -94,19 +96,19 @@ _EXIT_WAIT_S = 5.0
 """Seconds a stopping proxy waits for exchanges still queued, as capture does at exit."""
 
 
-def upstream_url(url: str) -> httpx.URL:
+def upstream_url(url: str) -> yarl.URL:
     """The upstream base URL, checked: ``http`` or ``https`` with a host, no query.
 
     Raises:
         InputError: naming ``--upstream`` and what is wrong with it.
     """
     try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as e:
+        parsed = yarl.URL(url)
+    except ValueError as e:
         raise InputError(f"--upstream {url!r}: not a URL ({e})") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise InputError(f"--upstream {url!r}: expected an http:// or https:// URL with a host")
-    if parsed.query or parsed.fragment:
+    if parsed.query_string or parsed.fragment:
         raise InputError(f"--upstream {url!r}: a base URL has no query or fragment")
     return parsed
 
@@ -132,16 +134,6 @@ def _timeout(value: float | None) -> float:
     return value
 
 
-class _NoCookies(http.cookiejar.CookieJar):
-    """A cookie jar that keeps nothing: cookies the upstream sets belong to the client, which
-    gets them in the response headers. (httpx reads every response's cookies into its
-    client's jar, through the standard library's parsing, a third of a millisecond a
-    response; this jar skips that work too.)"""
-
-    def extract_cookies(self, response: Any, request: Any) -> None:
-        return None
-
-
 def _forwarded(
     headers: list[tuple[bytes, bytes]], drop: frozenset[bytes]
 ) -> list[tuple[bytes, bytes]]:
@@ -163,11 +155,20 @@ _SET_AGAIN = frozenset({b"host", b"content-length"})
 """Request headers the upstream request sets for its own connection."""
 
 
+_NOT_ADDED = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
+"""Request headers aiohttp adds when a request has none (a pass-through adds none of them)."""
+
+
 def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in headers]
 
 
-def _bounded(response: httpx.Response) -> bool:
+def _lowered(headers: tuple[tuple[bytes, bytes], ...]) -> list[tuple[bytes, bytes]]:
+    """A response's headers as they came, their names in lower case (as ASGI has them)."""
+    return [(name.lower(), value) for name, value in headers]
+
+
+def _bounded(response: aiohttp.ClientResponse) -> bool:
     """True for a response whose body is of a length given in advance and not an event
     stream: it is sent on as it comes, without watching for the client leaving (a task per
     request); a stream, or a body of unknown length, is watched, since it may go on for
@@ -175,6 +176,28 @@ def _bounded(response: httpx.Response) -> bool:
     headers = response.headers
     stream = headers.get("content-type", "").startswith("text/event-stream")
     return "content-length" in headers and not stream
+
+
+def _env_proxy(upstream: yarl.URL) -> str | None:
+    """The forward proxy the environment names for ``upstream`` (``HTTPS_PROXY`` /
+    ``HTTP_PROXY``, unless ``NO_PROXY`` covers its host; the standard library's reading of
+    them), looked up once: the upstream never changes. (aiohttp's own ``trust_env`` would
+    also read ``~/.netrc`` on every request, in a thread.)"""
+    if upstream.host is None or urllib.request.proxy_bypass(upstream.host):
+        return None
+    return urllib.request.getproxies().get(upstream.scheme)
+
+
+def _trusted(upstream: yarl.URL) -> ssl.SSLContext | bool:
+    """The certificates an ``https`` upstream is checked against: httpx's choice, which the
+    proxy made before it went to aiohttp and the SDKs make (``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR`` when set, else certifi's bundle, not the system's, which some Pythons
+    lack); ``True`` (aiohttp's default) for ``http``."""
+    if upstream.scheme != "https":
+        return True
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def _cause(e: Exception) -> str:
@@ -198,22 +221,35 @@ class Proxy:
 
     def __init__(self, upstream: str, capture: Capture, *, timeout_s: float | None = None) -> None:
         self.upstream = upstream_url(upstream)
-        self._prefix = self.upstream.raw_path.rstrip(b"/")
+        self._base = str(self.upstream.with_path(self.upstream.raw_path.rstrip("/"), encoded=True))
         self.capture = capture
         self.timeout_s = _timeout(timeout_s)
-        self._client: httpx.AsyncClient | None = None
+        self._via = _env_proxy(self.upstream)
+        self._client: aiohttp.ClientSession | None = None
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         """The pooled upstream client, for the server's lifetime; on exit, the exchanges
-        already finished are written (up to 5 s) before this returns."""
-        jar = _NoCookies()
-        timeout = httpx.Timeout(self.timeout_s, connect=min(_CONNECT_S, self.timeout_s))
-        self._client = httpx.AsyncClient(timeout=timeout, cookies=jar, follow_redirects=False)
+        already finished are written (up to 5 s) before this returns.
+
+        The client is aiohttp's: its C HTTP parser costs a fifth of the CPU per exchange of
+        httpx's pure-Python one, and the proxy's added latency is mostly CPU
+        (docs/benchmarks.md, Proxy). It keeps no cookies (they belong to the client, which
+        gets them in the headers), decompresses nothing and follows no redirect."""
+        timeout = aiohttp.ClientTimeout(
+            total=None, connect=min(_CONNECT_S, self.timeout_s), sock_read=self.timeout_s
+        )
+        self._client = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=_trusted(self.upstream)),
+            timeout=timeout,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
+            skip_auto_headers=_NOT_ADDED,
+        )
         try:
             yield
         finally:
-            await self._client.aclose()
+            await self._client.close()
             await anyio.to_thread.run_sync(self.capture.flush, _EXIT_WAIT_S)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -230,10 +266,8 @@ class Proxy:
                 break
         raw_path = scope.get("raw_path") or scope["path"].encode()
         query = scope.get("query_string", b"")
-        url = self.upstream.copy_with(
-            raw_path=self._prefix + raw_path + (b"?" + query if query else b"")
-        )
-        recorded = Capture.wants(target := str(url))
+        target = self._base + (raw_path + (b"?" + query if query else b"")).decode("latin-1")
+        recorded = Capture.wants(target)
         exchange = HttpExchange(
             method=scope["method"],
             url=target,
@@ -241,7 +275,8 @@ class Proxy:
             request_body=bytes(body),
             started=started,
         )
-        headers = _forwarded(scope["headers"], _SET_AGAIN)
+        headers = _text(_forwarded(scope["headers"], _SET_AGAIN))
+        url = yarl.URL(target, encoded=True)  # the path's bytes as the client sent them
         exchange = await self._forward(exchange, url, headers, send, receive, start, recorded)
         if recorded:
             self.capture.record(exchange)
@@ -249,8 +284,8 @@ class Proxy:
     async def _forward(
         self,
         exchange: HttpExchange,
-        url: httpx.URL,
-        headers: list[tuple[bytes, bytes]],
+        url: yarl.URL,
+        headers: list[tuple[str, str]],
         send: Send,
         receive: Receive,
         start: float,
@@ -260,16 +295,20 @@ class Proxy:
         (its duration from ``start``, a ``time.perf_counter`` reading). Whether the client
         left before the end of a bounded answer is asked only when it is ``recorded``."""
         assert self._client is not None
-        request = httpx.Request(
-            exchange.method, url, headers=headers, content=exchange.request_body
-        )
         try:
-            response = await self._client.send(request, stream=True)
-        except httpx.TimeoutException:
+            response = await self._client.request(
+                exchange.method,
+                url,
+                headers=headers,
+                data=exchange.request_body,
+                allow_redirects=False,
+                proxy=self._via,
+            )
+        except TimeoutError:
             limit = f"{self.timeout_s:g} s ({TIMEOUT_ENV}, --timeout)"
             detail = f"upstream {self.upstream} did not answer within {limit}"
             return await self._fail(exchange, send, 504, "Gateway Timeout", detail, start)
-        except httpx.HTTPError as e:
+        except aiohttp.ClientError as e:
             detail = f"upstream {self.upstream} did not answer: {_cause(e)}"
             return await self._fail(exchange, send, 502, "Bad Gateway", detail, start)
         chunks: list[bytes] = []
@@ -278,14 +317,14 @@ class Proxy:
 
         async def relay() -> None:
             nonlocal error, done, gone
-            start = {"type": "http.response.start", "status": response.status_code}
-            start["headers"] = _forwarded(response.headers.raw, frozenset())
+            start = {"type": "http.response.start", "status": response.status}
+            start["headers"] = _forwarded(_lowered(response.raw_headers), frozenset())
             await send(start)
             try:
-                async for chunk in response.aiter_raw():
+                async for chunk in response.content.iter_any():
                     chunks.append(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except httpx.HTTPError as e:
+            except (TimeoutError, aiohttp.ClientError) as e:
                 error = f"upstream {self.upstream} failed mid-response: {_cause(e)}"
             else:
                 done = True
@@ -314,14 +353,17 @@ class Proxy:
                     await relay()
                     tasks.cancel_scope.cancel()
         finally:
-            await response.aclose()
+            if done:
+                response.release()  # the connection goes back to the pool
+            else:
+                response.close()  # an upstream request not read to its end is closed
         if gone:
             received = sum(map(len, chunks))
             error = f"the client disconnected after {received:,} bytes of the response"
         return dataclasses.replace(
             exchange,
-            status=response.status_code,
-            response_headers=_text(response.headers.raw),
+            status=response.status,
+            response_headers=_text(list(response.raw_headers)),
             response_body=b"".join(chunks),
             duration_s=time.perf_counter() - start,
             error=error,
