@@ -431,6 +431,9 @@ def test_openinference_retriever_and_a_span_of_no_convention(tmp_path: Path) -> 
         # a file forced to be read as OTLP that is other JSON: refused, not read as no spans
         ('{"a": 1}', r"bad.json:1: not an OTLP trace export: no resourceSpans"),
         ('{"resourceSpans": []}\n{"b": 2}\n', r"bad.json:2: not an OTLP trace export"),
+        # valid OTLP of no span: said, not imported as nothing
+        ('{"resourceSpans": []}', r"bad.json: an OTLP trace export with no span: nothing"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": []}]}]}', "with no span"),
     ],
 )
 def test_a_bad_file_names_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
@@ -438,6 +441,19 @@ def test_a_bad_file_names_what_is_wrong(tmp_path: Path, text: str, message: str)
     path.write_text(text)
     with pytest.raises(FormatError, match=message):
         read_file(path, "otlp")
+
+
+def test_importing_a_file_of_no_span_is_exit_2_and_creates_no_log(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    path, db = tmp_path / "empty.json", tmp_path / "log.db"
+    path.write_text('{"resourceSpans": []}')
+    result = run_cli("import", str(path), "--db", str(db))
+    assert (result.returncode, result.stderr.strip()) == (
+        2,
+        f"error: {path}: an OTLP trace export with no span: nothing to import",
+    )
+    assert not db.exists()
 
 
 def test_an_agent_span_says_its_messages_only_when_no_model_span_does(tmp_path: Path) -> None:

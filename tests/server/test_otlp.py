@@ -256,6 +256,14 @@ def agent_run(provider: TracerProvider) -> None:
             http.set_attributes({"http.request.method": "GET", "vendor.unknown": [1, 2]})
 
 
+def test_an_empty_request_is_answered_200_and_writes_nothing(receiver: Receiver) -> None:
+    # OTLP/HTTP: a request of no span is valid and succeeds (what `import` refuses as holding
+    # nothing to import is, to a receiver, an exporter with nothing to send)
+    answer = receiver.post(b'{"resourceSpans": []}', "application/json")
+    assert answer.status_code == 200
+    assert receiver.store.sessions() == []
+
+
 def test_every_kind_of_span_maps_to_its_event(receiver: Receiver) -> None:
     exporter = OTLPSpanExporter(endpoint=f"{receiver.url}/v1/traces", headers=receiver.headers)
     provider = provider_to(exporter)

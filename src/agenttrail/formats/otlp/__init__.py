@@ -67,8 +67,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
 
     Raises:
         FormatError: not JSON, a line that is not an ``ExportTraceServiceRequest`` (or
-            has no ``resourceSpans``), or a span without usable ids; names the file, the
-            line and the span.
+            has no ``resourceSpans``), a span without usable ids, or a file of no span;
+            names the file, the line and the span.
     """
     combined = ExportTraceServiceRequest()
     if is_json(first_line(decode_text(path, data))) and data.strip().count(b"\n"):
@@ -88,4 +88,6 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     mapped = sessions_from_request(combined)
     if mapped.errors:
         raise FormatError(f"span refused: {mapped.errors[0]}", path=str(path))
+    if not mapped.sessions:  # valid OTLP, but importing it would say nothing and write nothing
+        raise FormatError("an OTLP trace export with no span: nothing to import", path=str(path))
     return mapped.sessions
