@@ -10,6 +10,7 @@ SOURCES.md rows).
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import subprocess
 import sys
@@ -229,6 +230,35 @@ def errors_of(client: Any, tmp_path: Path) -> tuple[list[Event], list[dict[str, 
     store, got = captured(client, tmp_path / "live.db")
     store.close()
     return got, [e.payload for e in got if e.type == "error"]
+
+
+def _left_for_the_collector(client: Any, up: Upstream, item: Recorded, calls: int = 10) -> int:
+    """Objects that ``calls`` calls of ``item`` leave that only the cycle collector frees."""
+    with client:
+        for _ in range(3):  # warm: first calls fill caches
+            up.script(item.reply)
+            call(client, item)
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(calls):
+                up.script(item.reply)
+                call(client, item)
+            return gc.collect()
+        finally:
+            gc.enable()
+
+
+@pytest.mark.parametrize("path", [TOOL_LOOP, STREAMED], ids=["json", "stream"])
+def test_a_recorded_call_leaves_no_more_for_the_cycle_collector_than_without(
+    up: Upstream, tmp_path: Path, path: Path
+) -> None:
+    # A cycle per call (the response, its tee, the exchange) made the collector run every
+    # twenty calls: half of instrument's CPU per call on a loopback (docs/benchmarks.md).
+    item = recorded(path)[0]
+    plain = _left_for_the_collector(client_for(up, "openai", "sync"), up, item)
+    live = agenttrail.instrument(client_for(up, "openai", "sync"), log=tmp_path / "c.db")
+    assert _left_for_the_collector(live, up, item) <= plain
 
 
 def test_a_500_from_upstream_reaches_the_caller_and_the_log(up: Upstream, tmp_path: Path) -> None:

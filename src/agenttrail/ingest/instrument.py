@@ -148,7 +148,13 @@ class _Exchange:
         if self.done:
             return
         self.done = True
-        request, response = self.request, self.response
+        request, response, parts = self.request, self.response, self.parts
+        # The response holds its stream, a tee, which holds this exchange: let go of it, so
+        # that the three are freed by reference counting when the caller lets go, not left
+        # for the cycle collector (whose runs, triggered by them, were half of instrument's
+        # CPU per call: docs/benchmarks.md, Live capture).
+        self.request = self.response = None
+        self.parts = []
         try:
             exchange = HttpExchange(
                 method=request.method,
@@ -157,7 +163,7 @@ class _Exchange:
                 request_body=request.content,
                 status=None if response is None else response.status_code,
                 response_headers=() if response is None else response.headers,
-                response_body=parts[0] if len(parts := self.parts) == 1 else b"".join(parts),
+                response_body=parts[0] if len(parts) == 1 else b"".join(parts),
                 started=self.started,
                 duration_s=time.perf_counter() - self.start,
                 error=None if error is None else f"{type(error).__name__}: {error}",
