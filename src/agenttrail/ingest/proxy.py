@@ -44,6 +44,7 @@ from typing import Any
 import aiohttp
 import anyio
 import yarl
+from aiohttp.http_exceptions import HttpProcessingError
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.types import Message, Receive, Scope, Send
@@ -201,7 +202,15 @@ def _trusted(upstream: yarl.URL) -> ssl.SSLContext | bool:
 
 
 def _cause(e: Exception) -> str:
-    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    """What failed, on one line: the exception's name and message, put plainly where
+    aiohttp's words would mislead (a refused connection names no ``ssl:default`` for a plain
+    ``http`` upstream; a body cut short shows no parser code that reads as an HTTP 400)."""
+    name = type(e).__name__
+    if isinstance(e, aiohttp.ClientConnectorError):
+        return f"{name}: cannot connect to {e.host}:{e.port}: {e.os_error.strerror or e.os_error}"
+    if isinstance(e, aiohttp.ClientPayloadError) and isinstance(e.__cause__, HttpProcessingError):
+        return f"{name}: the body was cut short: {e.__cause__.message}"
+    return f"{name}: {e}" if str(e) else name
 
 
 class Proxy:
