@@ -327,14 +327,15 @@ def test_an_upstream_that_does_not_answer_in_time_is_a_504_naming_the_limit(
 
 
 @contextlib.contextmanager
-def _posted(proxy: Running, body: dict[str, Any]) -> Iterator[socket.socket]:
-    """A raw connection to the proxy that has sent a Chat Completions request of ``body``:
-    a client that can hang up whenever the test says (closed on exit)."""
+def _posted(proxy: Running, body: dict[str, Any], more: bytes = b"") -> Iterator[socket.socket]:
+    """A raw connection to the proxy that has sent a Chat Completions request of ``body``
+    (``more``: header lines to add, as bytes): a client that can hang up whenever the test
+    says (closed on exit)."""
     sent = json.dumps(body).encode()
-    head = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
     with socket.create_connection(("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))) as sock:
         sock.settimeout(10)
-        sock.sendall(f"{head}content-length: {len(sent)}\r\n\r\n".encode() + sent)
+        sock.sendall(head + more + f"content-length: {len(sent)}\r\n\r\n".encode() + sent)
         yield sock
 
 
@@ -343,14 +344,17 @@ def test_the_upstream_gets_the_clients_headers_and_adds_none(
 ) -> None:
     item = recorded(CHAT_TOOLS)[0]
     upstream.script(item.reply)
-    with _posted(proxy, item.body) as sock:  # sends host, content-type and content-length only
+    note = "café ☕".encode()  # a value that is not ASCII goes on as its bytes came
+    with _posted(proxy, item.body, b"x-note: " + note + b"\r\n") as sock:
         received = b""
         while not received.endswith(item.reply.body):
             received += sock.recv(65536)
     [(_, headers, body)] = upstream.requests
     assert body == json.dumps(item.body).encode()
-    assert sorted(headers) == ["content-length", "content-type", "host"]  # no user agent, …
+    # host, content-type, x-note and content-length: no user agent, no accept, …
+    assert sorted(headers) == ["content-length", "content-type", "host", "x-note"]
     assert headers["host"] == upstream.url.removeprefix("http://")
+    assert headers["x-note"].encode("latin-1") == note  # Starlette reads a byte a character
 
 
 def test_the_environments_forward_proxy_is_used_unless_no_proxy_names_the_host(

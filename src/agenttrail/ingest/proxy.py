@@ -164,6 +164,20 @@ def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in headers]
 
 
+def _sendable(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    """``headers`` as aiohttp takes them: text, which it writes out as UTF-8. A value in UTF-8
+    (ASCII included) goes on as its bytes came; one that is not (obs-text, RFC 9110 §5.5) is
+    read a byte a character, so its bytes above 0x7F go on re-encoded as UTF-8."""
+    sendable = []
+    for name, value in headers:
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            text = value.decode("latin-1")
+        sendable.append((name.decode("latin-1"), text))
+    return sendable
+
+
 def _lowered(headers: tuple[tuple[bytes, bytes], ...]) -> list[tuple[bytes, bytes]]:
     """A response's headers as they came, their names in lower case (as ASGI has them)."""
     return [(name.lower(), value) for name, value in headers]
@@ -284,7 +298,7 @@ class Proxy:
             request_body=bytes(body),
             started=started,
         )
-        headers = _text(_forwarded(scope["headers"], _SET_AGAIN))
+        headers = _sendable(_forwarded(scope["headers"], _SET_AGAIN))
         url = yarl.URL(target, encoded=True)  # the path's bytes as the client sent them
         exchange = await self._forward(exchange, url, headers, send, receive, start, recorded)
         if recorded:
