@@ -419,7 +419,7 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
     return key_file, cert_file
 
 
-def test_an_https_upstream_is_checked_against_ssl_cert_file_else_certifis_bundle(
+def test_an_https_upstream_is_verified_against_ssl_cert_file_read_at_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key_file, cert_file = _self_signed(tmp_path)

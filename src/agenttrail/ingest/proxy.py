@@ -37,7 +37,7 @@ import os
 import ssl
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +136,10 @@ def _timeout(value: float | None) -> float:
 
 
 def _forwarded(
-    headers: list[tuple[bytes, bytes]], drop: frozenset[bytes]
+    headers: Sequence[tuple[bytes, bytes]], drop: frozenset[bytes]
 ) -> list[tuple[bytes, bytes]]:
-    """``headers`` without the hop-by-hop ones, those ``Connection`` names, and ``drop``."""
+    """``headers`` without the hop-by-hop ones, those ``Connection`` names, and ``drop``;
+    their names in lower case, as ASGI has them (a request's are already)."""
     named = {
         token.strip().lower()
         for name, value in headers
@@ -146,7 +147,7 @@ def _forwarded(
         for token in value.split(b",")
     }
     return [
-        (name, value)
+        (low, value)
         for name, value in headers
         if (low := name.lower()) not in HOP_BY_HOP and low not in named and low not in drop
     ]
@@ -160,7 +161,7 @@ _NOT_ADDED = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
 """Request headers aiohttp adds when a request has none (a pass-through adds none of them)."""
 
 
-def _text(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+def _text(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(n.decode("latin-1").lower(), v.decode("latin-1")) for n, v in headers]
 
 
@@ -176,11 +177,6 @@ def _sendable(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
             text = value.decode("latin-1")
         sendable.append((name.decode("latin-1"), text))
     return sendable
-
-
-def _lowered(headers: tuple[tuple[bytes, bytes], ...]) -> list[tuple[bytes, bytes]]:
-    """A response's headers as they came, their names in lower case (as ASGI has them)."""
-    return [(name.lower(), value) for name, value in headers]
 
 
 def _bounded(response: aiohttp.ClientResponse) -> bool:
@@ -341,7 +337,7 @@ class Proxy:
         async def relay() -> None:
             nonlocal error, done, gone
             start = {"type": "http.response.start", "status": response.status}
-            start["headers"] = _forwarded(_lowered(response.raw_headers), frozenset())
+            start["headers"] = _forwarded(response.raw_headers, frozenset())
             await send(start)
             try:
                 async for chunk in response.content.iter_any():
@@ -386,7 +382,7 @@ class Proxy:
         return dataclasses.replace(
             exchange,
             status=response.status,
-            response_headers=_text(list(response.raw_headers)),
+            response_headers=_text(response.raw_headers),
             response_body=b"".join(chunks),
             duration_s=time.perf_counter() - start,
             error=error,

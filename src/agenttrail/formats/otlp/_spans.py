@@ -431,8 +431,8 @@ def _meta(s: _Span) -> dict[str, Any]:
     )
     if "agenttrail.seq" in a:  # agenttrail's export: its length is a duration only when said
         recorded = a.get("agenttrail.duration_ms")
-        duration = None if isinstance(recorded, bool) else recorded
-        duration = duration if isinstance(duration, int | float) else None
+        number = isinstance(recorded, int | float) and not isinstance(recorded, bool)
+        duration = recorded if number else None
     return events.meta(
         model=model, provider=provider, usage=usage, duration_ms=duration, location="remote"
     )
