@@ -163,8 +163,15 @@ def test_an_altered_export_is_refused(tmp_path: Path) -> None:
         "came from, was altered (a JSON tool" in result.stderr
     )
     assert "altered.jsonl:2" in result.stderr
-    with open_store(target) as store:
-        assert store.sessions() == []
+    # its hashes are checked as it is written, in the log made for it: that log is taken
+    # away again, the absence of one left as it was (README: exit codes)
+    assert sorted(p.name for p in tmp_path.glob("b.db*")) == []
+    # a log that was there stays, empty or not, as it was
+    open_store(target).close()
+    for kept in (target, db):
+        before = run_cli("sessions", "--json", "--db", str(kept)).stdout
+        assert run_cli("import", str(path), "--db", str(kept)).returncode == 2
+        assert kept.exists() and run_cli("sessions", "--json", "--db", str(kept)).stdout == before
 
 
 _BAD_INPUTS = {

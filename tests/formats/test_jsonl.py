@@ -231,7 +231,11 @@ def test_several_sessions_in_one_file(store: LogStore, second: LogStore, tmp_pat
     path = write(tmp_path / "three.jsonl", b"".join(exported(events, store) for events in parts))
     sessions = read_file(path)
     assert [s.session.id for s in sessions] == ids
-    assert [s.exported_hashes for s in sessions] == [[e.hash for e in ev] for ev in parts]
+    hashes = [[e.hash for e in ev] for ev in parts]
+    assert [s.exported and s.exported.hashes for s in sessions] == [
+        [h.hex() for h in ev] for ev in hashes
+    ]  # as stated; and as computed from the lines, the store's own
+    assert [jsonl.export_hashes(s, len(s.events)) for s in sessions] == hashes
     reports = import_paths(second, [path])
     assert [(r.session_id, r.written) for r in reports] == [
         (i, len(ev)) for i, ev in zip(ids, parts, strict=True)

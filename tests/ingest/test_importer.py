@@ -218,6 +218,27 @@ def test_an_export_extends_a_copy_that_holds_its_first_events(
         assert _rows(copy, SAMPLE_SESSION_ID) == _rows(store, SAMPLE_SESSION_ID)
 
 
+def test_an_altered_line_the_log_holds_already_is_refused(
+    store: LogStore, exported: Path, tmp_path: Path
+) -> None:
+    # The lines the log holds are not written again, so the store computes no hash of
+    # theirs: the importer does, and an altered one still refuses the file.
+    lines = exported.read_text(encoding="utf-8").splitlines(keepends=True)
+    record = json.loads(lines[2])
+    record["payload"]["content"] = "altered"
+    lines[2] = json.dumps(record) + "\n"
+    altered = tmp_path / "altered.jsonl"
+    altered.write_text("".join(lines), encoding="utf-8")
+    with open_store(tmp_path / "copy.db") as copy:
+        import_paths(copy, [_export(store, SAMPLE_SESSION_ID, tmp_path / "head.jsonl", upto=5)])
+        rows = _rows(copy, SAMPLE_SESSION_ID)
+        with pytest.raises(FormatError) as refused:
+            import_paths(copy, [altered])
+        assert (refused.value.line, refused.value.field) == (3, "hash")
+        assert "the export, or the log it came from, was altered" in str(refused.value)
+        assert _rows(copy, SAMPLE_SESSION_ID) == rows  # the 13 lines after them not written
+
+
 def test_an_export_over_a_session_that_differs_is_refused_naming_the_seq(
     store: LogStore, exported: Path, tmp_path: Path
 ) -> None:

@@ -74,6 +74,35 @@ def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -
         raise
 
 
+@contextmanager
+def unmade_if_refused(db: str | None) -> Iterator[None]:
+    """Around a command that may make the SQLite log ``--db`` names: when the command fails,
+    a log it made that holds no session is removed (with its ``-wal`` and ``-shm`` files),
+    so that the absence of a log is left as it was (README, exit codes). A log that was
+    there, or that holds a session, is kept; a PostgreSQL log is kept."""
+    from agenttrail.log.store import sqlite_path
+
+    path = sqlite_path(db) if db is None or db.strip() else None
+    made = path is not None and not path.exists()
+    try:
+        yield
+    except BaseException:
+        if made and path is not None and _holds_no_session(path):
+            for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):
+                (path.parent / name).unlink(missing_ok=True)
+        raise
+
+
+def _holds_no_session(path: Path) -> bool:
+    from agenttrail.log.store import open_store
+
+    try:
+        with open_store(path, create=False) as store:
+            return not store.sessions()
+    except AgentTrailError:
+        return False  # not a log we can read: not ours to remove
+
+
 def refuse_blank(**options: str | None) -> None:
     """Refuse a filter option given blank (``--agent ''``): it would match nothing, and say
     nothing of why. Keyword names are the options' (``agent`` for ``--agent``).

@@ -21,6 +21,7 @@ from agenttrail.cli._common import (
     output_file,
     refuse_blank,
     say_undated,
+    unmade_if_refused,
     write_atomically,
 )
 from agenttrail.cli._options import (
@@ -106,6 +107,7 @@ def import_command(
 
     - `agenttrail export sample-harvey-session | agenttrail import -`
     """
+    from agenttrail.cli._listing import print_json_lines
     from agenttrail.cli._progress import import_progress
     from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
     from agenttrail.log.store import payload_limit
@@ -121,11 +123,9 @@ def import_command(
             on_read=progress.read,
         )
         progress.writing(len(parsed))
-        with open_log(db, create=True, no_redact=no_redact) as store:
+        with unmade_if_refused(db), open_log(db, create=True, no_redact=no_redact) as store:
             reports = write_sessions(store, parsed, on_written=progress.written)
     if json:
-        from agenttrail.cli._listing import print_json_lines
-
         print_json_lines(
             {
                 "session_id": r.session_id,

@@ -8,7 +8,7 @@ import math
 import re
 import sys
 import uuid
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from agenttrail.errors import FormatError, InvalidTimestamp
 from agenttrail.model import NewEvent, NewSession
 
 __all__ = [
+    "ExportedChain",
     "ImportedSession",
     "JSONValueError",
     "PrefixTips",
@@ -45,6 +46,51 @@ __all__ = [
 ]
 
 
+_REWRITTEN = (
+    " (a JSON tool that rewrites the file, as jq does, alters it too: 1.0 written as 1, "
+    "the keys of session.metadata reordered)"
+)
+"""What a reformatted export changes that the chain covers: a float's type (canonical CBOR
+keeps 1.0 a float) and the order of the metadata the session's genesis hashes."""
+
+
+@dataclass(frozen=True)
+class ExportedChain:
+    """The chain hash each line of an export states for its event, and the line: checked
+    against the hashes the store computes as it writes the events, inside the transaction
+    that writes them, so that an import computes each hash once (docs/log-format.md, Export)."""
+
+    hashes: list[str | None]
+    """Each event's ``hash`` as its line states it (hex), ``None`` where a line states none."""
+    lines: list[int]
+    """The line of each event, named in errors."""
+    path: str
+    """The file, named in errors."""
+
+    def check(self, first: int, computed: Sequence[bytes]) -> None:
+        """Compare the chain hashes of the events at seqs ``first``, ``first + 1`` … with
+        those their lines state (a line that states none is not compared).
+
+        Raises:
+            FormatError: the first line whose stated hash is not the one computed, naming
+                it: its contents, or the chain before it, were altered.
+        """
+        stated = self.hashes[first - 1 : first - 1 + len(computed)]
+        # One comparison in C for the whole session: a hash is hex, so no stated hash holds
+        # the separator, and equal texts mean equal hashes line by line.
+        if None not in stated and "\n".join(stated) == b"".join(computed).hex("\n", 32):  # type: ignore[arg-type]
+            return
+        for offset, (written, digest) in enumerate(zip(stated, computed, strict=False)):
+            if written is not None and written != digest.hex():
+                raise FormatError(
+                    "hash does not match the line's contents: the export, or the log it came "
+                    f"from, was altered{_REWRITTEN}",
+                    path=self.path,
+                    line=self.lines[first - 1 + offset],
+                    field="hash",
+                )
+
+
 @dataclass(frozen=True)
 class ImportedSession:
     """A session read from a file, ready to be written in one transaction."""
@@ -56,9 +102,9 @@ class ImportedSession:
     same file again writes nothing new."""
     warnings: list[str] = field(default_factory=list)
     """Problems found in the source that did not stop the import (printed on stderr)."""
-    exported_hashes: list[bytes] | None = None
-    """For agenttrail's own export: the chain hash of each event as exported, checked on
-    import so that an altered export is refused."""
+    exported: ExportedChain | None = None
+    """For agenttrail's own export: the chain hash each line states, checked as the events
+    are written so that an altered export is refused."""
     session_stated: bool = False
     """True when the source states every session field, ``None`` included (an export's
     ``session`` line): the importer then fills in no title or start time of its own, so that

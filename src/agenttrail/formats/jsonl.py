@@ -29,17 +29,30 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agenttrail.codec import encode_payload, json_line, normalize_timestamp
 from agenttrail.errors import FormatError, InputError, InvalidTimestamp
-from agenttrail.formats._common import ImportedSession, first_line_bytes, iter_jsonl
-from agenttrail.log.chain import GENESIS_HASH, ChainHasher, chain_hasher
+from agenttrail.formats._common import (
+    ExportedChain,
+    ImportedSession,
+    first_line_bytes,
+    iter_jsonl,
+)
+from agenttrail.log.chain import GENESIS_HASH, chain_hasher
 from agenttrail.log.digests import SALT_BYTES, chain_rows_v2, session_genesis
 from agenttrail.model import Event, LogReader, NewEvent, NewSession, Session
 from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_refs
 
-__all__ = ["NAME", "event_record", "jsonl_from_events", "jsonl_from_log", "read", "sniff"]
+__all__ = [
+    "NAME",
+    "event_record",
+    "export_hashes",
+    "jsonl_from_events",
+    "jsonl_from_log",
+    "read",
+    "sniff",
+]
 
 NAME = "jsonl"
 
@@ -156,33 +169,33 @@ def sniff(path: Path, data: bytes) -> bool:
 
 
 def read(path: Path, data: bytes) -> list[ImportedSession]:
-    """Read an export back into sessions, checking every line's chain hash.
+    """Read an export back into sessions.
+
+    The chain hash each line states is not computed here: the store computes every event's
+    hash as it writes it, and the importer compares (:class:`ExportedChain`, kept with each
+    session), so that an import computes each hash once. A re-chained session's hashes (a
+    new chain) are computed and checked here, against its lines as written.
 
     Raises:
-        FormatError: a line lacks a field, seq does not run 1, 2, 3 … per session, a hash
-            does not match the line's contents, or a session's lines end elsewhere than its
-            ``session`` field says; names the line. A v2 session's hashes are checked once
-            every line has been read, so a malformed line is named before a hash that does
-            not match on an earlier one.
+        FormatError: a line lacks a field, seq does not run 1, 2, 3 … per session, a
+            re-chained session's hash does not match its line's contents, or a session's
+            lines end elsewhere than its ``session`` field says; names the line.
     """
-    sessions: dict[str, tuple[list[NewEvent], list[bytes]]] = {}
+    sessions: dict[str, list[NewEvent]] = {}
+    # each event's line, the hash it states and its created_at as written
+    marks: dict[str, list[tuple[int, str | None, str]]] = {}
     headers: dict[str, NewSession] = {}
     rechained: dict[str, set[str]] = {}
-    hashers: dict[str, ChainHasher] = {}
     versions: dict[str, int] = {}
     heads: dict[str, tuple[int, str] | None] = {}
-    ends: dict[str, int] = {}  # each session's last line
-    # a v2 session's genesis, its rows and each row's (line, stated hash): its hashes are
-    # computed at once when every line has been read
-    v2_rows: dict[str, tuple[bytes, list[tuple[str, bytes, bytes]], list[tuple[int, str | None]]]]
-    v2_rows = {}
     where = str(path)
     for number, line in iter_jsonl(path, data):
         record = _record(line, where, number)
         session_id = record["session_id"]
         if session_id not in sessions:
-            sessions[_checked_id(session_id, where, number)] = ([], [])
-        events, hashes = sessions[session_id]
+            sessions[_checked_id(session_id, where, number)] = []
+            marks[session_id] = []
+        events = sessions[session_id]
         seq = len(events) + 1
         if record["seq"] != seq:
             raise FormatError(
@@ -205,41 +218,22 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             rechained.setdefault(session_id, set()).add("created_at in another RFC 3339 form")
         if "hash" not in record:
             rechained.setdefault(session_id, set()).add("lines without hash")
-        if version == 2:  # hashed for the whole session at once, below
-            assert salt is not None  # _salt
-            if session_id not in v2_rows:
-                genesis = _genesis(session_id, headers.get(session_id, NewSession(id=session_id)))
-                v2_rows[session_id] = (genesis, [], [])
-            _, rows, lines = v2_rows[session_id]
-            rows.append((record["created_at"], stored, salt))
-            lines.append((number, record.get("hash")))
-        else:
-            prev = hashes[-1] if hashes else GENESIS_HASH
-            hash_row = hashers.get(session_id) or hashers.setdefault(
-                session_id, chain_hasher(session_id)
-            )
-            digest = hash_row(prev, seq, record["created_at"], stored)
-            _check_hash(digest, record.get("hash"), where, number)
-            hashes.append(digest)
         kind = record["payload"].get("type")
         events.append(NewEvent.from_data(stored, created_at, record.get("key"), salt, type=kind))
-        ends[session_id] = number
-    for session_id, (genesis, rows, lines) in v2_rows.items():
-        _, hashed = chain_rows_v2(session_id, genesis, 1, rows)  # in C: one call a session
-        if [written for _, written in lines] != [digest.hex() for digest in hashed]:
-            for digest, (number, written) in zip(hashed, lines, strict=True):
-                _check_hash(digest, written, where, number)
-        sessions[session_id][1].extend(hashed)
-    for sid, head in heads.items():
-        _check_head(sid, head, sessions[sid][1], sid in rechained, where, ends[sid])
+        marks[session_id].append((number, record.get("hash"), record["created_at"]))
     out = []
-    for sid, (events, hashes) in sessions.items():
-        header = headers.get(sid, NewSession(id=sid))
+    for sid, events in sessions.items():
+        lines = marks[sid]
+        header = replace(headers.get(sid, NewSession(id=sid)), chain_version=versions[sid])
+        chain = ExportedChain([h for _, h, _ in lines], [n for n, _, _ in lines], where)
+        if sid in rechained:  # a new chain; the hashes its lines state are still checked
+            pairs = zip(events, lines, strict=True)
+            rows = cast(_Rows, [(at, e.data, e.salt) for e, (_, _, at) in pairs])
+            chain.check(1, _hashes(sid, header, rows))
+        _check_head(sid, heads.get(sid), chain, sid in rechained)
         if sid not in rechained:
-            header = replace(header, chain_version=versions[sid])
-            stated = sid in headers
             out.append(
-                ImportedSession(header, events, exported_hashes=hashes, session_stated=stated)
+                ImportedSession(header, events, exported=chain, session_stated=sid in headers)
             )
             continue
         why = "; ".join(sorted(rechained[sid]))
@@ -253,24 +247,33 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
     return out
 
 
-def _check_hash(digest: bytes, stated: str | None, where: str, number: int) -> None:
-    """Refuse a line whose ``hash`` (when it has one) is not ``digest``, its chain hash."""
-    if stated is not None and digest.hex() != stated:
-        raise FormatError(
-            "hash does not match the line's contents: the export, or the log it came "
-            f"from, was altered{_REWRITTEN}",
-            path=where,
-            line=number,
-            field="hash",
-        )
+def export_hashes(imported: ImportedSession, count: int) -> list[bytes]:
+    """The chain hashes of the first ``count`` events of a session :func:`read` gave as an
+    export, computed from its lines as the store computes them when it writes the session
+    anew. For what an import checks without writing it: the lines of a session the log
+    holds already, and every session of an import of several, checked before any is written
+    (:class:`ExportedChain` checks the rest against the store's own hashes)."""
+    session = imported.session
+    assert session.id is not None, "read gives every session its id"
+    # read gives each event its created_at and its bytes
+    rows = cast(_Rows, [(e.created_at, e.data, e.salt) for e in imported.events[:count]])
+    return _hashes(session.id, session, rows)
 
 
-_REWRITTEN = (
-    " (a JSON tool that rewrites the file, as jq does, alters it too: 1.0 written as 1, "
-    "the keys of session.metadata reordered)"
-)
-"""What a reformatted export changes that the chain covers: a float's type (canonical CBOR
-keeps 1.0 a float) and the order of the metadata the session's genesis hashes."""
+_Rows = list[tuple[str, bytes, Any]]
+"""A session's rows as :func:`_hashes` hashes them: ``(created_at, payload, salt)``."""
+
+
+def _hashes(session_id: str, header: NewSession, rows: _Rows) -> list[bytes]:
+    """The chain hashes of a session's rows ``(created_at, payload, salt)`` from seq 1, in
+    its chain version (docs/log-format.md): v2 from the genesis of ``header``'s fields."""
+    if header.chain_version == 2:
+        return chain_rows_v2(session_id, _genesis(session_id, header), 1, rows)[1]
+    hash_row, prev, hashes = chain_hasher(session_id), GENESIS_HASH, []
+    for seq, (created_at, stored, _) in enumerate(rows, start=1):
+        prev = hash_row(prev, seq, created_at, stored)
+        hashes.append(prev)
+    return hashes
 
 
 def _salt(record: dict[str, Any], version: int, where: str, number: int) -> bytes | None:
@@ -365,32 +368,29 @@ _HEX_HASH = re.compile("[0-9a-f]{64}")
 
 
 def _check_head(
-    session_id: str,
-    head: tuple[int, str] | None,
-    hashes: list[bytes],
-    rechained: bool,
-    where: str,
-    last_line: int,
+    session_id: str, head: tuple[int, str] | None, chain: ExportedChain, rechained: bool
 ) -> None:
     """Refuse a session whose lines end elsewhere than its ``session`` field's head says: an
     export cut short at the end of a line reads as a shorter session whose every hash
-    matches, so only the count it was written with tells it was cut."""
+    matches, so only the count it was written with tells it was cut. The last line's hash
+    is the head's (its own hash is checked as it is written: :class:`ExportedChain`)."""
     if head is None:
         return
     seq, digest = head
-    if len(hashes) != seq:
-        cut = "cut short" if len(hashes) < seq else "longer than it was written"
+    count, last_line = len(chain.hashes), chain.lines[-1]
+    if count != seq:
+        cut = "cut short" if count < seq else "longer than it was written"
         raise FormatError(
-            f"session {session_id} ends at seq {len(hashes):,} where its first line says the "
+            f"session {session_id} ends at seq {count:,} where its first line says the "
             f"export holds {seq:,} events: the file was {cut}",
-            path=where,
+            path=chain.path,
             line=last_line,
         )
-    if not rechained and hashes[-1].hex() != digest:
+    if not rechained and chain.hashes[-1] != digest:
         raise FormatError(
             f"session {session_id}: the last line's hash is not the head_hash of its first "
             "line: the export, or the log it came from, was altered",
-            path=where,
+            path=chain.path,
             line=last_line,
             field="hash",
         )

@@ -34,6 +34,7 @@ from agenttrail.formats import (
     read_stream,
 )
 from agenttrail.formats._common import content_session_id, title_from
+from agenttrail.formats.jsonl import export_hashes
 from agenttrail.ingest import traces
 from agenttrail.limits import byte_limit
 from agenttrail.log.redact import REDACTIONS
@@ -235,6 +236,7 @@ def write_sessions(
     """
     sessions = list(parsed)
     placed = [(path, _placed(store, path, imported)) for path, imported in sessions]
+    _check_exports_first([imported for _, imported in placed])
     reports = []
     for path, imported in placed:
         reports.append(_write(store, path, imported))
@@ -259,10 +261,11 @@ def write_together(
     """
     parsed = [_encoded(store.max_payload_bytes, path, imported) for imported in sessions]
     placed = [_placed(store, path, imported) for imported in parsed]
+    _check_exports_first(placed)
     plain = [
         i
         for i, imported in enumerate(placed)
-        if imported.exported_hashes is None and "rechained" not in imported.session.metadata
+        if imported.exported is None and "rechained" not in imported.session.metadata
     ]
     reports: dict[int, ImportReport] = {}
     batches = [(placed[i].session.id or "", placed[i].events, _filled(placed[i])) for i in plain]
@@ -295,11 +298,11 @@ def _placed(store: LogStore, path: Path, imported: ImportedSession) -> ImportedS
     in the log already (imported before the rule), else :func:`fitting_id`'s."""
     source_id = imported.session.id
     assert source_id is not None, "read_file gives every session an id"
-    if imported.exported_hashes is not None:
+    if imported.exported is not None:
         _check_unredacted(store, path, imported)
     if is_session_id(source_id) or store.head(source_id) is not None:
         return imported
-    if imported.exported_hashes is not None:
+    if imported.exported is not None:
         raise FormatError(
             f"session id {source_id!r} does not follow the id rule: {SESSION_ID_RULE} (an "
             "export's chain hashes cover its session id, so it cannot be imported under another)",
@@ -381,7 +384,7 @@ def _write(store: LogStore, path: Path, imported: ImportedSession) -> ImportRepo
 def _write_session(store: LogStore, path: Path, imported: ImportedSession) -> ImportReport:
     session_id = imported.session.id
     assert session_id is not None, "read_file gives every session an id"
-    if imported.exported_hashes is not None:
+    if imported.exported is not None:
         return _write_export(store, path, imported, session_id)
     if "rechained" in imported.session.metadata:
         _check_rechained(store, path, session_id)
@@ -435,36 +438,68 @@ def _check_namespace(
     )
 
 
+def _check_exports_first(placed: Sequence[ImportedSession]) -> None:
+    """When an import writes several sessions, check each export's hashes before any is
+    written, computing them here (:func:`agenttrail.formats.jsonl.export_hashes`; the store
+    computes them again as it writes), so that one altered session refuses the whole import.
+    A session imported alone is checked as it is written (:func:`_write_export`): its hashes
+    are computed once.
+
+    Raises:
+        FormatError: a line's hash does not match its contents; names the line.
+    """
+    if len(placed) < 2:
+        return
+    for imported in placed:
+        if imported.exported is not None:
+            imported.exported.check(1, export_hashes(imported, len(imported.events)))
+
+
 def _write_export(
     store: LogStore, path: Path, imported: ImportedSession, session_id: str
 ) -> ImportReport:
-    """Import agenttrail's own export so that seq, created_at and every hash are reproduced."""
-    expected = imported.exported_hashes or []
+    """Import agenttrail's own export so that seq, created_at and every hash are reproduced:
+    the hash the store computes for each event it writes is checked against the one its line
+    states in the transaction that writes it, so nothing is written when one differs.
+
+    Raises:
+        FormatError: a line's hash does not match its contents (names the line).
+        InputError: the log holds the session with other events.
+        StoreError: the events were not written at the seqs exported (another writer).
+    """
+    chain = imported.exported
+    assert chain is not None, "_write_session writes exports here"
     try:
         head_seq = store.get_session(session_id).head_seq
     except SessionNotFound:
         head_seq = 0
-    present = [row[3] for row in store.read_rows(session_id)][: len(expected)]
-    for seq, (stored, exported) in enumerate(zip(present, expected, strict=False), start=1):
-        if stored != exported:
+    present = [row[3] for row in store.read_rows(session_id)][: len(chain.hashes)]
+    if present:  # lines the log holds are not written: their hashes are computed here
+        chain.check(1, export_hashes(imported, len(present)))
+    for seq, (stored, exported) in enumerate(zip(present, chain.hashes, strict=False), start=1):
+        if stored.hex() != exported:
             raise InputError(
                 f"{path}: session {session_id} already exists with different events "
                 f"(they differ at seq {seq})"
             )
     fresh = imported.events[head_seq:]
+    first = head_seq + 1
+
+    def check(appended: Sequence[Appended]) -> None:
+        if appended[0].seq != first or any(done.duplicate for done in appended):
+            raise StoreError(
+                f"session {session_id}: the export's events were not written from seq "
+                f"{first} as exported (another writer appended at the same time?)"
+            )
+        chain.check(first, [done.hash for done in appended])
+
     if fresh:  # _placed checked that the store's redaction changes none of them
-        results = _append(store, session_id, fresh, _filled(imported), redacted=True)
+        results = _append(store, session_id, fresh, _filled(imported), redacted=True, check=check)
     else:
         results = []
         traces.capture(store, session_id)  # nothing new: only rows the session may lack
-    for result in results:
-        if result.hash != expected[result.seq - 1]:
-            raise StoreError(
-                f"session {session_id}: seq {result.seq} was written with a different hash "
-                "than exported (another writer appended at the same time?)"
-            )
     return ImportReport(
-        path, session_id, len(results), min(head_seq, len(expected)), imported.warnings
+        path, session_id, len(results), min(head_seq, len(chain.hashes)), imported.warnings
     )
 
 
@@ -475,16 +510,36 @@ def _append(
     create: NewSession,
     *,
     redacted: bool = False,
+    check: Callable[[Sequence[Appended]], None] | None = None,
 ) -> list[Appended]:
     """Append a session's events and, in the same transaction, every trace row the session
     then calls for (:func:`_trace_rows`; rows already stored are skipped); ``redacted``: the
-    store's redaction is known to change none of them (the store's ``append_batch``)."""
+    store's redaction is known to change none of them (the store's ``append_batch``);
+    ``check``: called with the outcome before the transaction commits (raising rolls it
+    back)."""
     build = _trace_rows(session_id, batch)
+    if check is not None:
+        build = _checking(check, build)
     if build is None:
         return store.append_batch(session_id, batch, create=create, redacted=redacted)
     done = store.append_traced(session_id, batch, build, create=create, redacted=redacted)
     traces.log_written(done.traces)
     return done.appended
+
+
+def _checking(
+    check: Callable[[Sequence[Appended]], None], build: TraceBuilder | None
+) -> TraceBuilder:
+    """``build`` (or no trace row), after ``check`` of the append's outcome: in the
+    transaction of the append, before its trace rows are written."""
+
+    def checked(
+        appended: Sequence[Appended], session: Callable[[], list[Event]]
+    ) -> Sequence[NewTrace]:
+        check(appended)
+        return [] if build is None else build(appended, session)
+
+    return checked
 
 
 def _trace_rows(session_id: str, batch: Sequence[NewEvent]) -> TraceBuilder | None:
@@ -520,7 +575,7 @@ def _filled(imported: ImportedSession) -> NewSession:
     session = imported.session
     # A v2 export's hashes start from the session's fields as exported (its genesis), so
     # they are kept as they are, stated or not (docs/log-format.md, Chain v2).
-    v2_export = imported.exported_hashes is not None and session.chain_version == 2
+    v2_export = imported.exported is not None and session.chain_version == 2
     stated = imported.session_stated or v2_export
     if stated or (session.title is not None and session.started is not None):
         return session

@@ -67,6 +67,7 @@ __all__ = [
     "byte_limit",
     "open_store",
     "payload_limit",
+    "sqlite_path",
 ]
 
 DEFAULT_DATABASE = "agenttrail.db"
@@ -496,17 +497,13 @@ def open_store(
     """
     from agenttrail.log.store.sqlite import SQLiteStore
 
-    text = os.fspath(url) if url is not None else os.environ.get("AGENTTRAIL_DATABASE_URL", "")
-    text = text or DEFAULT_DATABASE
+    text = _url_of(url)
     limit = payload_limit(max_payload_bytes)
     rules = redact_rules(redact)
-    scheme, sep, rest = text.partition("://")
-    if not sep:
-        return SQLiteStore(Path(text), create=create, max_payload_bytes=limit, redact=rules)
-    if scheme == "sqlite":
-        if not rest.startswith("/"):
-            raise InputError(f"database URL {text!r}: expected sqlite:///path")
-        return SQLiteStore(Path(rest[1:]), create=create, max_payload_bytes=limit, redact=rules)
+    path = sqlite_path(text)
+    if path is not None:
+        return SQLiteStore(path, create=create, max_payload_bytes=limit, redact=rules)
+    scheme = text.partition("://")[0]
     if scheme in ("postgresql", "postgres"):
         from agenttrail.log.store.postgres import PostgresStore
 
@@ -515,6 +512,30 @@ def open_store(
         f"database URL {scheme}://…: unknown scheme {scheme!r} "
         "(use sqlite:///path or postgresql://user@host/dbname)"
     )
+
+
+def sqlite_path(url: str | os.PathLike[str] | None) -> Path | None:
+    """The SQLite file ``url`` names as :func:`open_store` reads it (``None``: the default,
+    ``AGENTTRAIL_DATABASE_URL`` then ``./agenttrail.db``), or ``None`` for another backend.
+
+    Raises:
+        InputError: a ``sqlite://`` URL without its third slash.
+    """
+    text = _url_of(url)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        return Path(text)
+    if scheme != "sqlite":
+        return None
+    if not rest.startswith("/"):
+        raise InputError(f"database URL {text!r}: expected sqlite:///path")
+    return Path(rest[1:])
+
+
+def _url_of(url: str | os.PathLike[str] | None) -> str:
+    """``url`` as text, else ``AGENTTRAIL_DATABASE_URL``, else :data:`DEFAULT_DATABASE`."""
+    text = os.fspath(url) if url is not None else os.environ.get("AGENTTRAIL_DATABASE_URL", "")
+    return text or DEFAULT_DATABASE
 
 
 def payload_limit(max_payload_bytes: int | None = None) -> int:
