@@ -8,6 +8,9 @@ the next; the last has roles system, user, assistant, function, assistant, funct
 assistant; each assistant message has a ``function_call`` (transitaires_for_transitaires with
 ``{}``, transitaire_for_transitaires with ``is_id`` ACT_AGENCE_CALEDONIENNE_DE_TRANSIT, and
 Finish), each ``function`` message names the call before it, and no message has an id.
+Beside them ``answer_generation`` holds ``function``, three tool schemas (the two tools and
+Finish), ``finish_type`` give_answer, ``query_count`` 3, ``total_tokens`` 2916,
+``valid_data`` true and an empty ``chain``.
 """
 
 from __future__ import annotations
@@ -33,7 +36,21 @@ def test_the_answer_file_imports_its_last_conversation(store: LogStore) -> None:
     [imported] = read_file(TOOLBENCH)
     assert imported.warnings == []
     assert imported.session.metadata["format"] == "toolbench"
-    assert imported.session.metadata["query"].startswith("Can you retrieve the contact details")
+    metadata = imported.session.metadata
+    assert metadata["query"].startswith("Can you retrieve the contact details")
+    # nothing of answer_generation is dropped: the tools the model was given, what it cost
+    assert [f["name"] for f in metadata["function"]] == [
+        "transitaire_for_transitaires",
+        "transitaires_for_transitaires",
+        "Finish",
+    ]
+    assert "parameters" in metadata["function"][0]
+    assert (metadata["finish_type"], metadata["query_count"], metadata["total_tokens"]) == (
+        "give_answer",
+        3,
+        2916,
+    )
+    assert (metadata["valid_data"], metadata["chain"]) == (True, [])
     events = import_events(store, TOOLBENCH)
     assert [(e.type, e.payload.get("role") or e.payload.get("name")) for e in events] == [
         ("message", "system"),

@@ -13,8 +13,11 @@ training conversation of the answer it chose::
 last list is the complete conversation. It alone is read, as an OpenAI Chat Completions
 message list (:func:`agenttrail.formats.openai.read_messages`): legacy ``function_call`` calls
 and role ``function`` results, paired by that protocol's rule (docs/log-format.md, Payload
-types). An earlier list that is not a prefix of the last is named in a warning. The tree's
-other branches, the candidates and the tool schemas are not imported.
+types). An earlier list that is not a prefix of the last is named in a warning. The other
+fields of ``answer_generation`` are kept in the session's metadata under their own names
+(:data:`KEPT`): the tool schemas the model was given (``function``), the query, how the search
+finished and what it cost (``query_count``, ``total_tokens``: the whole search's, not a
+message's). The tree's other branches and the candidates are not imported.
 """
 
 from __future__ import annotations
@@ -28,11 +31,15 @@ from agenttrail.formats._common import ImportedSession, load_json
 from agenttrail.formats.http.recording import fail, type_name
 from agenttrail.formats.openai import read_messages
 
-__all__ = ["NAME", "read", "sniff"]
+__all__ = ["KEPT", "NAME", "read", "sniff"]
 
 NAME = "toolbench"
 
 _MARKER = b'"answer_generation"'
+
+KEPT = ("query", "function", "finish_type", "query_count", "total_tokens", "valid_data", "chain")
+"""The fields of ``answer_generation`` kept in the session's metadata, under their own names,
+when the file has them (``final_answer`` is the ``Finish`` call's argument, an event)."""
 
 _SNIFF_PARSE_LIMIT = 16 * 1024 * 1024
 """Largest file (bytes) :func:`sniff` parses to check its shape; answer files are tens of
@@ -66,8 +73,8 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
 
     Returns:
         One :class:`ImportedSession` with ``id`` ``None`` (the registry derives one from the
-        bytes), ``metadata`` ``{format, source, query?}``, and a warning for each earlier
-        conversation that the last does not extend.
+        bytes), ``metadata`` ``{format, source}`` and the fields :data:`KEPT` the file has,
+        and a warning for each earlier conversation that the last does not extend.
 
     Raises:
         FormatError: not JSON, no ``answer_generation.train_messages`` list of message lists,
@@ -95,7 +102,6 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         if lists[last][: len(messages)] != messages
     ]
     metadata: dict[str, Any] = {**session.session.metadata, "format": NAME}
-    if isinstance(answer.get("query"), str):
-        metadata["query"] = answer["query"]
+    metadata.update((name, answer[name]) for name in KEPT if name in answer)
     new = replace(session.session, metadata=metadata)
     return [replace(session, session=new, warnings=[*session.warnings, *warnings])]
