@@ -427,7 +427,41 @@ def test_openinference_retriever_and_a_span_of_no_convention(tmp_path: Path) -> 
             + '"}]}]}]}',
             "spanId is missing",
         ),
+        # an id of the wrong length, or all zero, said as what it is (it read "must be 16
+        # bytes, not all zero (got 16)" for sixteen zero bytes)
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x", "traceId": "'
+            + "0" * 32
+            + '", "spanId": "0102030405060708"}]}]}]}',
+            r"spans\[0\] \('x'\): traceId is all zero: not a valid id in OTLP$",
+        ),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x", "traceId": "'
+            + TRACE
+            + '", "spanId": "01020304"}]}]}]}',
+            r"\('x'\): spanId must be 8 bytes, 16 hex digits \(got 4 bytes\)$",
+        ),
         ('{"resourceSpans": [{"scopeSpans": 7}]}', "scopeSpans"),
+        # an id that is not hex text, named by its path (protobuf's own words were "object of
+        # type 'int' has no len()")
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"spanId": "0102030405060708"}, '
+            '{"traceId": 12345}]}]}]}',
+            r"bad.json:1: not an OTLP ExportTraceServiceRequest in JSON: "
+            r"resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[1\]\.traceId: expected a hex string, "
+            r"not int$",
+        ),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"links": [{"spanId": 7}]}]}]}]}',
+            r"spans\[0\]\.links\[0\]\.spanId: expected a hex string, not int$",
+        ),
+        # protobuf's reason, its field path made one: not "Failed to parse resourceSpans
+        # field: Failed to parse scopeSpans field: …"
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": {}}]}]}]}',
+            r"JSON: resourceSpans\.scopeSpans\.spans\.startTimeUnixNano: int\(\) argument must be "
+            r"a string, a bytes-like object or a real number, not 'dict'$",
+        ),
         # a file forced to be read as OTLP that is other JSON: refused, not read as no spans
         ('{"a": 1}', r"bad.json:1: not an OTLP trace export: no resourceSpans"),
         ('{"resourceSpans": []}\n{"b": 2}\n', r"bad.json:2: not an OTLP trace export"),

@@ -354,6 +354,13 @@ def test_spans_without_ids_are_rejected_and_the_others_written(receiver: Receive
         ),
         (b"{", "application/json", {}, 400, "body is not JSON"),
         (b'{"resourceSpans": 3}', "application/json", {}, 400, "resourceSpans"),
+        (
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": 1}]}]}]}',
+            "application/json",
+            {},
+            400,
+            "resourceSpans[0].scopeSpans[0].spans[0].traceId: expected a hex string, not int",
+        ),
         (b"x", "text/plain", {}, 415, "'text/plain' is not OTLP"),
         (b"x", "application/x-protobuf", {"Content-Encoding": "br"}, 415, "'br'"),
         (b"not gzip", "application/x-protobuf", {"Content-Encoding": "gzip"}, 400, "not gzip"),
@@ -366,7 +373,7 @@ def test_spans_without_ids_are_rejected_and_the_others_written(receiver: Receive
         ),
         (b"\0" * (LIMIT + 1), "application/x-protobuf", {}, 413, "above the limit"),
     ],
-    ids=["protobuf", "json", "json-shape", "type", "encoding", "gzip", "gzip-bomb", "size"],
+    ids=["protobuf", "json", "json-shape", "id", "type", "encoding", "gzip", "gzip-bomb", "size"],
 )
 def test_bad_input_is_a_problem_naming_it_and_writes_nothing(
     receiver: Receiver,

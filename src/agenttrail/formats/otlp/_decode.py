@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import re
 from typing import Any
 
 from google.protobuf import json_format
@@ -19,7 +20,14 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from agenttrail.formats.http.recording import type_name
+
 __all__ = ["attributes", "hex_id", "request_from_json", "request_from_protobuf", "value_of"]
+
+_NOT_A_REQUEST = "not an OTLP ExportTraceServiceRequest in JSON"
+
+_FAILED_FIELD = re.compile(r"Failed to parse (\w+) field: ")
+"""One level of the field path in protobuf's ``json_format.ParseError`` message."""
 
 _ID_FIELDS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
 """The byte fields OTLP JSON writes as hex (spans and their links)."""
@@ -51,27 +59,26 @@ def request_from_json(document: Any) -> ExportTraceServiceRequest:
     """
     if not isinstance(document, dict):
         raise ValueError("expected an ExportTraceServiceRequest object (resourceSpans)")
-    for resource in _list(document.get("resourceSpans") or document.get("resource_spans")):
-        for scope in _list(resource.get("scopeSpans") or resource.get("scope_spans")):
-            for span in _list(scope.get("spans")):
-                _ids_to_base64(span)
-                for link in _list(span.get("links")):
-                    _ids_to_base64(link)
+    resources = _list(document.get("resourceSpans") or document.get("resource_spans"))
+    for r, resource in enumerate(resources):
+        scopes = _list(resource.get("scopeSpans") or resource.get("scope_spans"))
+        for s, scope in enumerate(scopes):
+            for n, span in enumerate(_list(scope.get("spans"))):
+                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]"
+                _ids_to_base64(span, where)
+                for k, link in enumerate(_list(span.get("links"))):
+                    _ids_to_base64(link, f"{where}.links[{k}]")
     request = ExportTraceServiceRequest()
     try:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
     except json_format.ParseError as e:
-        raise ValueError(f"not an OTLP ExportTraceServiceRequest in JSON: {e}") from None
+        raise ValueError(f"{_NOT_A_REQUEST}: {_parse_problem(str(e))}") from None
     except RecursionError:
-        raise ValueError(
-            "not an OTLP ExportTraceServiceRequest in JSON: nested too deeply"
-        ) from None
+        raise ValueError(f"{_NOT_A_REQUEST}: nested too deeply") from None
     except (SystemError, UnicodeError):
         # upb raises SystemError (its own UnicodeEncodeError inside) for a field name holding a
         # lone surrogate, which JSON text can spell (\ud800) and UTF-8 cannot carry
-        raise ValueError(
-            "not an OTLP ExportTraceServiceRequest in JSON: a name or text is not valid Unicode"
-        ) from None
+        raise ValueError(f"{_NOT_A_REQUEST}: a name or text is not valid Unicode") from None
     return request
 
 
@@ -79,9 +86,30 @@ def _list(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _ids_to_base64(record: dict[str, Any]) -> None:
+def _parse_problem(message: str) -> str:
+    """protobuf's ``ParseError`` message as one clause, ``FIELD.FIELD: reason``: its own says
+    ``Failed to parse F field:`` once per level of the field's path, and ends the reason with
+    a period per level."""
+    fields = []
+    while found := _FAILED_FIELD.match(message):
+        fields.append(found[1])
+        message = message[found.end() :]
+    reason = message.rstrip(".")
+    return f"{'.'.join(fields)}: {reason}" if fields else reason
+
+
+def _ids_to_base64(record: dict[str, Any], where: str) -> None:
+    """Turn ``record``'s hex ids into base64 (``where``: its path, named in errors).
+
+    Raises:
+        ValueError: an id that is not text (a number, an object).
+    """
     for name in _ID_FIELDS:
         value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(
+                f"{_NOT_A_REQUEST}: {where}.{name}: expected a hex string, not {type_name(value)}"
+            )
         if isinstance(value, str) and value and len(value) % 2 == 0:
             # not hex: json_format names the field when it is not base64 either
             with contextlib.suppress(ValueError):

@@ -164,8 +164,10 @@ def _id_problem(span: Span) -> str | None:
     for name, value, size in (("traceId", span.trace_id, 16), ("spanId", span.span_id, 8)):
         if not value:
             return f"{name} is missing"
-        if len(value) != size or not any(value):
-            return f"{name} must be {size} bytes, not all zero (got {len(value)})"
+        if len(value) != size:  # in OTLP JSON, 2 hex digits a byte
+            return f"{name} must be {size} bytes, {2 * size} hex digits (got {len(value)} bytes)"
+        if not any(value):
+            return f"{name} is all zero: not a valid id in OTLP"
     return None
 
 
