@@ -152,7 +152,7 @@ def test_a_usage_error_is_one_line_naming_the_option_and_the_help(tmp_path: Path
         ),
         (["show", "s", "--tail", "abc", "--db", db], "'abc' is not a count of seqs", "show"),
         (["retain", "--older-than", "abc", "--db", db], "'abc' is not a valid float", "retain"),
-        (["search", "--db", db], "Missing argument 'QUERY'", "search"),
+        (["export", "--db", db], "Missing argument 'SESSION'", "export"),
         (["nosuchcommand"], "No such command 'nosuchcommand'", ""),
         # a command's option before it: where it goes is said (a new user tried this)
         (

@@ -88,16 +88,21 @@ def test_sessions_filters_and_limit(tmp_path: Path) -> None:
     assert "Traceback" not in bad.stderr
 
 
+def _found(db: str, *args: str) -> dict[str, list[int]]:
+    """What ``agenttrail search --json ARGS`` finds: each session's seqs shown."""
+    result = run_cli("search", "--json", "--db", db, *args)
+    assert result.returncode == 0, result.stderr
+    return {
+        m["session_id"]: [h["seq"] for h in m["hits"]]
+        for m in map(json.loads, result.stdout.splitlines())
+    }
+
+
 def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Path) -> None:
     db = _log(tmp_path)
 
     def found(*args: str) -> dict[str, list[int]]:
-        result = run_cli("search", "--json", "--db", db, *args)
-        assert result.returncode == 0, result.stderr
-        return {
-            m["session_id"]: [h["seq"] for h in m["hits"]]
-            for m in map(json.loads, result.stdout.splitlines())
-        }
+        return _found(db, *args)
 
     assert found("KOLN") == {"s-jan": [1, 3], "s-feb": [1, 3], "s-mar": [1, 3]}
     assert found("koln", "--tool", "fetch") == {"s-jan": [3], "s-feb": [3], "s-mar": [3]}
@@ -120,6 +125,47 @@ def test_search_prints_sessions_and_snippets_and_takes_the_filters(tmp_path: Pat
     assert text == "s-feb\t\tsession\tmatches title\n"
     text = run_cli("search", "bo", "--db", db).stdout.splitlines()
     assert text[0] == "s-feb\t\tsession\tmatches user"
+
+
+def test_a_search_without_text_lists_what_its_filters_pick(tmp_path: Path) -> None:
+    # "every error in my log" needs no text to find (a query was required, a new user's
+    # `agenttrail search --errors` refused)
+    db = _log(tmp_path)
+
+    def found(*args: str) -> dict[str, list[int]]:
+        return _found(db, *args)
+
+    assert found("--errors") == {"s-feb": [4], "s-mar": [4]}
+    assert found("--errors", "--agent", "harvey") == {"s-feb": [4]}
+    assert found("--tool", "FETCH", "--session", "s-jan") == {"s-jan": [3, 4]}
+    assert found("--since", "2026-03-01") == {"s-mar": [1, 2, 3, 4]}
+    # in a pipe, each event with the start of its text; no session matches by its fields
+    text = run_cli("search", "--errors", "--db", db, "--session", "s-feb").stdout
+    assert text == "s-feb\t4\ttool_result\tok timeout\n"
+    none = run_cli("search", "--errors", "--until", "2026-01-31", "--db", db)
+    assert (none.returncode, none.stdout, none.stderr) == (
+        0,
+        "",
+        "no event (errors only, until 2026-01-31)\n",
+    )
+    # with nothing to narrow to, a blank query is still a slip, said
+    for args, why in (
+        ([], ""),
+        ([""], ""),
+        (["   "], ""),
+        (["--agent", "harvey"], " (--agent picks sessions, not events)"),
+        (["--session", "s-jan"], " (--session picks sessions, not events)"),
+        (
+            ["--agent", "harvey", "--session", "s-jan"],
+            " (--agent and --session pick sessions, not events)",
+        ),
+    ):
+        blank = run_cli("search", *args, "--db", db)
+        assert (blank.returncode, blank.stdout) == (2, "")
+        assert blank.stderr == (
+            "error: the query is blank: give the text to find, or --errors, --tool, --since "
+            f"or --until for every event they pick{why}\n"
+        ), args
 
 
 def test_the_console_script_searches(tmp_path: Path) -> None:
@@ -149,14 +195,6 @@ def test_a_search_that_finds_nothing_says_so_on_stderr(tmp_path: Path) -> None:
     narrowed = run_cli("search", "Sonnig", "--since", "2031-01-01", "--errors", "--db", db)
     assert (narrowed.returncode, narrowed.stdout) == (0, "")
     assert narrowed.stderr == "no match for 'Sonnig' (errors only, since 2031-01-01)\n"
-
-
-def test_a_blank_query_is_refused(tmp_path: Path) -> None:
-    db = _log(tmp_path)
-    for blank in ("", "   "):
-        result = run_cli("search", blank, "--db", db)
-        assert (result.returncode, result.stdout) == (2, "")
-        assert result.stderr == "error: the query is blank: give the text to find\n"
 
 
 def test_agent_and_model_are_named_in_any_case_and_a_model_by_its_snapshots(

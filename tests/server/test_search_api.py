@@ -85,6 +85,26 @@ def test_search_uses_the_index_and_takes_the_filters(api: tuple[str, LogStore]) 
         )
 
 
+def test_search_without_q_finds_what_the_filters_pick(api: tuple[str, LogStore]) -> None:
+    url, store = api
+    _fill(store, 4)
+    with _client(url) as http:
+        errors = http.get("/v1/search", params={"errors": "true"}).json()
+        assert [(m["session_id"], [h["seq"] for h in m["hits"]]) for m in errors["sessions"]] == [
+            ("s00", [3]),
+            ("s03", [3]),
+        ]
+        by_tool = http.get("/v1/search", params={"tool": "SH", "agent": "a"}).json()
+        assert [(m["session_id"], [h["seq"] for h in m["hits"]]) for m in by_tool["sessions"]] == [
+            ("s01", [2, 3]),
+            ("s02", [2, 3]),
+        ]
+        for params in ({}, {"q": " "}, {"agent": "a"}):
+            blank = http.get("/v1/search", params=params)
+            assert blank.status_code == 422, params
+            assert "q is blank" in blank.json()["detail"]
+
+
 def test_the_session_list_pages_with_a_next_link_and_filters(api: tuple[str, LogStore]) -> None:
     url, store = api
     ids = _fill(store, 7)

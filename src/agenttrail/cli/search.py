@@ -16,7 +16,7 @@ from agenttrail.codec import json_line
 from agenttrail.errors import InputError
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.safe import safe
-from agenttrail.views.search import HITS_PER_SESSION, SessionMatch, search
+from agenttrail.views.search import HITS_PER_SESSION, SessionMatch, narrows_events, search
 from agenttrail.views.session_list import checked_range
 from agenttrail.views.units import counted
 
@@ -24,7 +24,15 @@ __all__ = ["search_command"]
 
 
 def search_command(
-    query: Annotated[str, typer.Argument(metavar="QUERY", help="Text to find (any case).")],
+    query: Annotated[
+        str,
+        typer.Argument(
+            metavar="[QUERY]",
+            help="Text to find (any case). Left out with --errors, --tool, --since or --until:"
+            " every event they pick.",
+            show_default=False,
+        ),
+    ] = "",
     session: Annotated[
         str | None,
         typer.Option("--session", metavar="SESSION", help="Only this session (id or prefix)."),
@@ -69,24 +77,29 @@ def search_command(
     session, seq, type, snippet; a session whose own fields match has a line first:
     session, (empty), session, and the fields that match (`matches id, title, agent`).
 
+    Without QUERY, --errors, --tool, --since and --until list the events they pick, each
+    with the start of its text: `agenttrail search --errors` finds every error and failed
+    tool result.
+
     Example:
 
     - `agenttrail search "undefined variable" --session sample-harvey-session`
+    - `agenttrail search --errors --since 2026-06-24`
     """
     refuse_blank(agent=agent, tool=tool)
     since, until = checked_range(since, until, ("--since", "--until"))
-    if not query.strip():  # it would match nothing: a slip, not a search
-        raise InputError("the query is blank: give the text to find")
+    where = SearchFilter(tool=tool, errors=errors, agent=agent, since=since, until=until)
+    if not query.strip() and not narrows_events(where):  # it would match nothing: a slip
+        picked = [name for name, given in (("--agent", agent), ("--session", session)) if given]
+        verb = "picks" if len(picked) == 1 else "pick"
+        why = f" ({' and '.join(picked)} {verb} sessions, not events)" if picked else ""
+        raise InputError(
+            "the query is blank: give the text to find, or --errors, --tool, --since or "
+            f"--until for every event they pick{why}"
+        )
     with open_log(db) as store:
         chosen = [find_session(store, session)] if session else store.sessions()
-        where = SearchFilter(
-            session_ids=[s.id for s in chosen] if session else None,
-            tool=tool,
-            errors=errors,
-            agent=agent,
-            since=since,
-            until=until,
-        )
+        where = replace(where, session_ids=[s.id for s in chosen] if session else None)
         found = search(store, query, chosen, where=where, hits_per_session=hits)
         if since is not None or until is not None:  # the undated with events that match
             undated = [s for s in chosen if not s.dated]
@@ -139,7 +152,8 @@ def _no_match(query: str, session: str | None, where: SearchFilter) -> str:
         )
         if given
     ]
-    line = f"no match for {query!r}" + (f" ({', '.join(narrowed)})" if narrowed else "")
+    what = f"no match for {query!r}" if query.strip() else "no event"
+    line = what + (f" ({', '.join(narrowed)})" if narrowed else "")
     if any(c in query for c in "*?"):
         return f"{line}; the query is text as written: * and ? are not wildcards"
     if len(query) > 1 and query[0] == query[-1] and query[0] in "\"'":

@@ -124,9 +124,10 @@ class SearchIndex(Protocol):
         ...
 
     def query(self, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:
-        """Up to ``limit`` indexed events whose folded text contains ``folded``, in the order
-        the index gives them (not sorted: sorting every match of a common word before the
-        limit would cost more than the search; the caller orders what it keeps)."""
+        """Up to ``limit`` indexed events whose folded text contains ``folded`` (every event
+        ``where`` picks when ``folded`` is empty), in the order the index gives them (not
+        sorted: sorting every match of a common word before the limit would cost more than
+        the search; the caller orders what it keeps)."""
         ...
 
 

@@ -22,7 +22,7 @@ from agenttrail.log.store import SNAPSHOT_EVENTS, SNAPSHOT_SESSIONS, LogStore
 from agenttrail.model import Session
 from agenttrail.model.search import SearchFilter
 from agenttrail.server.auth import Grant
-from agenttrail.views.search import search
+from agenttrail.views.search import narrows_events, search
 from agenttrail.views.session_list import checked_range
 from agenttrail.views.transcript import IndexCache
 from agenttrail.views.usage import usage_totals_of
@@ -103,7 +103,7 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[
     @app.get("/v1/search")
     async def search_sessions(
         auth: Auth,
-        q: Annotated[str, Query(min_length=1, max_length=200)],
+        q: Annotated[str, Query(max_length=200)] = "",
         hits: Annotated[int, Query(ge=1, le=50)] = 5,
         tool: str | None = None,
         errors: bool = False,
@@ -113,12 +113,16 @@ def add_viewer(app: FastAPI, store: LogStore, *, grant: Callable[..., Awaitable[
     ) -> dict[str, Any]:
         """Sessions whose fields or events contain ``q`` (case and accents ignored), with
         snippets, through the search index; ``tool``, ``errors``, ``agent``, ``since`` and
-        ``until`` narrow the events as ``agenttrail search`` does (docs/server.md)."""
+        ``until`` narrow the events as ``agenttrail search`` does, and without ``q`` the
+        events ``tool``, ``errors``, ``since`` or ``until`` pick are found (docs/server.md).
+        A blank ``q`` with none of those is a 422 problem."""
         auth.require("read")
         since, until = checked_range(since, until)
-        sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
         one = None if auth.session == "*" else [auth.session]
         where = SearchFilter(one, tool, errors, agent, since, until)
+        if not q.strip() and not narrows_events(where):
+            raise InputError("q is blank: give the text to find, or tool, errors, since or until")
+        sessions = [s for s in await run(store.sessions) if auth.session in ("*", s.id)]
         found = await run(lambda: search(store, q, sessions, where=where, hits_per_session=hits))
         return {"query": q, "sessions": [m.body() for m in found]}
 

@@ -45,6 +45,7 @@ __all__ = [
     "event_text",
     "fold",
     "index_row",
+    "narrows_events",
     "search",
 ]
 
@@ -244,7 +245,7 @@ def _snippet(text: str, needle: str) -> str:
         folded = "".join(pieces)
         # the index in text of each folded character
         origin = [at for at, piece in enumerate(pieces) for _ in piece]
-    found = folded.find(needle)
+    found = folded.find(needle) if needle and text else -1  # no needle: the text's start
     at = origin[found] if found >= 0 else 0  # per character folding may differ: start then
     end_at = origin[found + len(needle) - 1] + 1 if found >= 0 and needle else at
     start, end = max(0, at - SNIPPET_CHARS), min(len(text), end_at + SNIPPET_CHARS)
@@ -276,8 +277,9 @@ def search(
 
     Args:
         store: the log and its search index; the index is brought up to date first.
-        query: the text to find (folded, :func:`fold`); surrounding blanks are ignored, and a
-            blank query matches nothing.
+        query: the text to find (folded, :func:`fold`); surrounding blanks are ignored. A
+            blank query matches every event ``where`` narrows to (its tool, errors, since or
+            until: ``agenttrail search --errors``), and nothing when it narrows to none.
         sessions: the sessions that may be found (the caller decides which it may read), in
             the order to return them. Their fields (id, title, agent, user, workspace) match
             too, unless ``where`` narrows the events (tool, errors, since).
@@ -291,13 +293,13 @@ def search(
     """
     where = where or SearchFilter()
     needle = fold(query.strip())
-    if not needle:
+    narrowed = narrows_events(where)
+    if not needle and not narrowed:
         return []
     bring_up_to_date(store)
     by_session: dict[str, list[IndexHit]] = {}
     for hit in store.query(needle, where, limit=HIT_LIMIT):
         by_session.setdefault(hit.session_id, []).append(hit)
-    narrowed = where.tool is not None or where.errors or (where.since or where.until) is not None
     matches: list[SessionMatch] = []
     for session in sessions:
         if where.agent is not None and not same_name(where.agent, session.agent):
@@ -315,6 +317,12 @@ def search(
             if len(matches) >= max_sessions:
                 break
     return matches
+
+
+def narrows_events(where: SearchFilter) -> bool:
+    """Whether ``where`` picks events by themselves (their tool, errors, time), not only by
+    their session: then a search needs no text, and session fields do not match."""
+    return where.tool is not None or where.errors or (where.since or where.until) is not None
 
 
 def _once_per_message(hits: list[IndexHit]) -> list[IndexHit]:

@@ -181,7 +181,8 @@ class _SearchBase:
     def query(self: _Backend, folded: str, where: SearchFilter, *, limit: int) -> list[IndexHit]:
         """See :meth:`agenttrail.model.search.SearchIndex.query`."""
         p = self.sql.param
-        source, match, params = self._match(folded)
+        # no text: every event the filters pick (what they narrow to: SearchIndex.query)
+        source, match, params = self._match(folded) if folded else ("search_events e", "1 = 1", [])
         clauses = [match]
         if where.session_ids is not None:
             if not where.session_ids:
@@ -213,7 +214,7 @@ class _SearchBase:
             "AND f.session_id = e.session_id AND f.message_id = e.message_id) END "
             f"FROM {source} WHERE {' AND '.join(clauses)} LIMIT {p}"
         )
-        rows = self._select(statement, [*params, limit], short=len(folded) < 3)
+        rows = self._select(statement, [*params, limit], short=0 < len(folded) < 3)
         return [
             IndexHit(str(s), int(q), t, str(a), m, int(first or q), str(x))
             for s, q, t, a, m, x, first in rows
