@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import logging
 import os
 import signal
 import socket
@@ -526,18 +527,44 @@ def test_malformed_upstream_answer_passes_through_and_is_logged(
     assert [m["content"] for m in users] == [item.body["messages"][-1]["content"]]
 
 
+class _Kept(logging.Handler):
+    """The records a logger passes on (after its filters)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def test_upstream_dying_mid_stream_truncates_the_clients_answer(
-    upstream: Upstream, proxy: Running
+    upstream: Upstream, proxy: Running, caplog: pytest.LogCaptureFixture
 ) -> None:
     [item] = recorded(CHAT_STREAM)
     events = item.reply.events or []
     upstream.script(Reply(200, b"", item.reply.headers, events=events, cut_after=4))
-    with (
-        pytest.raises(httpx.RemoteProtocolError),
-        httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=item.body) as response,
-    ):
-        for _ in response.iter_raw():
-            pass
+    server_log, kept = logging.getLogger("uvicorn.error"), _Kept()
+    server_log.addHandler(kept)
+    try:
+        with (
+            pytest.raises(httpx.RemoteProtocolError),
+            httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=item.body) as response,
+        ):
+            for _ in response.iter_raw():
+                pass
+    finally:
+        server_log.removeHandler(kept)
+    # the proxy says which exchange broke off and why, where uvicorn said only "ERROR: ASGI
+    # callable returned without completing response." (the cut is the proxy's, on purpose)
+    # (the upstream, a uvicorn server of this process too, logs its scripted abort there)
+    assert not [r for r in kept.records if "without completing" in r.getMessage()]
+    [said] = [r.getMessage() for r in caplog.records if r.name == "agenttrail.proxy"]
+    assert said.startswith(
+        f"agenttrail proxy: POST {upstream.url}/v1/chat/completions: "
+        f"upstream {upstream.url} failed mid-response: ClientPayloadError: the body was cut short"
+    )
+    assert said.endswith("; the client's answer is cut short too")
     [error] = proxy.logged("error", "the failure to be logged")
     assert error["errorType"] == "incomplete_stream" and "failed mid-response" in error["message"]
     # the parser's own code (400) is not said: it would read as an HTTP status

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import ssl
 import time
@@ -50,7 +51,7 @@ from starlette.routing import Mount
 from starlette.types import Message, Receive, Scope, Send
 
 from agenttrail.errors import InputError
-from agenttrail.ingest.capture import Capture, HttpExchange
+from agenttrail.ingest.capture import Capture, HttpExchange, named
 from agenttrail.log.redact import redacting_logger
 from agenttrail.server.listen import bound_socket, url_of
 
@@ -245,6 +246,9 @@ class Proxy:
         self.timeout_s = _timeout(timeout_s)
         self._via = _env_proxy(self.upstream)
         self._client: aiohttp.ClientSession | None = None
+        self.cut = 0
+        """Answers ended cut short on purpose (:class:`_CutOnPurpose`) whose server message
+        is still to come."""
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -265,9 +269,13 @@ class Proxy:
             auto_decompress=False,
             skip_auto_headers=_NOT_ADDED,
         )
+        server_log = logging.getLogger(_SERVER_LOG)
+        quiet = _CutOnPurpose(self)
+        server_log.addFilter(quiet)
         try:
             yield
         finally:
+            server_log.removeFilter(quiet)
             await self._client.close()
             await anyio.to_thread.run_sync(self.capture.flush, _EXIT_WAIT_S)
 
@@ -379,6 +387,13 @@ class Proxy:
         if gone:
             received = sum(map(len, chunks))
             error = f"the client disconnected after {received:,} bytes of the response"
+        elif error is not None:  # the client's answer ends without its end, on purpose
+            self.cut += 1
+            _LOG.warning(
+                "agenttrail proxy: %s: %s; the client's answer is cut short too",
+                named(exchange),
+                error,
+            )
         return dataclasses.replace(
             exchange,
             status=response.status,
@@ -403,6 +418,31 @@ class Proxy:
         await problem(status, title, detail)({"type": "http"}, _no_receive, send)
         duration_s = time.perf_counter() - start
         return dataclasses.replace(exchange, duration_s=duration_s, error=detail, complete=False)
+
+
+_SERVER_LOG = "uvicorn.error"
+"""The logger of the server the proxy runs in."""
+
+_NOT_COMPLETED = "ASGI callable returned without completing response."
+"""What uvicorn logs, as an error, when an app ends a response without its last part: what
+the proxy does on purpose when the upstream's answer breaks off, so that the client sees it
+cut short too."""
+
+
+class _CutOnPurpose(logging.Filter):
+    """Drops the server's :data:`_NOT_COMPLETED` once for each answer the proxy cut on
+    purpose (it logged its own line, naming the exchange and why); any other is kept: that
+    would be a fault of the proxy's."""
+
+    def __init__(self, proxy: Proxy) -> None:
+        super().__init__()
+        self.proxy = proxy
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.proxy.cut and record.getMessage() == _NOT_COMPLETED:
+            self.proxy.cut -= 1
+            return False
+        return True
 
 
 async def _left(receive: Receive) -> bool:

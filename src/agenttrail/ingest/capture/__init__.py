@@ -67,6 +67,7 @@ __all__ = [
     "HttpExchange",
     "Writer",
     "current_session",
+    "named",
     "redacted_url",
     "session",
 ]
