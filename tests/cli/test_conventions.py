@@ -89,6 +89,42 @@ def test_sessions_with_short_titles_keep_whole_ids_at_80_columns(tmp_path: Path)
     assert all(len(line.rstrip()) <= 80 for line in shown.splitlines()), shown
 
 
+def test_usages_caption_names_where_its_costs_come_from(tmp_path: Path) -> None:
+    # the price table is named only when it priced a call (it was named under costs that a
+    # Langfuse export recorded, none priced by it)
+    db = str(tmp_path / "log.db")
+    recorded = {"total": 0.25, "currency": "USD", "source": "langfuse"}
+    unnamed = {"total": 0.25}  # as a Langfuse export records it (its costDetails)
+    with open_store(db) as store:
+        for sid, cost in (("recorded", recorded), ("priced", None), ("unnamed", unnamed)):
+            store.create_session(NewSession(sid))
+            meta = events.meta(model="gpt-4o-mini-2024-07-18", usage=events.usage(1_000, 100))
+            meta.update({"cost": cost} if cost else {})
+            store.append(sid, events.message("assistant", "It is sunny.", meta=meta))
+        store.create_session(NewSession("local"))  # a model no table prices: said why
+        for model in ("llama3", "mistral"):
+            meta = events.meta(model=model, usage=events.usage(1_000, 100))
+            store.append("local", events.message("assistant", "It is sunny.", meta=meta))
+
+    def caption(*args: str) -> list[str]:
+        """The lines under the table's last row."""
+        shown = _on_terminal(120, "usage", *args, "--db", db).splitlines()
+        last = max(i for i, line in enumerate(shown) if "1,000" in line or "2,000" in line)
+        return [line.strip() for line in shown[last + 1 :] if line.strip()]
+
+    table = caption("recorded")
+    assert table == ["costs as recorded: langfuse"], table
+    table = caption("priced")
+    assert len(table) == 1 and table[0].startswith("prices: genai-prices "), table
+    assert caption("local") == ["unknown: no price for llama3, mistral"]
+    assert caption("unnamed") == ["costs as recorded"]  # not "costs as recorded: recorded"
+    assert caption("unnamed", "recorded") == ["costs as recorded: langfuse"]
+    table = caption("recorded", "priced")
+    assert table[0].startswith("prices: genai-prices ") and table[1:] == [
+        "costs as recorded: langfuse"
+    ], table
+
+
 def test_usage_and_search_at_80_columns_keep_names_whole_and_snippets_under_themselves(
     tmp_path: Path,
 ) -> None:

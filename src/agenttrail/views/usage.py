@@ -32,6 +32,8 @@ __all__ = [
     "GROUPS",
     "NO_DAY",
     "PARTIAL_NOTE",
+    "RECORDED",
+    "UNPRICED",
     "Call",
     "Cost",
     "Totals",
@@ -49,6 +51,14 @@ GROUPS: tuple[Group, ...] = ("session", "model", "agent", "day", "turn")
 """What ``agenttrail usage --by`` groups calls by."""
 
 
+UNPRICED = "unpriced"
+"""The :attr:`Cost.source` of a cost no one knows: not recorded, and not in the price table."""
+
+RECORDED = "recorded"
+"""The :attr:`Cost.source` of a cost recorded without the name of who recorded it (a
+Langfuse export's ``costDetails``)."""
+
+
 @dataclass(frozen=True)
 class Cost:
     """What one model call cost."""
@@ -60,7 +70,7 @@ class Cost:
     source: str
     """Where the figure comes from: the recorder that wrote it (``meta.cost.source``, e.g.
     ``langfuse``) or the price table (:data:`agenttrail.providers.prices.PRICE_SOURCE`);
-    ``unpriced`` when unknown."""
+    :data:`UNPRICED` when unknown."""
 
 
 def recorded_cost(meta: Any) -> Cost | None:
@@ -68,7 +78,7 @@ def recorded_cost(meta: Any) -> Cost | None:
     none or it is not a number.
 
     Shape read: ``{"total": number, "currency": "USD", "source": "langfuse"}``; ``currency``
-    defaults to ``USD`` and ``source`` to ``recorded``. The figure is kept as recorded.
+    defaults to ``USD`` and ``source`` to :data:`RECORDED`. The figure is kept as recorded.
     """
     cost = meta.get("cost") if isinstance(meta, dict) else None
     if not isinstance(cost, dict):
@@ -77,7 +87,7 @@ def recorded_cost(meta: Any) -> Cost | None:
     if not isinstance(total, int | float) or isinstance(total, bool):
         return None
     currency = cost.get("currency") if isinstance(cost.get("currency"), str) else "USD"
-    source = cost.get("source") if isinstance(cost.get("source"), str) else "recorded"
+    source = cost.get("source") if isinstance(cost.get("source"), str) else RECORDED
     return Cost(Decimal(str(total)), str(currency), str(source))
 
 
@@ -115,11 +125,11 @@ def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: 
         return recorded
     model = _model_of(meta)
     if model is None:
-        return Cost(None, "USD", "unpriced")
+        return Cost(None, "USD", UNPRICED)
     try:
         at = datetime.fromisoformat(created_at)
     except ValueError:  # a time changed by hand (the chain names the row): no price then
-        return Cost(None, "USD", "unpriced")
+        return Cost(None, "USD", UNPRICED)
     prices = _prices()
     provider = meta.get("provider")
     amount = prices.price_of(
@@ -132,7 +142,7 @@ def _call_cost(meta: dict[str, Any], tokens: dict[str, int | None], created_at: 
         cache_write_1h=prices.long_cache_writes(meta.get("usage_raw")),
         at=at,
     )
-    return Cost(amount, "USD", prices.PRICE_SOURCE if amount is not None else "unpriced")
+    return Cost(amount, "USD", prices.PRICE_SOURCE if amount is not None else UNPRICED)
 
 
 @cache
