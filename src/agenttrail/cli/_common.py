@@ -83,13 +83,13 @@ def unmade_if_refused(db: str | None) -> Iterator[None]:
     from agenttrail.log.store import sqlite_path
 
     path = sqlite_path(db) if db is None or db.strip() else None
-    made = path is not None and not path.exists()
+    made = path if path is not None and not path.exists() else None
     try:
         yield
     except BaseException:
-        if made and path is not None and _holds_no_session(path):
-            for name in (path.name, f"{path.name}-wal", f"{path.name}-shm"):
-                (path.parent / name).unlink(missing_ok=True)
+        if made is not None and _holds_no_session(made):
+            for name in (made.name, f"{made.name}-wal", f"{made.name}-shm"):
+                (made.parent / name).unlink(missing_ok=True)
         raise
 
 

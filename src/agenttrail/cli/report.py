@@ -22,7 +22,6 @@ from agenttrail.views.usage import (
     NO_DAY,
     PARTIAL_NOTE,
     RECORDED,
-    UNPRICED,
     Call,
     Totals,
     calls_of,
@@ -119,15 +118,14 @@ def usage(
     # a sum with a `+ ?` is said what it is under the table, as the prices are: the last
     # line's sum has one whenever a row has (and may when none has)
     last = total if total is not None else next(iter(groups.values()))
-    # where the costs come from: the price table only when it priced one of them
-    sources = {call.cost.source for call in calls}
-    named = sorted(sources - {PRICE_SOURCE, UNPRICED, RECORDED})
-    said = [f"prices: {PRICE_SOURCE}"] if PRICE_SOURCE in sources else []
-    if named or RECORDED in sources:  # who recorded them, where the source says
+    # where the costs come from (the last line counts every call): the price table only
+    # when it priced one of them, and why a cost is unknown
+    named = sorted(last.sources - {PRICE_SOURCE, RECORDED})
+    said = [f"prices: {PRICE_SOURCE}"] if PRICE_SOURCE in last.sources else []
+    if named or RECORDED in last.sources:  # who recorded them, where the source says
         said.append("costs as recorded" + (f": {', '.join(named)}" if named else ""))
-    unpriced = totals_of(calls).unpriced_models if UNPRICED in sources else set()
-    if unpriced:  # why a cost is unknown
-        said.append(f"unknown: no price for {', '.join(sorted(unpriced))}")
+    if last.unpriced_models:
+        said.append(f"unknown: no price for {', '.join(sorted(last.unpriced_models))}")
     said += [PARTIAL_NOTE] if last.partial() else []
     caption = "\n".join(said) or None
     table = list_table(caption=caption, caption_justify="left", show_footer=bool(footer))

@@ -51,7 +51,7 @@ from starlette.routing import Mount
 from starlette.types import Message, Receive, Scope, Send
 
 from agenttrail.errors import InputError
-from agenttrail.ingest.capture import Capture, HttpExchange, named
+from agenttrail.ingest.capture import Capture, HttpExchange, header_text, named
 from agenttrail.log.redact import redacting_logger
 from agenttrail.server.listen import bound_socket, url_of
 
@@ -168,16 +168,9 @@ def _text(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
 
 def _sendable(headers: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     """``headers`` as aiohttp takes them: text, which it writes out as UTF-8. A value in UTF-8
-    (ASCII included) goes on as its bytes came; one that is not (obs-text, RFC 9110 §5.5) is
-    read a byte a character, so its bytes above 0x7F go on re-encoded as UTF-8."""
-    sendable = []
-    for name, value in headers:
-        try:
-            text = value.decode("utf-8")
-        except UnicodeDecodeError:
-            text = value.decode("latin-1")
-        sendable.append((name.decode("latin-1"), text))
-    return sendable
+    (ASCII included) goes on as its bytes came; one that is not (obs-text) is read a byte a
+    character (:func:`header_text`), so its bytes above 0x7F go on re-encoded as UTF-8."""
+    return [(name.decode("latin-1"), header_text(value)) for name, value in headers]
 
 
 def _bounded(response: aiohttp.ClientResponse) -> bool:

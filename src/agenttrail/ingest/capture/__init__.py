@@ -51,7 +51,7 @@ from typing import Any
 
 from agenttrail.errors import InputError
 from agenttrail.ingest.capture._appender import READERS, Appender, Queued
-from agenttrail.ingest.capture._http import HttpExchange, named, redacted_url
+from agenttrail.ingest.capture._http import HttpExchange, header_text, named, redacted_url
 from agenttrail.ingest.capture._recognition import conversations_limit
 from agenttrail.ingest.capture._writer import WRITER_ENV, ProcessWriter, Writer
 from agenttrail.limits import count_limit
@@ -67,6 +67,7 @@ __all__ = [
     "HttpExchange",
     "Writer",
     "current_session",
+    "header_text",
     "named",
     "redacted_url",
     "session",

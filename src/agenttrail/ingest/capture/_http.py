@@ -34,6 +34,7 @@ __all__ = [
     "HttpExchange",
     "decoded",
     "from_wire",
+    "header_text",
     "kept_headers",
     "named",
     "record_of",
@@ -105,7 +106,9 @@ _READ_RAW = frozenset(name.encode() for name in (*KEPT_HEADERS, _ENCODING))
 them (bytes), once lowered."""
 
 
-def _text(value: bytes) -> str:
+def header_text(value: bytes) -> str:
+    """A header field's bytes as text: UTF-8, else (obs-text, RFC 9110 §5.5) ISO-8859-1, a
+    byte a character."""
     try:
         return value.decode()
     except UnicodeDecodeError:
@@ -297,6 +300,6 @@ def _header_pairs(lines: bytes) -> list[tuple[str, str]]:
     else as ISO-8859-1 (a byte a character, as HTTP/1.1 carries a value that is not UTF-8)."""
     pairs = []
     for line in lines.split(b"\r\n")[:-1]:
-        name, _, value = _text(line).partition(":")
+        name, _, value = header_text(line).partition(":")
         pairs.append((name, value))
     return pairs
