@@ -455,12 +455,30 @@ def test_openinference_retriever_and_a_span_of_no_convention(tmp_path: Path) -> 
             '{"resourceSpans": [{"scopeSpans": [{"spans": [{"links": [{"spanId": 7}]}]}]}]}',
             r"spans\[0\]\.links\[0\]\.spanId: expected a hex string, not int$",
         ),
-        # protobuf's reason, its field path made one: not "Failed to parse resourceSpans
-        # field: Failed to parse scopeSpans field: …"
+        # protobuf's reason at the field's whole path, the element at fault by its index: not
+        # "Failed to parse resourceSpans field: Failed to parse scopeSpans field: …", nor
+        # Python's "int() argument must be a string, a bytes-like object or a real number"
         (
             '{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": {}}]}]}]}',
-            r"JSON: resourceSpans\.scopeSpans\.spans\.startTimeUnixNano: int\(\) argument must be "
-            r"a string, a bytes-like object or a real number, not 'dict'$",
+            r"JSON: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\]\.startTimeUnixNano: "
+            r"expected an integer, not dict$",
+        ),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "a"}, '
+            '{"name": "b", "startTimeUnixNano": "abc"}]}]}]}',
+            r"JSON: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[1\]\.startTimeUnixNano: "
+            r"expected an integer, not 'abc'$",
+        ),
+        (  # an attribute's value, deep in a list: protobuf said "at AnyValue.boolValue"
+            '{"resourceSpans": [{"resource": {"attributes": [{"key": "k", "value": {"arrayValue":'
+            ' {"values": [{"boolValue": true}, {"boolValue": "yes"}]}}}]}}]}',
+            r"JSON: resourceSpans\[0\]\.resource\.attributes\[0\]\.value\.arrayValue\.values"
+            r"\[1\]\.boolValue: Expected true or false without quotes$",
+        ),
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": {"k": 1}}]}]}]}',
+            r"JSON: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\]\.attributes: "
+            r"expected a list \(\[…\]\)$",
         ),
         # a file forced to be read as OTLP that is other JSON: refused, not read as no spans
         ('{"a": 1}', r"bad.json:1: not an OTLP trace export: no resourceSpans"),

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
@@ -72,7 +72,7 @@ def request_from_json(document: Any) -> ExportTraceServiceRequest:
     try:
         json_format.ParseDict(document, request, ignore_unknown_fields=True)
     except json_format.ParseError as e:
-        raise ValueError(f"{_NOT_A_REQUEST}: {_parse_problem(str(e))}") from None
+        raise ValueError(f"{_NOT_A_REQUEST}: {_located(document, request, e)}") from None
     except RecursionError:
         raise ValueError(f"{_NOT_A_REQUEST}: nested too deeply") from None
     except (SystemError, UnicodeError):
@@ -86,16 +86,81 @@ def _list(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _parse_problem(message: str) -> str:
-    """protobuf's ``ParseError`` message as one clause, ``FIELD.FIELD: reason``: its own says
-    ``Failed to parse F field:`` once per level of the field's path, and ends the reason with
-    a period per level."""
+def _located(value: dict[str, Any], message: Message, error: json_format.ParseError) -> str:
+    """Where ``value`` (the JSON of ``message``) fails to parse, and why, as one clause:
+    ``resourceSpans[0].scopeSpans[1].spans[2].startTimeUnixNano: expected an integer, not
+    'abc'``. protobuf's own message names the field path without the list indices, and says
+    ``Failed to parse F field:`` once per level; the element at fault is found by parsing
+    the message's parts one at a time."""
+    path = ""
+    while True:
+        inner = _failing_part(value, message)
+        if inner is None:
+            break
+        where, value, message, error = inner
+        path += where
     fields = []
-    while found := _FAILED_FIELD.match(message):
+    text = str(error)
+    while found := _FAILED_FIELD.match(text):
         fields.append(found[1])
-        message = message[found.end() :]
-    reason = message.rstrip(".")
-    return f"{'.'.join(fields)}: {reason}" if fields else reason
+        text = text[found.end() :]
+    text = text.rstrip(".")
+    if at := _AT_FIELD.search(text):  # "… at AnyValue.boolValue": the field, when not named yet
+        text = text[: at.start()]
+        path += "" if fields else at[1]
+    place = ".".join([path.lstrip(".")] * bool(path) + fields)
+    return f"{place}: {_reason(text)}" if place else _reason(text)
+
+
+def _failing_part(
+    value: dict[str, Any], message: Message
+) -> tuple[str, dict[str, Any], Message, json_format.ParseError] | None:
+    """The first part of ``value`` (an element of a list of messages, or a message field)
+    that fails to parse on its own: its path from ``value`` (``.spans[2]``), its JSON, its
+    message and protobuf's error; ``None`` when none does (the fault is ``value``'s own)."""
+    for field in message.DESCRIPTOR.fields:
+        if field.message_type is None or field.message_type.GetOptions().map_entry:
+            continue
+        name = field.json_name if field.json_name in value else field.name
+        part = value.get(name)
+        elements = enumerate(part) if isinstance(part, list) else [(None, part)]
+        for index, element in elements:
+            if not isinstance(element, dict):
+                continue
+            inner = getattr(message, field.name)
+            inner = inner.add() if index is not None else inner
+            try:
+                json_format.ParseDict(element, inner, ignore_unknown_fields=True)
+            except json_format.ParseError as e:
+                return (f".{name}" if index is None else f".{name}[{index}]"), element, inner, e
+            except Exception:  # the part fails otherwise (a lone surrogate): said as a whole
+                return None
+    return None
+
+
+_AT_FIELD = re.compile(r" at [A-Za-z]\w*((?:\.\w+(?:\[\d+\])?)*)$")
+"""Where some of protobuf's reasons end by saying where: the message, then its field."""
+
+_REASONS = (
+    (re.compile(r"invalid literal for int\(\) with base 10: (.*)"), "expected an integer, not {}"),
+    (
+        re.compile(
+            r"int\(\) argument must be a string, a bytes-like object or a real number, not '(\w+)'"
+        ),
+        "expected an integer, not {}",
+    ),
+    (re.compile(r"expected string or bytes-like object, got '(\w+)'"), "expected a string, not {}"),
+    (re.compile(r"repeated field \w+ must be in \[\] which is .*"), "expected a list ([…])"),
+)
+"""Python's own words in protobuf's reasons, and what they mean in the document's terms."""
+
+
+def _reason(text: str) -> str:
+    """protobuf's reason, with Python's words for a value of the wrong type said plainly."""
+    for pattern, said in _REASONS:
+        if found := pattern.fullmatch(text):
+            return said.format(*found.groups())
+    return text
 
 
 def _ids_to_base64(record: dict[str, Any], where: str) -> None:
