@@ -230,6 +230,7 @@ def test_a_postgresql_log_keeps_its_schema_version_in_a_table(postgres_url: str)
                 (3,),
                 (4,),
                 (5,),
+                (6,),
             ]
             conn.execute("INSERT INTO agenttrail_schema VALUES (99, 'later')")
         with pytest.raises(StoreError, match="schema version 99 is newer"):

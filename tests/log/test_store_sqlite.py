@@ -84,7 +84,7 @@ def test_a_log_file_is_in_wal_mode_with_full_sync_and_16_kib_pages(db_path: Path
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
         assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
-        assert conn.execute("PRAGMA user_version").fetchone() == (5,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (6,)
     raw = _raw(db_path)
     try:
         assert raw.execute("PRAGMA page_size").fetchone() == (16384,)

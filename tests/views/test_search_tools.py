@@ -14,6 +14,7 @@ import pytest
 
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore, open_store
+from agenttrail.log.store.sqlite import SCHEMA_VERSION
 from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.model.search import SearchFilter
 from agenttrail.views.search import bring_up_to_date, index_row, search
@@ -131,7 +132,7 @@ def _index_as_version_4(db_url: str, backend: str, store: LogStore) -> None:
         raw.execute(old.read_text("utf-8"))
         raw.cursor().executemany(insert.format(", ".join(["%s"] * 11)), rows)
         raw.cursor().executemany("INSERT INTO search_marks VALUES (%s, %s)", marks)
-        raw.execute("DELETE FROM agenttrail_schema WHERE version = 5")
+        raw.execute("DELETE FROM agenttrail_schema WHERE version >= 5")
 
 
 def test_a_log_indexed_by_schema_version_4_is_upgraded_and_its_results_found(
@@ -146,10 +147,12 @@ def test_a_log_indexed_by_schema_version_4_is_upgraded_and_its_results_found(
         assert _found(store, "ve", "WebFetch") == _expected(AGENT, "WebFetch", "ve")
     if backend == "sqlite":
         with closing(sqlite3.connect(db_url)) as raw:
-            assert raw.execute("PRAGMA user_version").fetchone() == (5,)
+            assert raw.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     else:
         with owner_connection(db_url) as raw:
-            assert raw.execute("SELECT max(version) FROM agenttrail_schema").fetchone() == (5,)
+            assert raw.execute("SELECT max(version) FROM agenttrail_schema").fetchone() == (
+                SCHEMA_VERSION,
+            )
 
 
 def test_the_cli_finds_a_tools_calls_and_results(tmp_path: Path) -> None:

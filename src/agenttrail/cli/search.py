@@ -44,7 +44,10 @@ def search_command(
         ),
     ] = None,
     errors: Annotated[
-        bool, typer.Option("--errors", help="Only errors and failed tool results.")
+        bool,
+        typer.Option(
+            "--errors", help="Only errors, failed tool results and failed shell commands."
+        ),
     ] = False,
     agent: Annotated[
         str | None,
@@ -78,8 +81,8 @@ def search_command(
     session, (empty), session, and the fields that match (`matches id, title, agent`).
 
     Without QUERY, --errors, --tool, --since and --until list the events they pick, each
-    with the start of its text: `agenttrail search --errors` finds every error and failed
-    tool result.
+    with the start of its text: `agenttrail search --errors` finds every error, failed tool
+    result and failed shell command.
 
     Example:
 

@@ -43,7 +43,8 @@ class IndexRow:
     """The tool's name: a ``tool_call``'s own, a ``tool_result``'s from its call (found by
     call id, :func:`agenttrail.views.search.bring_up_to_date`), else from the result itself."""
     error: bool
-    """An ``error`` event, or a tool result that failed (:func:`agenttrail.model.failed`)."""
+    """An ``error`` event, or a tool result or shell command that failed
+    (:func:`agenttrail.model.tool_status`: as every view marks it)."""
     model: str | None
     """The model a message names (``meta.model``), for ``sessions --model``."""
     message_id: str | None
@@ -68,7 +69,7 @@ class SearchFilter:
     tool: str | None = None
     """Only events of this tool (its name in any case)."""
     errors: bool = False
-    """Only errors and failed tool results."""
+    """Only errors, failed tool results and failed shell commands."""
     agent: str | None = None
     """Only sessions of this agent (:func:`same_name`)."""
     since: str | None = None

@@ -27,10 +27,10 @@ from typing import Any
 from agenttrail.model import (
     Event,
     Session,
-    failed,
     payload_attachments,
     prose_text,
     reasoning_of,
+    tool_status,
 )
 from agenttrail.model.search import IndexHit, IndexRow, SearchableLog, SearchFilter, same_name
 from agenttrail.views.safe import safe
@@ -169,7 +169,9 @@ def index_row(event: Event, *, dated: bool = True) -> IndexRow:
     call_id = payload.get(
         "id" if event.type == "tool_call" else "toolCallId" if event.type == "tool_result" else ""
     )
-    error = event.type == "error" or (event.type == "tool_result" and failed(payload) is True)
+    error = event.type == "error" or (
+        event.type in ("tool_result", "shell") and not tool_status(payload).ok
+    )
     message_id = payload.get("messageId") if event.type == "message" else None
     meta = payload.get("meta")
     model = meta.get("model") if isinstance(meta, dict) and event.type == "message" else None

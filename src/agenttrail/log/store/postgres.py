@@ -91,7 +91,7 @@ __all__ = [
 
 logger = redacting_logger(__name__)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 WRITER_ROLE = "agenttrail_writer"
 """The role the store's connections work as: no UPDATE/DELETE/TRUNCATE on the evidence."""

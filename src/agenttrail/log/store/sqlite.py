@@ -92,7 +92,7 @@ def _insert_event_rows(tx: sqlite3.Connection, session_id: str, rows: Sequence[R
         )
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SESSION_START = f"SELECT {START_COLUMNS} FROM sessions WHERE id = ?"
 
