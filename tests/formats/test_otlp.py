@@ -480,6 +480,13 @@ def test_openinference_retriever_and_a_span_of_no_convention(tmp_path: Path) -> 
             r"JSON: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\]\.attributes: "
             r"expected a list \(\[…\]\)$",
         ),
+        # a list where one message goes: protobuf said "unhashable type: 'dict'" (and the
+        # first look for the element at fault raised AttributeError: add)
+        (
+            '{"resourceSpans": [{"scopeSpans": [{"spans": [{"status": [{"code": 1}]}]}]}]}',
+            r"JSON: resourceSpans\[0\]\.scopeSpans\[0\]\.spans\[0\]\.status: "
+            r"expected an object, not list$",
+        ),
         # a file forced to be read as OTLP that is other JSON: refused, not read as no spans
         ('{"a": 1}', r"bad.json:1: not an OTLP trace export: no resourceSpans"),
         ('{"resourceSpans": []}\n{"b": 2}\n', r"bad.json:2: not an OTLP trace export"),
@@ -577,6 +584,39 @@ def test_a_damaged_request_is_read_or_refused_in_one_line(cuts: list[tuple[int, 
                 path = Path(tmp) / "damaged.json"
                 path.write_bytes(bytes(damaged))
                 read_file(path, "otlp")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=4), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+
+
+def _places(value: Any) -> list[tuple[Any, Any]]:
+    """Every ``(container, key or index)`` of ``value``'s JSON, to put another value at."""
+    inside = value.items() if isinstance(value, dict) else enumerate(value)
+    places = []
+    for key, item in inside:
+        places.append((value, key))
+        if isinstance(item, dict | list):
+            places += _places(item)
+    return places
+
+
+@given(st.integers(0, 10_000), _JSON)
+def test_a_value_of_another_type_anywhere_is_named_in_one_line(at: int, other: Any) -> None:
+    """Any value of the request replaced by JSON of another shape: read, or refused with
+    ``ValueError`` naming where (never another exception, as the search for the element at
+    fault once raised for a list given where one message goes)."""
+    document = _sample()
+    places = _places(document)
+    container, key = places[at % len(places)]
+    container[key] = other
+    with contextlib.suppress(ValueError):
+        otlp.request_from_json(document)
 
 
 _MESSAGE = st.fixed_dictionaries(

@@ -13,6 +13,7 @@ import base64
 import binascii
 import contextlib
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from google.protobuf import json_format
@@ -93,12 +94,12 @@ def _located(value: dict[str, Any], message: Message, error: json_format.ParseEr
     ``Failed to parse F field:`` once per level; the element at fault is found by parsing
     the message's parts one at a time."""
     path = ""
-    while True:
-        inner = _failing_part(value, message)
-        if inner is None:
-            break
-        where, value, message, error = inner
+    while (inner := _failing_part(value, message)) is not None:
+        where, value, message, fault = inner
         path += where
+        if isinstance(fault, str):  # said here: protobuf's words for it were no help
+            return f"{path.lstrip('.')}: {fault}"
+        error = fault
     fields = []
     text = str(error)
     while found := _FAILED_FIELD.match(text):
@@ -114,21 +115,28 @@ def _located(value: dict[str, Any], message: Message, error: json_format.ParseEr
 
 def _failing_part(
     value: dict[str, Any], message: Message
-) -> tuple[str, dict[str, Any], Message, json_format.ParseError] | None:
+) -> tuple[str, dict[str, Any], Message, json_format.ParseError | str] | None:
     """The first part of ``value`` (an element of a list of messages, or a message field)
     that fails to parse on its own: its path from ``value`` (``.spans[2]``), its JSON, its
-    message and protobuf's error; ``None`` when none does (the fault is ``value``'s own)."""
+    message and protobuf's error, or what is wrong with it when protobuf's words would not
+    say (a list where one message goes: "unhashable type: 'dict'"); ``None`` when no part
+    fails (the fault is ``value``'s own)."""
     for field in message.DESCRIPTOR.fields:
         if field.message_type is None or field.message_type.GetOptions().map_entry:
             continue
         name = field.json_name if field.json_name in value else field.name
         part = value.get(name)
-        elements = enumerate(part) if isinstance(part, list) else [(None, part)]
+        held = getattr(message, field.name)
+        if isinstance(held, Message):  # one message
+            if part is not None and not isinstance(part, dict):
+                return f".{name}", value, message, f"expected an object, not {type_name(part)}"
+            elements: Iterable[tuple[int | None, Any]] = [(None, part)]
+        else:  # a repeated field: a container of messages
+            elements = enumerate(part) if isinstance(part, list) else []
         for index, element in elements:
             if not isinstance(element, dict):
                 continue
-            inner = getattr(message, field.name)
-            inner = inner.add() if index is not None else inner
+            inner = held if index is None else held.add()
             try:
                 json_format.ParseDict(element, inner, ignore_unknown_fields=True)
             except json_format.ParseError as e:
