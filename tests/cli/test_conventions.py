@@ -414,6 +414,9 @@ def test_an_output_file_never_replaces_a_database_and_is_as_readable_as_a_shells
         os.umask(umask)
     assert written.returncode == 0, written.stderr
     assert ((tmp_path / "new.jsonl").stat().st_mode & 0o777) == 0o644
+    # and it says what it wrote, as import does (it said nothing: noticed by a new user)
+    size = (tmp_path / "new.jsonl").stat().st_size
+    assert written.stderr == f"new.jsonl: {size:,} bytes written\n"
     # a FIFO (or /dev/null) named by -o is written to, not replaced by a regular file
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

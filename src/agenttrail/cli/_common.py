@@ -151,7 +151,9 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
     """Write lines to a temporary file beside ``path``, then rename it into place, with the
     mode of the file it replaces, or for a new file the mode a shell's ``>`` gives (0666
     less the umask): an export is for reading and sharing. A ``path`` that is no regular
-    file (``/dev/null``, a FIFO) is written to as it is, never replaced.
+    file (``/dev/null``, a FIFO) is written to as it is, never replaced. Says on stderr what
+    was written (``session.html: 41,203 bytes written``), as ``import`` says what it wrote:
+    a command that wrote its file said nothing.
 
     Raises:
         InputError: ``path`` is a folder, or a database file (SQLite's header: ``-o`` naming
@@ -189,6 +191,7 @@ def write_atomically(path: Path, lines: Iterable[str]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+    err.print(f"{path}: {path.stat().st_size:,} bytes written", markup=False)
 
 
 _SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
