@@ -143,7 +143,7 @@ def test_bad_input_is_exit_2_with_one_line_and_no_traceback(tmp_path: Path) -> N
 def test_a_usage_error_is_one_line_naming_the_option_and_the_help(tmp_path: Path) -> None:
     db = str(tmp_path / "log.db")
     for args, said, where in (
-        (["show", "s", "--since", "0", "--db", db], "'--since': '0': seqs start at 1", "show"),
+        (["show", "s", "--since", "0", "--db", db], "--since: '0': seqs start at 1", "show"),
         # a date where show wants a seq (sessions, usage and search take dates)
         (
             ["show", "s", "--since", "2026-02-10", "--db", db],
@@ -152,12 +152,19 @@ def test_a_usage_error_is_one_line_naming_the_option_and_the_help(tmp_path: Path
         ),
         (["show", "s", "--tail", "abc", "--db", db], "'abc' is not a count of seqs", "show"),
         (["retain", "--older-than", "abc", "--db", db], "'abc' is not a valid float", "retain"),
-        (["export", "--db", db], "Missing argument 'SESSION'", "export"),
-        (["nosuchcommand"], "No such command 'nosuchcommand'", ""),
+        # Click's own errors in the words of agenttrail's: not "Missing argument 'SESSION'.",
+        # "Invalid value for '--limit': 0 is not in the range x>=1." (a new user noticed)
+        (["export", "--db", db], "error: missing argument SESSION (", "export"),
+        (
+            ["sessions", "--limit", "0", "--db", db],
+            "error: --limit 0: must be 1 or more (",
+            "sessions",
+        ),
+        (["nosuchcommand"], "error: no such command 'nosuchcommand' (", ""),
         # a command's option before it: where it goes is said (a new user tried this)
         (
             ["--db", db, "sessions"],
-            "No such option: --db; a command's options go after its name: agenttrail COMMAND",
+            "no such option: --db; a command's options go after its name: agenttrail COMMAND",
             "",
         ),
     ):

@@ -469,7 +469,7 @@ def test_serve_binds_its_port_before_it_announces_itself(tmp_path: Path) -> None
     assert list(tmp_path.iterdir()) == []
     for command in (["serve"], ["proxy", "--upstream", "http://127.0.0.1:1"]):
         wide = run_cli_subprocess(*command, "--port", "99999", "--db", db)
-        assert wide.returncode == 2 and "99999 is not in the range 0<=x<=65535" in wide.stderr
+        assert wide.returncode == 2 and "--port 99999: must be from 0 to 65535" in wide.stderr
     # --port 0: the system's choice of port is the one printed, and it answers there
     argv = [sys.executable, "-m", "agenttrail.cli", "serve", "--port", "0", "--db", db]
     with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as proc:

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except typer.TyperException as e:  # Click's usage errors, raised as such without standalone
         where = getattr(getattr(e, "ctx", None), "command_path", "agenttrail")
-        message = _redacted(e.format_message()).replace("\n", " ")
+        message = _plain(_redacted(e.format_message()).replace("\n", " "))
         option = getattr(e, "option_name", None)
         if where == "agenttrail" and type(e).__name__ == "NoSuchOption" and option:
             # Typer's own copy of Click's class: an option of a command given before it
@@ -79,6 +79,41 @@ def main(argv: list[str] | None = None) -> int:
         err.print("error: aborted", markup=False)
         return 1
     return code if isinstance(code, int) else 0
+
+
+def _plain(message: str) -> str:
+    """Click's usage error in the words agenttrail's own errors use: ``--limit 0: must be 1 or
+    more``, not ``Invalid value for '--limit': 0 is not in the range x>=1.``; ``missing
+    argument SESSION``; the first word lower case and no closing period. (Its patterns are
+    compiled here, on an error: ``re`` is not imported at every start-up.)"""
+    import re
+
+    if found := re.fullmatch(
+        r"Invalid value for '([^']+)': (.+?) is not in the range (\S+?)\.?", message
+    ):
+        option, value, bounds = found.groups()
+        for pattern, said in _BOUNDS:
+            if limits := re.fullmatch(pattern, bounds):
+                return f"{option} {value}: must be {said.format(*limits.groups())}"
+        return f"{option} {value}: not in the range {bounds}"
+    if found := re.fullmatch(r"Missing (argument|option) '([^']+)'\.?", message):
+        return f"missing {found[1]} {found[2]}"
+    if found := re.fullmatch(r"Invalid value for '([^']+)': (.+)", message):
+        message = f"{found[1]}: {found[2]}"
+    message = re.sub(r" \(Possible options: (.+)\)$", r"; did you mean \1?", message)
+    if message[:1].isupper() and message[1:2].islower():
+        message = message[0].lower() + message[1:]
+    return message.removesuffix(".")
+
+
+_BOUNDS = (
+    (r"x>=(.+)", "{} or more"),
+    (r"x<=(.+)", "{} or less"),
+    (r"x>(.+)", "more than {}"),
+    (r"x<(.+)", "less than {}"),
+    (r"(.+)<=x<=(.+)", "from {} to {}"),
+)
+"""Click's ranges (``IntRange``, ``FloatRange``) and how they are said."""
 
 
 def _said(error: AgentTrailError) -> str:
