@@ -22,6 +22,7 @@ from agenttrail.errors import AgentTrailError, InputError, SessionNotFound
 from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
+    from agenttrail.ingest.importer import ImportReport
     from agenttrail.log.store import LogStore
     from agenttrail.model import Event, Session
 
@@ -33,6 +34,7 @@ __all__ = [
     "open_log",
     "out",
     "output_file",
+    "print_report",
     "refuse_blank",
     "write_atomically",
 ]
@@ -40,6 +42,17 @@ __all__ = [
 # soft_wrap: a data or error line is never broken at the terminal width.
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def print_report(report: ImportReport) -> None:
+    """Print what an import wrote: the session id on stdout (one a line, for a pipe), its
+    warnings and counts on stderr (``import`` and ``quickstart``)."""
+    out.print(report.session_id, markup=False)
+    for warning in report.warnings:
+        err.print(f"warning: {warning}", markup=False)
+    note = f", {report.skipped} already present" if report.skipped else ""
+    written = f"{counted(report.written, 'event')} written"
+    err.print(f"{report.path}: {written}{note}", markup=False)
 
 
 STDIO = Path("-")

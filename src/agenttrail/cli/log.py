@@ -19,6 +19,7 @@ from agenttrail.cli._common import (
     open_log,
     out,
     output_file,
+    print_report,
     refuse_blank,
     say_undated,
     unmade_if_refused,
@@ -37,7 +38,6 @@ from agenttrail.errors import InputError
 from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
-    from agenttrail.ingest.importer import ImportReport
     from agenttrail.log.store import LogStore
     from agenttrail.model import Session
     from agenttrail.views.session_list import SessionFilter
@@ -63,7 +63,6 @@ __all__ = [
     "export",
     "fountain",
     "import_command",
-    "print_report",
     "replay",
     "sessions",
     "show",
@@ -109,7 +108,8 @@ def import_command(
     """
     from agenttrail.cli._listing import print_json_lines
     from agenttrail.cli._progress import import_progress
-    from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
+    from agenttrail.ingest.folders import expand_paths
+    from agenttrail.ingest.importer import read_paths, write_sessions
     from agenttrail.log.store import payload_limit
 
     paths = expand_paths(files)
@@ -139,17 +139,6 @@ def import_command(
         return
     for report in reports:
         print_report(report)
-
-
-def print_report(report: ImportReport) -> None:
-    """Print what an import wrote: the session id on stdout (one a line, for a pipe), its
-    warnings and counts on stderr (``import`` and ``quickstart``)."""
-    out.print(report.session_id, markup=False)
-    for warning in report.warnings:
-        err.print(f"warning: {warning}", markup=False)
-    note = f", {report.skipped} already present" if report.skipped else ""
-    written = f"{counted(report.written, 'event')} written"
-    err.print(f"{report.path}: {written}{note}", markup=False)
 
 
 def sessions(

@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from agenttrail.cli._common import err, open_log, out
+from agenttrail.cli._common import err, open_log, out, print_report
 from agenttrail.cli._options import DbOption
-from agenttrail.cli.log import print_report
 from agenttrail.errors import FormatError
 from agenttrail.views.units import counted
 
@@ -36,7 +35,8 @@ def quickstart(
 
     - `agenttrail quickstart`
     """
-    from agenttrail.ingest.importer import expand_paths, read_paths, write_sessions
+    from agenttrail.ingest.folders import expand_paths
+    from agenttrail.ingest.importer import read_paths, write_sessions
     from agenttrail.ingest.sample import record_sample
     from agenttrail.log.chain import verify as verify_chain
     from agenttrail.log.store import payload_limit
