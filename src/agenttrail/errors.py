@@ -5,6 +5,7 @@ The hierarchy::
     AgentTrailError                 root: catch this to catch any agenttrail error
     ├── InputError                  bad input from a user or a file (CLI exit code 2)
     │   ├── FormatError             a file that no importer can read, or one that is malformed
+    │   │   └── NotATranscript      an empty file, or one of no format agenttrail reads
     │   ├── PayloadError            a payload that is not a mapping or will not round-trip
     │   ├── PayloadTooLarge         a payload above the store's configured limit
     │   ├── BodyTooLarge            an HTTP request body above the server's limit (HTTP 413)
@@ -47,6 +48,7 @@ __all__ = [
     "InvalidTimestamp",
     "MalformedBody",
     "NoTurn",
+    "NotATranscript",
     "NotIJSON",
     "NotJSON",
     "PayloadError",
@@ -110,6 +112,13 @@ class FormatError(InputError):
 
     def _said(self) -> str:
         return f"{self.where}: {self.reason}" if self.where else self.reason
+
+
+class NotATranscript(FormatError):
+    """A file of nothing agenttrail reads: empty, or of no format it knows. Found by walking a
+    folder (``agenttrail import FOLDER``), such a file is skipped and named, where one named
+    by the user is refused (Claude Code keeps a ``sessions-index.json`` beside a project's
+    transcripts)."""
 
 
 class PayloadError(InputError):

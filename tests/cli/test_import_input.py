@@ -44,6 +44,43 @@ def test_a_projects_folder_is_walked_for_its_transcripts(tmp_path: Path) -> None
     assert sorted(walked) == sorted(one_by_one) and len(walked) == 3
 
 
+def test_a_folders_file_that_is_no_transcript_is_skipped_and_named(tmp_path: Path) -> None:
+    # Claude Code (2.1 and later) keeps a sessions-index.json beside a project's transcripts:
+    # `import ~/.claude/projects` was refused whole for it ("unknown format"). Found in a
+    # folder, such a file, or an empty one, is skipped and named; named by the user, refused;
+    # a malformed transcript is refused either way. (The index below is written for this
+    # test, in the shape Claude Code's issues show: version, entries, originalPath.)
+    project = tmp_path / "projects" / "-home-me-code"
+    project.mkdir(parents=True)
+    shutil.copy(SHORT, project / "55604662.jsonl")
+    index = project / "sessions-index.json"
+    index.write_text('{"version": 1, "entries": [], "originalPath": "/home/me/code"}\n')
+    empty = project / "started.jsonl"
+    empty.write_text("")
+    db = tmp_path / "log.db"
+    done = run_cli("import", str(tmp_path / "projects"), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == _session_ids(SHORT, db=tmp_path / "alone.db")
+    skipped = [line for line in done.stderr.splitlines() if line.startswith("skipped: ")]
+    assert skipped == [
+        f"skipped: {index}: unknown format (not one of: jsonl, otlp, fountain, inspect, "
+        "claude_code, anthropic, langfuse, toolbench, openai); name it with agenttrail "
+        "import --format",
+        f"skipped: {empty}: empty file",
+    ]
+    named = run_cli("import", str(index), "--db", str(tmp_path / "named.db"))
+    assert named.returncode == 2 and named.stderr.startswith(f"error: {index}: unknown format")
+    assert not (tmp_path / "named.db").exists()
+    (project / "55604662.jsonl").unlink()
+    nothing = run_cli("import", str(tmp_path / "projects"), "--db", str(tmp_path / "none.db"))
+    assert nothing.returncode == 2
+    assert nothing.stderr.endswith("error: nothing to import: 2 files skipped\n")
+    assert not (tmp_path / "none.db").exists()
+    (project / "cut.jsonl").write_text('{"type": "user", "message": {"role": "us')
+    cut = run_cli("import", str(tmp_path / "projects"), "--db", str(tmp_path / "cut.db"))
+    assert cut.returncode == 2 and f"error: {project / 'cut.jsonl'}:1: invalid JSON" in cut.stderr
+
+
 def _agenttrail(*args: str, input: bytes) -> subprocess.CompletedProcess[bytes]:
     """The real command in a subprocess, fed ``input`` as bytes on a pipe."""
     return subprocess.run(

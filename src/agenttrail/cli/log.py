@@ -34,7 +34,7 @@ from agenttrail.cli._options import (
     parse_count,
     parse_seq,
 )
-from agenttrail.errors import InputError
+from agenttrail.errors import InputError, NotATranscript
 from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
@@ -99,8 +99,9 @@ def import_command(
     Every file is read before anything is written; each session is written in one
     transaction. Importing a file again writes nothing new. Only regular files are read,
     each up to --max-bytes. A folder is walked for the files formats read (.jsonl, .json,
-    .eval, .yaml, .yml, .txt, .spmd, .fountain, each also .gz); a long import shows a
-    progress bar on a terminal.
+    .eval, .yaml, .yml, .txt, .spmd, .fountain, each also .gz); one found there that is
+    empty or of no known format is skipped and named (Claude Code's sessions-index.json);
+    a long import shows a progress bar on a terminal.
 
     Example:
 
@@ -113,6 +114,7 @@ def import_command(
     from agenttrail.log.store import payload_limit
 
     paths = expand_paths(files)
+    skipped: list[NotATranscript] = []
     # Read everything first: a bad file leaves the database, or its absence, as it was.
     with import_progress(paths) as progress, collector_paused():
         parsed = read_paths(
@@ -121,7 +123,13 @@ def import_command(
             max_payload_bytes=payload_limit(),
             max_bytes=max_bytes,
             on_read=progress.read,
+            walked=set(paths) - set(files),
+            on_skipped=skipped.append,
         )
+        for why in skipped:  # a folder's file that is no transcript (Claude Code's index)
+            err.print(f"skipped: {why}", markup=False)
+        if skipped and not parsed:
+            raise InputError(f"nothing to import: {counted(len(skipped), 'file')} skipped")
         progress.writing(len(parsed))
         with unmade_if_refused(db), open_log(db, create=True, no_redact=no_redact) as store:
             reports = write_sessions(store, parsed, on_written=progress.written)

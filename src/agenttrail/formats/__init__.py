@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, BinaryIO
 
-from agenttrail.errors import FormatError
+from agenttrail.errors import FormatError, NotATranscript
 from agenttrail.formats._common import (
     ImportedSession,
     content_session_id,
@@ -108,7 +108,9 @@ def detect(path: Path, data: bytes) -> ModuleType:
     """The format module that recognises ``data``.
 
     Raises:
-        FormatError: no format recognises the file; the message lists the formats.
+        NotATranscript: no format recognises the file; the message lists the formats.
+        FormatError: a file that looks like one (JSON, JSON Lines) is malformed (names
+            where), or is a SQLite database.
     """
     for name in _MODULES:  # each imported when asked: an export is known by the first
         module = importlib.import_module(f"{__name__}.{name}")
@@ -131,7 +133,7 @@ def detect(path: Path, data: bytes) -> ModuleType:
     elif lead(text) in ("{", "[") and suffix in ("", ".json"):  # not a .toml's [table]
         load_json(path, text)  # one JSON document: name where it breaks
     names = ", ".join(_formats())
-    raise FormatError(  # quickstart says it too, and has no --format
+    raise NotATranscript(  # quickstart says it too, and has no --format
         f"unknown format (not one of: {names}); name it with agenttrail import --format",
         path=str(path),
     )
@@ -179,7 +181,7 @@ def read_data(
     if data.startswith(_GZIP_MAGIC):
         data = _gunzip(path, data, max_bytes)
     if not data or data.isspace():  # not data.strip(): that copies the whole file
-        raise FormatError("empty file", path=str(path))
+        raise NotATranscript("empty file", path=str(path))
     if format is None:
         module = detect(path, data)
     elif format in _formats():

@@ -10,7 +10,7 @@ carries an idempotency key, and agenttrail's own export is matched by its chain 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -19,6 +19,7 @@ from agenttrail.codec import encode_payload
 from agenttrail.errors import (
     FormatError,
     InputError,
+    NotATranscript,
     PayloadTooLarge,
     SessionExists,
     SessionNotFound,
@@ -140,6 +141,8 @@ def read_paths(
     max_bytes: int | None = None,
     stdin: BinaryIO | None = None,
     on_read: Callable[[Path], None] | None = None,
+    walked: Collection[Path] = (),
+    on_skipped: Callable[[NotATranscript], None] | None = None,
 ) -> list[tuple[Path, ImportedSession]]:
     """Read and check every file without touching a store: ``(path, session)`` pairs.
 
@@ -148,6 +151,10 @@ def read_paths(
             :func:`agenttrail.formats.read_data`).
         stdin: the stream :data:`STDIN` stands for; ``None`` for ``sys.stdin.buffer``.
         on_read: called with each path once it is read and checked (a progress display).
+        walked: those of ``paths`` found by walking a folder (:mod:`.folders`): one of
+            them that is empty or of no format agenttrail reads (:class:`NotATranscript`) is
+            skipped, and ``on_skipped`` called with why, where a file named by the user is
+            refused. A malformed file is refused either way.
 
     Raises:
         FormatError: as :func:`import_paths`; every file is checked against the import limit
@@ -164,7 +171,14 @@ def read_paths(
             data = read_stream(stdin or sys.stdin.buffer, limit, STDIN_NAME)
             sessions = read_data(path, data, format, max_bytes=limit)
         else:
-            sessions = read_file(path, format, max_bytes=limit)
+            try:
+                sessions = read_file(path, format, max_bytes=limit)
+            except NotATranscript as e:
+                if path not in walked:
+                    raise
+                if on_skipped is not None:
+                    on_skipped(e)
+                sessions = []
         for imported in sessions:
             parsed.append((path, _encoded(max_payload_bytes, path, imported)))
         if on_read is not None:
