@@ -17,6 +17,7 @@ measured in bench/scale.py).
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 from typing import TYPE_CHECKING, Any
@@ -84,10 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 def _plain(message: str) -> str:
     """Click's usage error in the words agenttrail's own errors use: ``--limit 0: must be 1 or
     more``, not ``Invalid value for '--limit': 0 is not in the range x>=1.``; ``missing
-    argument SESSION``; the first word lower case and no closing period. (Its patterns are
-    compiled here, on an error: ``re`` is not imported at every start-up.)"""
-    import re
-
+    argument SESSION``; the first word lower case and no closing period."""
     if found := re.fullmatch(
         r"Invalid value for '([^']+)': (.+?) is not in the range (\S+?)\.?", message
     ):
