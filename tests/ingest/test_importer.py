@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 
 from agenttrail.codec import normalize_timestamp, now_timestamp
-from agenttrail.errors import FormatError, InputError, SessionExists, SessionNotFound
+from agenttrail.errors import (
+    FormatError,
+    InputError,
+    NotATranscript,
+    SessionExists,
+    SessionNotFound,
+)
 from agenttrail.formats import ImportedSession
 from agenttrail.formats._common import iter_jsonl
 from agenttrail.formats.jsonl import jsonl_from_events
@@ -85,6 +91,21 @@ def test_every_file_is_read_before_anything_is_written(store: LogStore, tmp_path
             import_paths(store, [TOOL_HEAVY, SHORT, bad])
         assert str(bad) in str(refused.value)
         assert store.sessions() == []  # not even the good files before it
+
+
+def test_a_walked_file_is_skipped_only_when_the_caller_says_it(tmp_path: Path) -> None:
+    # read_paths skips a folder's file that is no transcript only with someone to tell:
+    # without on_skipped it is refused as a named file is, never dropped unsaid.
+    index = tmp_path / "sessions-index.json"
+    index.write_text('{"version": 1, "entries": []}')
+    with pytest.raises(NotATranscript):
+        read_paths([index, SHORT], max_payload_bytes=1 << 20, walked={index})
+    told: list[NotATranscript] = []
+    parsed = read_paths(
+        [index, SHORT], max_payload_bytes=1 << 20, walked={index}, on_skipped=told.append
+    )
+    assert [path for path, _ in parsed] == [SHORT]
+    assert [e.path for e in told] == [str(index)]
 
 
 def test_a_payload_over_the_limit_is_refused_before_anything_is_written(

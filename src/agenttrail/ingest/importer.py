@@ -153,8 +153,8 @@ def read_paths(
         on_read: called with each path once it is read and checked (a progress display).
         walked: those of ``paths`` found by walking a folder (:mod:`.folders`): one of
             them that is empty or of no format agenttrail reads (:class:`NotATranscript`) is
-            skipped, and ``on_skipped`` called with why, where a file named by the user is
-            refused. A malformed file is refused either way.
+            skipped, and ``on_skipped`` called with why (without ``on_skipped``, refused as a
+            file named by the user is). A malformed file is refused either way.
 
     Raises:
         FormatError: as :func:`import_paths`; every file is checked against the import limit
@@ -174,10 +174,9 @@ def read_paths(
             try:
                 sessions = read_file(path, format, max_bytes=limit)
             except NotATranscript as e:
-                if path not in walked:
+                if path not in walked or on_skipped is None:  # never skipped unsaid
                     raise
-                if on_skipped is not None:
-                    on_skipped(e)
+                on_skipped(e)
                 sessions = []
         for imported in sessions:
             parsed.append((path, _encoded(max_payload_bytes, path, imported)))
