@@ -6,6 +6,8 @@ translation of ``sqlite3`` errors by result code. The contract both backends kee
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,42 @@ def test_an_append_longer_than_one_insert_statement_keeps_seq_and_chain(db_path:
         assert [e.hash for e in read[1:]] == [r.hash for r in results]
         (verdict,) = verify(store, ["s"])
         assert (verdict.ok, verdict.events) == (True, count)
+
+
+# In a fresh interpreter: sqlite3's adapters are the process's, registered on import.
+_ADAPTER_OF_BYTES = """
+import sqlite3, sys
+def own(value):
+    return value.hex()
+if sys.argv[1] == "own":
+    sqlite3.register_adapter(bytes, own)
+import agenttrail.log.store.sqlite
+adapter = sqlite3.adapters.get((bytes, sqlite3.PrepareProtocol))
+value = b"\\x00\\xff payload"
+stored = sqlite3.connect(":memory:").execute("SELECT ?", (value,)).fetchone()[0]
+print(adapter is own, adapter is not None and adapter(value) is value, repr(stored))
+"""
+
+
+@pytest.mark.parametrize(
+    ("program", "expected"),
+    [
+        # the store binds bytes through the registry's identity: no miss per value
+        ("none", "False True b'\\x00\\xff payload'"),
+        # a program's own adapter for bytes is left as it was, and still applies
+        ("own", "True False '00ff207061796c6f6164'"),
+    ],
+)
+def test_bytes_are_bound_through_an_identity_adapter_unless_the_program_has_one(
+    program: str, expected: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _ADAPTER_OF_BYTES, program],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == expected
 
 
 def test_a_log_file_is_in_wal_mode_with_full_sync_and_16_kib_pages(db_path: Path) -> None:
