@@ -328,8 +328,12 @@ def chain_events(
     else:  # all rows at once: in C (digests.chain_rows_v2)
         salted = _salted(new)
         digests, hashes = chain_rows_v2(session_id, head_hash, first, salted)
-        times, payloads, salts = zip(*salted, strict=True) if salted else ((), (), ())
-        rows = list(zip(seqs, times, payloads, hashes, salts, digests, strict=True))
+        rows = [
+            (seq, created_at, data, hashed, salt, digest)
+            for seq, (created_at, data, salt), hashed, digest in zip(
+                seqs, salted, hashes, digests, strict=True
+            )
+        ]
     if placed is None:
         results = [Appended(seq, hashed) for seq, hashed in zip(seqs, hashes, strict=True)]
     else:
