@@ -38,7 +38,7 @@ from tests.formats._recordings import (
     TOOL_ERROR,
     import_events,
 )
-from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, payloads, recorded
+from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, Reply, payloads, recorded
 
 
 def exchange_of(item: Recorded, *, key: str = KEY, **changes: Any) -> HttpExchange:
@@ -131,6 +131,74 @@ def test_a_retried_request_is_stored_once_with_each_failure(tmp_path: Path) -> N
     assert errors[0]["message"] == "no response: ReadTimeout: timed out"
     users = [e for e in got if e.type == "message" and e.payload["role"] == "user"]
     assert len(users) == 1  # sent three times, stored once
+
+
+def _reasoning_response(turn: int) -> dict[str, Any]:
+    """A reasoning model's response (written for this test): a reasoning item, then the
+    message, as gpt-5 and the o-series answer."""
+    return {
+        "id": f"resp_{turn}",
+        "object": "response",
+        "created_at": 1764900000 + turn,
+        "status": "completed",
+        "model": "gpt-5",
+        "output": [
+            {"type": "reasoning", "id": f"rs_{turn}", "summary": []},
+            {
+                "type": "message",
+                "id": f"msg_{turn}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": f"Answer {turn}.", "annotations": []}],
+            },
+        ],
+        "usage": {"input_tokens": 5, "output_tokens": 5, "total_tokens": 10},
+    }
+
+
+@pytest.mark.parametrize("history", ["text", "items"])
+def test_a_stateless_conversation_with_reasoning_items_is_one_session(
+    tmp_path: Path, history: str
+) -> None:
+    # A stateless client (store: false) resends its history with every request: "text" keeps
+    # only each answer's text (the reasoning items left out), "items" every output item as it
+    # came (reasoning included). Either way it is one conversation, each message stored once.
+    sent: list[Any] = []
+    exchanges, records = [], []
+    for turn in range(3):
+        sent.append({"role": "user", "content": f"Question {turn}"})
+        body = {"model": "gpt-5", "input": list(sent), "store": False}
+        response = _reasoning_response(turn)
+        reply = Reply(200, json.dumps(response).encode())
+        exchanges.append(exchange_of(Recorded("/v1/responses", body, reply)))
+        request = {"method": "POST", "url": "https://api.openai.com/v1/responses", "body": body}
+        records.append({"request": request, "response": {"status_code": 200, "body": response}})
+        if history == "text":
+            sent.append({"role": "assistant", "content": f"Answer {turn}."})
+        else:
+            sent += response["output"]
+    with Capture(tmp_path / "capture.db") as capture:
+        for exchange in exchanges:
+            capture.write(exchange)
+    recording = tmp_path / "recording.json"  # the same exchanges recorded: import reads them so
+    recording.write_text(json.dumps(records))
+    with open_store(tmp_path / "capture.db") as log, open_store(tmp_path / "import.db") as other:
+        got = only_session(log)
+        assert payloads(got) == payloads(import_events(other, recording))
+    assert [(e.actor, e.payload.get("content")) for e in got] == [
+        ("user", "Question 0"),
+        ("agent", "Answer 0."),
+        ("user", "Question 1"),
+        ("agent", "Answer 1."),
+        ("user", "Question 2"),
+        ("agent", "Answer 2."),
+    ]
+    answers = [e.payload for e in got if e.actor == "agent"]
+    assert [a["meta"]["model"] for a in answers] == ["gpt-5"] * 3  # each the response's
+    # the reasoning item kept on its answer as it came, in order
+    assert [[b["id"] for b in a["blocks"]] for a in answers] == [
+        [f"rs_{turn}", f"msg_{turn}"] for turn in range(3)
+    ]
 
 
 def test_an_explicit_session_holds_every_conversation(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from agenttrail.formats.http.sse import last_event
 from agenttrail.formats.openai._builder import Api, Builder, Key
 from agenttrail.formats.openai._chat import ChatCompletions
 from agenttrail.formats.openai._detect import endpoint
-from agenttrail.formats.openai._responses import Responses
+from agenttrail.formats.openai._responses import Responses, compared
 from agenttrail.model import NewEvent
 
 __all__ = ["Conversation"]
@@ -95,7 +95,8 @@ class Conversation(HandsOver[Builder]):
         if api == "chat":
             return list(self.chat.keyed_messages(exchange)[2])
         if api == "responses":
-            return list(self.responses.keyed_items(exchange)[2])
+            keys = self.responses.keyed_items(exchange)[2]
+            return [keys[i] for i in compared(keys)]
         return []
 
     def state(self) -> list[frozenset[Hashable]]:

@@ -3,6 +3,8 @@
 A request with ``previous_response_id`` continues that response, and all its input items are
 new; one without starts afresh (its input appended as given) unless it strictly extends the
 conversation so far, which is how a stateless client (``store: false``) resends history.
+Reasoning items and hosted tools' calls are left out of that comparison (:func:`compared`): a
+client may send them back or leave them out, as one that keeps only a response's text does.
 Shapes and mapping: the docstring of :mod:`agenttrail.formats.openai`; the API:
 https://platform.openai.com/docs/api-reference/responses/create.
 """
@@ -40,9 +42,11 @@ class Responses:
         if request is None:
             return
         items, at, keys = self.keyed_items(exchange)
+        places = compared(keys)
         previous = request.get("previous_response_id")
-        sent = [frozenset([k]) for k in keys]
+        sent = [frozenset([keys[i]]) for i in places]
         start = 0
+        held = len(self.builder.conversation)
         if previous is not None:
             if not isinstance(previous, str):
                 problem = f"expected a string, not {type_name(previous)}"
@@ -50,10 +54,11 @@ class Responses:
                     problem, join(exchange.request_where, "previous_response_id")
                 )
             sent = self.continued(exchange, previous) + sent
-        elif len(keys) > len(self.builder.conversation) > 0 and common_prefix(
-            keys, self.builder.conversation
-        ) == len(self.builder.conversation):
-            start = len(self.builder.conversation)  # the whole history resent (store: false)
+        elif (
+            len(places) > held > 0
+            and common_prefix([keys[i] for i in places], self.builder.conversation) == held
+        ):
+            start = places[held]  # the whole history resent (store: false)
         instructions = request.get("instructions")
         if (
             isinstance(instructions, str)
@@ -277,8 +282,22 @@ class Responses:
             status=status if status != "completed" else None,
             incompleteDetails=body.get("incomplete_details"),
         )
-        self.builder.conversation = self.builder.conversation + [frozenset([k]) for k in keys]
+        self.builder.conversation = self.builder.conversation + [
+            frozenset([keys[i]]) for i in compared(keys)
+        ]
         response_id = body.get("id")
         if isinstance(response_id, str):
             self.by_response[response_id] = (exchange.number, list(self.builder.conversation))
             self.last_response_id = response_id
+
+
+def compared(keys: list[Key]) -> list[int]:
+    """Which of a request's or a response's items (by their keys, :meth:`Responses.item_key`)
+    the conversation is compared on: every message and every call or call output, not an
+    item that is neither (``("item", type, id)``: a reasoning item, a hosted tool's call such
+    as ``web_search_call``). A client may send those back or leave them out: one that keeps
+    only a response's text, or its function calls, leaves them out, and the API answers
+    either way (passing reasoning items back is advised, not required:
+    https://cookbook.openai.com/examples/responses_api/reasoning_items); compared, they would
+    make each such request a conversation of its own."""
+    return [i for i, key in enumerate(keys) if key[0] != "item"]
