@@ -115,10 +115,10 @@ class FormatError(InputError):
 
 
 class NotATranscript(FormatError):
-    """A file of nothing agenttrail reads: empty, or of no format it knows. Found by walking a
-    folder (``agenttrail import FOLDER``), such a file is skipped and named, where one named
-    by the user is refused (Claude Code keeps a ``sessions-index.json`` beside a project's
-    transcripts)."""
+    """A file of nothing agenttrail reads: empty, of no format it knows, or not a regular file
+    (a FIFO, a device). Found by walking a folder (``agenttrail import FOLDER``), such a file
+    is skipped and named, where one named by the user is refused (Claude Code keeps a
+    ``sessions-index.json`` beside a project's transcripts)."""
 
 
 class PayloadError(InputError):

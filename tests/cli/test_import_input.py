@@ -57,12 +57,15 @@ def test_a_folders_file_that_is_no_transcript_is_skipped_and_named(tmp_path: Pat
     index.write_text('{"version": 1, "entries": [], "originalPath": "/home/me/code"}\n')
     empty = project / "started.jsonl"
     empty.write_text("")
+    fifo = project / "live.jsonl"  # not a regular file: never opened for reading
+    os.mkfifo(fifo)
     db = tmp_path / "log.db"
     done = run_cli("import", str(tmp_path / "projects"), "--db", str(db))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == _session_ids(SHORT, db=tmp_path / "alone.db")
     skipped = [line for line in done.stderr.splitlines() if line.startswith("skipped: ")]
     assert skipped == [
+        f"skipped: {fifo}: not a regular file (a FIFO); import reads regular files only",
         f"skipped: {index}: unknown format (not one of: jsonl, otlp, fountain, inspect, "
         "claude_code, anthropic, langfuse, toolbench, openai); name it with agenttrail "
         "import --format",
@@ -74,7 +77,7 @@ def test_a_folders_file_that_is_no_transcript_is_skipped_and_named(tmp_path: Pat
     (project / "55604662.jsonl").unlink()
     nothing = run_cli("import", str(tmp_path / "projects"), "--db", str(tmp_path / "none.db"))
     assert nothing.returncode == 2
-    assert nothing.stderr.endswith("error: nothing to import: 2 files skipped\n")
+    assert nothing.stderr.endswith("error: nothing to import: 3 files skipped\n")
     assert not (tmp_path / "none.db").exists()
     (project / "cut.jsonl").write_text('{"type": "user", "message": {"role": "us')
     cut = run_cli("import", str(tmp_path / "projects"), "--db", str(tmp_path / "cut.db"))

@@ -100,7 +100,8 @@ def import_command(
     transaction. Importing a file again writes nothing new. Only regular files are read,
     each up to --max-bytes. A folder is walked for the files formats read (.jsonl, .json,
     .eval, .yaml, .yml, .txt, .spmd, .fountain, each also .gz); one found there that is
-    empty or of no known format is skipped and named (Claude Code's sessions-index.json);
+    empty, of no known format or not a regular file is skipped and named (Claude Code's
+    sessions-index.json);
     a long import shows a progress bar on a terminal.
 
     Example:

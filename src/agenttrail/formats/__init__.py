@@ -226,7 +226,7 @@ def read_input(path: Path, max_bytes: int) -> bytes:
         mode = os.fstat(fd)
         if not stat.S_ISREG(mode.st_mode):
             kind = next((kind for test, kind in _KINDS if test(mode.st_mode)), "not a file")
-            raise FormatError(
+            raise NotATranscript(
                 f"not a regular file ({kind}); import reads regular files only", path=str(path)
             )
         if mode.st_size > max_bytes:
