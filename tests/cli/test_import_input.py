@@ -107,6 +107,15 @@ def test_stdin_is_read_plain_or_gzipped(tmp_path: Path) -> None:
     assert zipped.stderr.decode() == "<stdin>: 55 events written\n"
 
 
+def test_stdin_named_twice_is_refused_as_such(tmp_path: Path) -> None:
+    # `import - -` read the transcript, then said "<stdin>: empty file" of the second `-`.
+    db = tmp_path / "log.db"
+    done = _agenttrail("import", "-", "-", "--db", str(db), input=SHORT.read_bytes())
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr == b"error: - is named 2 times: standard input is read once\n"
+    assert not db.exists()
+
+
 def test_a_truncated_gzip_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     cut = tmp_path / "short.jsonl.gz"
     cut.write_bytes(gzip.compress(SHORT.read_bytes())[:-40])

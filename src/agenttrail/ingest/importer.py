@@ -160,10 +160,14 @@ def read_paths(
         FormatError: as :func:`import_paths`; every file is checked against the import limit
             (``max_bytes``, as in :func:`import_paths`) before it is read, and every payload against
             ``max_payload_bytes`` (bytes of CBOR), so a later write cannot fail on it.
-        InputError: the import limit is not a positive integer.
+        InputError: the import limit is not a positive integer, or :data:`STDIN` is in
+            ``paths`` more than once (standard input is read once).
     """
     variable = "AGENTTRAIL_MAX_IMPORT_BYTES"
     limit = byte_limit(max_bytes, variable, DEFAULT_MAX_IMPORT_BYTES, "import limit")
+    paths = list(paths)
+    if paths.count(STDIN) > 1:
+        raise InputError(f"- is named {paths.count(STDIN)} times: standard input is read once")
     parsed: list[tuple[Path, ImportedSession]] = []
     for path in paths:
         if path == STDIN:
