@@ -235,6 +235,29 @@ def test_every_reader_shows_an_erased_event_as_erased(tmp_path: Path) -> None:
     assert "payload erased" not in fountain
 
 
+def test_erase_says_when_the_title_holds_the_erased_text(tmp_path: Path) -> None:
+    # An import titles a session with its first prompt's first line, and a session's fields
+    # are covered by its chain: erasing that prompt leaves the title. erase says so.
+    db = str(tmp_path / "agenttrail.db")
+    with open_store(db) as store:
+        store.create_session(NewSession(id="s", title=f"{SECRET}: my order"))
+        store.append(
+            "s",
+            events.message("user", [{"type": "text", "text": f"{SECRET}: my order\nwhere is it?"}]),
+        )
+        store.append("s", events.message("assistant", "on its way"))
+    quiet = run_cli("erase", "s", "2", "--reason", "asked", "--db", db)
+    assert (quiet.returncode, quiet.stderr) == (0, "")
+    done = run_cli("erase", "s", "1", "--reason", "asked", "--db", db)
+    assert done.returncode == 0
+    assert done.stdout == "erased s  seq 1  recorded at seq 4\n"
+    assert done.stderr == (
+        "warning: the session's title is the first line of seq 1, erased now: a session's "
+        "fields are covered by its chain and cannot be erased, so sessions, search and the "
+        "exports still show it (docs/log-format.md, Erasure)\n"
+    )
+
+
 def _tool_session(store: LogStore) -> None:
     store.create_session(NewSession(id="t", title="tools", user="ada"))
     store.append("t", events.message("user", "read my notes"))

@@ -114,7 +114,15 @@ def erase(
     who = by if by is not None else getpass.getuser()
     with open_log(db) as store:
         found = find_session(store, session)
+        titled_by = _title_source(found.title, store, found.id, seqs)
         done = store.erase(found.id, seqs, by=who, reason=reason)
+    if titled_by is not None:
+        err.print(
+            f"warning: the session's title is the first line of seq {titled_by}, erased now: "
+            "a session's fields are covered by its chain and cannot be erased, so sessions, "
+            "search and the exports still show it (docs/log-format.md, Erasure)",
+            markup=False,
+        )
     if json:
         print_json_lines([dataclasses.asdict(done)])
         return
@@ -123,6 +131,30 @@ def erase(
         f"erased {done.session_id}  seq {listed}  recorded at seq {done.erasure_seq}",
         markup=False,
     )
+
+
+def _title_source(
+    title: str | None, store: LogStore, session_id: str, seqs: list[int]
+) -> int | None:
+    """The first of ``seqs`` whose payload holds a text the session's ``title`` was taken from
+    (an import titles a session with its first prompt's first line:
+    :func:`agenttrail.formats.title_from`), else ``None``."""
+    from agenttrail.formats import title_from
+
+    if not title:
+        return None
+    for seq in sorted(set(seqs)):
+        for event in store.read(session_id, after_seq=seq - 1, limit=1):
+            texts: list[object] = [event.payload]
+            while texts:
+                value = texts.pop()
+                if isinstance(value, str) and title_from(value) == title:
+                    return seq
+                if isinstance(value, dict):
+                    texts += value.values()
+                elif isinstance(value, list):
+                    texts += value
+    return None
 
 
 SecretOption = Annotated[

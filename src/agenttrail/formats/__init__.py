@@ -30,6 +30,7 @@ from agenttrail.formats._common import (
     iter_jsonl,
     lead,
     load_json,
+    title_from,
 )
 from agenttrail.limits import DEFAULT_MAX_IMPORT_BYTES  # its home; kept here for importers
 
@@ -44,6 +45,7 @@ __all__ = [
     "read_file",
     "read_input",
     "read_stream",
+    "title_from",
 ]
 
 _MODULES = (
