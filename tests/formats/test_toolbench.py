@@ -169,3 +169,21 @@ def test_bad_answer_files_are_named(tmp_path: Path, data: Any, field: str) -> No
     with pytest.raises(FormatError) as caught:
         read_file(path, "toolbench")
     assert caught.value.field == field and str(path) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        # read as --format toolbench, a file of another format: "expected an object, not
+        # null" of a field the file does not have told nothing
+        ([{"request": {}}], "expected a ToolBench answer file (an object), not list"),
+        ({"answer": "x"}, "field 'answer_generation': missing: not a ToolBench answer file"),
+    ],
+)
+def test_a_file_of_another_shape_is_said_to_be_no_answer_file(
+    tmp_path: Path, data: Any, said: str
+) -> None:
+    path = write_json(tmp_path / "other.json", data)
+    with pytest.raises(FormatError) as caught:
+        read_file(path, "toolbench")
+    assert str(caught.value) == f"{path}: {said}"

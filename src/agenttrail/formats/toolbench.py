@@ -81,8 +81,12 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             or a message of the wrong shape; names the file and the field.
     """
     doc = load_json(path, data)
+    if not isinstance(doc, dict):
+        raise fail(path, f"expected a ToolBench answer file (an object), not {type_name(doc)}")
     where = "answer_generation"
-    answer = doc.get(where) if isinstance(doc, dict) else None
+    if where not in doc:
+        raise fail(path, "missing: not a ToolBench answer file", where)
+    answer = doc[where]
     if not isinstance(answer, dict):
         raise fail(path, f"expected an object, not {type_name(answer)}", where)
     where += ".train_messages"
