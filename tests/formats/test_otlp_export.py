@@ -302,6 +302,24 @@ def test_export_writes_a_file(tmp_path: Path) -> None:
     assert out.read_text() == _export(session, db)
 
 
+def test_a_session_that_makes_no_span_is_exported_with_a_warning(tmp_path: Path) -> None:
+    # Tool results with no call make no span (docs/otel.md, Export): the request holds none,
+    # which import refuses. The export said nothing of it and exited 0.
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        store.create_session(NewSession(id="orphans"))
+        store.append("orphans", events.tool_result("call_1", output="42"))
+    result = run_cli("export", "orphans", "--format", "otlp", "--db", str(db))
+    assert result.returncode == 0
+    request = json_format.Parse(result.stdout, ExportTraceServiceRequest())
+    assert not [s for r in request.resource_spans for scope in r.scope_spans for s in scope.spans]
+    assert result.stderr == (
+        "warning: session orphans: none of its events makes a span (docs/otel.md, Export): "
+        "the request holds no span, and agenttrail import refuses it\n"
+    )
+    assert run_cli("export", _import(OPENAI, db), "--format", "otlp", "--db", str(db)).stderr == ""
+
+
 def test_a_session_is_not_imported_again_from_its_own_otlp_export(tmp_path: Path) -> None:
     """The export names its session (``session.id``): imported into the same log it would
     add every event a second time, beside the transcript's, so it is refused and the log

@@ -499,11 +499,18 @@ def _export(store: LogStore, found: Session, format: str, output: Path | None) -
     if format == "otlp":
         from agenttrail.formats.otlp.export import otlp_json, request_from_log
 
-        text = otlp_json(request_from_log(store, [found]))
+        request = request_from_log(store, [found])
+        text = otlp_json(request)
         if output is None:
             sys.stdout.write(text + "\n")
         else:
             write_atomically(output, [text])
+        if not any(scope.spans for spans in request.resource_spans for scope in spans.scope_spans):
+            err.print(
+                f"warning: session {found.id}: none of its events makes a span (docs/otel.md, "
+                "Export): the request holds no span, and agenttrail import refuses it",
+                markup=False,
+            )
         return
     if format in ("md", "html"):
         from agenttrail.views.document import document_from_events
