@@ -145,6 +145,33 @@ def test_importing_a_file_again_writes_nothing(store: LogStore) -> None:
     assert store.traces(first.session_id) == traces
 
 
+def test_a_file_changed_since_its_import_is_said_to_differ(store: LogStore, tmp_path: Path) -> None:
+    # A transcript edited after its import: its lines' keys are in the log, so nothing is
+    # written for them, and "already present" hid that the file no longer says what the log
+    # holds. A secret the log stored redacted, and an event erased since, are no change.
+    copy = tmp_path / "short.jsonl"
+    secret = "mix phx.server doesnt seem to start, key AKIAIOSFODNN7EXAMPLE"
+    copy.write_text(SHORT.read_text().replace("mix phx.server doesnt seem to start", secret))
+    (first,) = import_paths(store, [copy])
+    stored = list(store.read(first.session_id))
+    user = next(e for e in stored if e.payload.get("role") == "user")
+    assert "AKIAIOSFODNN7EXAMPLE" not in json.dumps(user.payload)  # stored redacted
+    assert import_paths(store, [copy])[0].warnings == []
+    answer = next(e for e in stored if "Let me check" in json.dumps(e.payload))
+    store.erase(first.session_id, [answer.seq], by="me", reason="test")
+    assert import_paths(store, [copy])[0].warnings == []
+    copy.write_text(copy.read_text().replace("Request interrupted by user", "Request edited"))
+    (again,) = import_paths(store, [copy])
+    edited = next(e for e in stored if "Request interrupted" in json.dumps(e.payload))
+    assert (again.written, again.skipped) == (0, len(stored))
+    assert again.warnings == [
+        f"{copy}: 1 event already in the log under the same key reads otherwise now (seq "
+        f"{edited.seq}): the file was edited since, or this agenttrail reads it otherwise; the "
+        "log keeps what it had"
+    ]
+    assert list(store.read(first.session_id))[edited.seq - 1].payload == edited.payload
+
+
 @pytest.mark.parametrize("source", ["transcript", "export"])
 def test_a_session_retention_removed_is_not_imported_again_and_says_why(
     store: LogStore, exported: Path, source: str
