@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ __all__ = [
     "print_report",
     "refuse_blank",
     "write_atomically",
+    "write_output",
 ]
 
 # soft_wrap: a data or error line is never broken at the terminal width.
@@ -158,6 +160,17 @@ def say_undated(left_out: int) -> None:
     if left_out:
         said = f"{counted(left_out, 'session')} with no times left out"
         err.print(f"{said}: no date range takes them", markup=False)
+
+
+def write_output(output: Path | None, lines: Iterable[str]) -> None:
+    """Write ``lines``, each ended by a newline, to the file ``-o`` names
+    (:func:`write_atomically`), or to standard output when ``output`` is ``None``
+    (:func:`output_file`)."""
+    if output is not None:
+        write_atomically(output, lines)
+        return
+    for line in lines:
+        sys.stdout.write(line + "\n")
 
 
 def write_atomically(path: Path, lines: Iterable[str]) -> None:

@@ -17,7 +17,7 @@ from agenttrail.cli._common import (
     open_log,
     out,
     output_file,
-    write_atomically,
+    write_output,
 )
 from agenttrail.cli._listing import is_terminal, list_table, print_tsv
 from agenttrail.cli._options import DbOption, JsonOption, SessionArg, complete_session
@@ -434,8 +434,4 @@ def checkpoint(
     with open_log(db) as store:
         found = find_session(store, session)
         signed = make_checkpoint(store, found.id, _read_key(key), key_name=str(key))
-    text = checkpoint_json(signed)
-    if output is None:
-        out.print(text, markup=False)
-    else:
-        write_atomically(output, [text])
+    write_output(output, [checkpoint_json(signed)])

@@ -23,7 +23,7 @@ from agenttrail.cli._common import (
     refuse_blank,
     say_undated,
     unmade_if_refused,
-    write_atomically,
+    write_output,
 )
 from agenttrail.cli._options import (
     DbOption,
@@ -500,11 +500,7 @@ def _export(store: LogStore, found: Session, format: str, output: Path | None) -
         from agenttrail.formats.otlp.export import otlp_json, request_from_log
 
         request = request_from_log(store, [found])
-        text = otlp_json(request)
-        if output is None:
-            sys.stdout.write(text + "\n")
-        else:
-            write_atomically(output, [text])
+        write_output(output, [otlp_json(request)])
         if not any(scope.spans for spans in request.resource_spans for scope in spans.scope_spans):
             err.print(
                 f"warning: session {found.id}: none of its events makes a span (docs/otel.md, "
@@ -516,20 +512,12 @@ def _export(store: LogStore, found: Session, format: str, output: Path | None) -
         from agenttrail.views.document import document_from_events
 
         text = document_from_events(found, store.read(found.id), format)
-        if output is None:
-            sys.stdout.write(text)
-        else:
-            write_atomically(output, [text.removesuffix("\n")])
+        write_output(output, [text.removesuffix("\n")])
         return
     from agenttrail.formats.jsonl import jsonl_from_log
 
     keys = {seq: key for key, seq in store.event_keys(found.id)}
-    lines = jsonl_from_log(store, found.id, session=found, keys=keys)
-    if output is None:
-        for line in lines:
-            sys.stdout.write(line + "\n")
-        return
-    write_atomically(output, lines)
+    write_output(output, jsonl_from_log(store, found.id, session=found, keys=keys))
 
 
 def fountain(
@@ -560,10 +548,7 @@ def fountain(
         found = find_session(store, session)
         with held_whole(store.read(found.id)) as events:
             text = fountain_from_events(found, events, dialect=dialect)
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        write_atomically(output, [text.removesuffix("\n")])
+    write_output(output, [text.removesuffix("\n")])
 
 
 def replay(
