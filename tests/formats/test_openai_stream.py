@@ -1,5 +1,6 @@
-"""Assembling OpenAI Chat Completions streams (``agenttrail.formats.openai._stream``): tool
-call fragments keyed by ``index``, and a new call ``id`` at an index already in use.
+"""Assembling OpenAI streams (``agenttrail.formats.openai._stream``): Chat Completions tool
+call fragments keyed by ``index``, and a new call ``id`` at an index already in use; Responses
+API streams that end before ``response.completed``.
 
 The real stream is the OpenTelemetry cassette
 ``test_chat_completion_multiple_tools_streaming_with_content.yaml``
@@ -129,3 +130,64 @@ def test_real_stream_with_every_call_at_index_zero(store: LogStore, tmp_path: Pa
     expected = _calls(import_events(store, STREAMED_TOOLS))
     assert len(expected) == 2
     assert _calls(import_events(store, path)) == expected
+
+
+def _responses_events(*events: dict[str, Any]) -> str:
+    """SSE text of Responses API stream events, each named by its type and numbered in order."""
+    return "".join(
+        f"event: {e['type']}\ndata: {json.dumps(e | {'sequence_number': n})}\n\n"
+        for n, e in enumerate(events)
+    )
+
+
+def test_a_responses_stream_cut_keeps_the_arguments_that_arrived(tmp_path: Path) -> None:
+    # Before: only items that reached response.output_item.done were kept, so a call cut in
+    # its arguments was lost. Now it is kept as a Chat Completions call cut there is.
+    started = {"id": "resp_F", "object": "response", "created_at": 1700000000}
+    started |= {"status": "in_progress", "model": "gpt-4.1", "output": []}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "get_weather"}
+    call |= {"arguments": "", "status": "in_progress"}
+    delta = {"type": "response.function_call_arguments.delta", "item_id": "fc_1"}
+    delta |= {"output_index": 0}
+    body = _responses_events(
+        {"type": "response.created", "response": started},
+        {"type": "response.output_item.added", "output_index": 0, "item": call},
+        delta | {"delta": '{"ci'},
+        delta | {"delta": 'ty": "Par'},
+    )
+    request = {"model": "gpt-4.1", "input": "Weather in Paris?", "stream": True}
+    path = tmp_path / "cut.json"
+    path.write_text(
+        json.dumps([{"request": request, "response": {"status_code": 200, "body": body}}])
+    )
+    [imported] = read_file(path)
+    assert [e.payload for e in imported.events] == [
+        {"type": "message", "role": "user", "content": "Weather in Paris?"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "",
+            "meta": {
+                "model": "gpt-4.1",
+                "provider": "openai",
+                "usage": None,
+                "duration_ms": None,
+                "location": "remote",
+            },
+            "responseId": "resp_F",
+            "status": "in_progress",
+        },
+        {
+            "type": "tool_call",
+            "id": "call_1",
+            "name": "get_weather",
+            "input": '{"city": "Par',  # not JSON: kept as the text that arrived
+            "arguments": '{"city": "Par',
+            "itemId": "fc_1",
+            "responseId": "resp_F",
+        },
+    ]
+    [warning] = imported.warnings
+    assert warning.endswith(
+        "the stream ends before response.completed; kept its 1 output items as far as they arrived"
+    )

@@ -10,6 +10,7 @@ SOURCES.md rows).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import subprocess
@@ -611,3 +612,75 @@ def test_a_responses_stream_is_recorded_as_the_response_it_streamed(
         # each request that does not continue a response starts a conversation of its own
         assert len(live.sessions()) == sum("previous_response_id" not in i.body for i in items)
     assert any(p["type"] == "tool_call" for p in got)
+
+
+ANSWER = {
+    "id": "resp_C",
+    "object": "response",
+    "created_at": 1700000000,
+    "status": "completed",
+    "model": "gpt-4.1",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_C",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "The answer is 42", "annotations": []}],
+        }
+    ],
+}
+"""A response whose text the tests below stream in two deltas and break off after them."""
+
+
+@pytest.mark.parametrize("ending", ["cut", "error event"])
+def test_a_responses_stream_broken_off_keeps_the_text_the_caller_got(
+    up: Upstream, tmp_path: Path, ending: str
+) -> None:
+    # Before: a cut stream left an assistant message with content "" (only finished items
+    # were kept), and an error event left no assistant message at all.
+    events = [e + "\n\n" for e in responses_stream(ANSWER).split("\n\n") if e]
+    sent = events[:6]  # created, in_progress, the item, its part, the text's two deltas
+    assert [json.loads(e.split("data: ")[1])["type"] for e in sent][-2:] == [
+        "response.output_text.delta"
+    ] * 2
+    error = {"type": "error", "sequence_number": 6, "code": "server_error"}
+    error |= {"message": "An error occurred", "param": None}
+    if ending == "cut":
+        reply = sse_reply("".join(events), cut_after=len(sent))
+    else:
+        reply = sse_reply("".join(sent) + f"event: error\ndata: {json.dumps(error)}\n\n")
+    up.script(reply)
+    client = agenttrail.instrument(client_for(up, "openai", "sync"), log=tmp_path / "live.db")
+    text = ""
+    with client, contextlib.suppress(openai.APIConnectionError):  # the cut reaches the caller
+        for event in client.responses.create(model="gpt-4.1", input="What is it?", stream=True):
+            text += event.delta if event.type == "response.output_text.delta" else ""
+    assert text == "The answer is 42"
+    store, got = captured(client, tmp_path / "live.db")
+    store.close()
+    meta = {"model": "gpt-4.1", "provider": "openai", "usage": None, "location": "remote"}
+    assert payloads(got)[:2] == [
+        {"type": "message", "role": "user", "content": "What is it?"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "The answer is 42",
+            "meta": meta | {"duration_ms": None},
+            "messageId": "msg_C",
+            "responseId": "resp_C",
+            "status": "in_progress",
+        },
+    ]
+    [failure] = payloads(got)[2:]
+    if ending == "cut":
+        assert failure["message"].startswith("the response stream was cut short: ")
+        assert (failure["errorType"], failure["incomplete"]) == ("incomplete_stream", True)
+    else:
+        detail = {k: v for k, v in error.items() if k != "type"}
+        assert failure == {
+            "type": "error",
+            "message": "An error occurred",
+            "code": "server_error",
+            "detail": detail,
+        }

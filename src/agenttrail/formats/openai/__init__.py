@@ -62,6 +62,12 @@ Mapping (the importer conventions of docs/architecture.md):
   are not reported (``None``); the usage object is kept verbatim as ``meta.usage_raw``; a
   response without ``usage`` has ``usage: None``, never zeros.
 - HTTP status >= 400 → ``error`` with the provider's message and ``code`` = the status.
+  A response that answered and carries an ``error`` too (a Responses stream ended by an
+  ``error`` event, a ``failed`` response with output) → the assistant turn as far as it
+  went, then that ``error`` (``code`` = the error's own).
+- A Responses stream that ends before ``response.completed`` → its output items as far as
+  they arrived (text and function-call arguments joined from their deltas), with the
+  ``status`` its ``response.created`` gave (``in_progress``), and a warning.
 - An exchange whose response has the ``id`` of a response already read (a retried recording,
   two records of one response) is imported once: the copy adds nothing but a warning and an
   ``annotation`` of kind ``import_warning`` naming the response id.

@@ -93,7 +93,8 @@ class Builder:
 
     def add(self, exchange: Exchange, apis: Mapping[str, Api]) -> None:
         """Append what ``exchange`` adds to the session: the request's new messages, then the
-        response (or its error); ``apis`` reads each API's bodies (``chat``, ``responses``)."""
+        response (or its error; both, the response first, when a body with an answer carries
+        an error); ``apis`` reads each API's bodies (``chat``, ``responses``)."""
         name = self.api(exchange)
         if name is None:
             return
@@ -129,6 +130,8 @@ class Builder:
             part.response(exchange, body, time)
             if isinstance(response_id, str):
                 self.response_ids.setdefault(response_id, digest)
+            if error:  # a stream ended by an error: what arrived, then the error
+                self.error(exchange, error, time)
         self.previous = exchange.number
 
     def api(self, exchange: Exchange) -> str | None:

@@ -14,8 +14,11 @@ stored).
   are warned about, each kept with the fragments that arrived for it.
 - Responses API (https://platform.openai.com/docs/api-reference/responses-streaming): the
   ``response.completed`` (or ``.incomplete`` / ``.failed``) event carries the whole response;
-  a stream cut before it keeps the ``response.output_item.done`` items and says so.
-- An ``error`` in the stream becomes ``{"error": {...}}``.
+  a stream cut before it keeps its output items as far as they arrived (text and arguments
+  joined from their deltas) and says so, and one ended by an ``error`` event keeps them too,
+  with the error's fields as the body's ``error``: the answer the caller got is kept, then
+  the error.
+- A Chat Completions chunk carrying an ``error`` becomes ``{"error": {...}}``.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def assemble(text: str, path: Path, where: str) -> tuple[dict[str, Any] | None, 
     if not chunks:
         return None, []
     if any(str(chunk.get("type", "")).startswith("response.") for _, chunk in chunks):
-        return _response(chunks)
+        return _response(chunks, path, where)
     return _chat_completion(chunks, path, where)
 
 
@@ -182,21 +185,102 @@ def _call_fragments(
                 joined[name] += legacy[name]
 
 
-def _response(chunks: Chunks) -> tuple[dict[str, Any], list[str]]:
+_LIFECYCLE = ("response.created", "response.queued", "response.in_progress")
+"""Events carrying the response as it starts (no output yet, ``status`` not final)."""
+
+_ITEM_DELTAS = {
+    "response.function_call_arguments.delta": "arguments",
+    "response.custom_tool_call_input.delta": "input",
+}
+"""Events whose ``delta`` extends a field of the output item at ``output_index``."""
+
+_PART_DELTAS = {"response.output_text.delta": "text", "response.refusal.delta": "refusal"}
+"""Events whose ``delta`` extends a field of that item's content part at ``content_index``."""
+
+
+def _response(chunks: Chunks, path: Path, where: str) -> tuple[dict[str, Any], list[str]]:
+    """The ``response`` a Responses stream amounts to: the one its ``response.completed`` (or
+    ``.incomplete`` / ``.failed``) event carries; without one, the ``response.created``
+    response with the output items as far as they arrived, and the ``error`` event's fields
+    as its ``error`` when one ended the stream.
+
+    Items are assembled as the openai SDK's stream accumulator does
+    (``openai/lib/streaming/responses/_responses.py``): ``response.output_item.added`` starts
+    the item at ``output_index`` and ``.done`` replaces it whole, ``response.content_part.added``
+    appends a part to its ``content``, and text, refusal, function-call argument and custom
+    tool input deltas are concatenated
+    (https://platform.openai.com/docs/api-reference/responses-streaming).
+
+    Raises:
+        FormatError: an item event without an integer ``output_index`` and an item object, or
+            a delta for an item or part that was never added, or one that is not a string;
+            names the body line.
+    """
     base: Any = None
-    done: list[Any] = []
-    for _, event in chunks:
+    items: dict[int, dict[str, Any]] = {}
+    for line, event in chunks:
         kind = event.get("type")
+        at = f"{where} (server-sent event at body line {line})"
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             if isinstance(event.get("response"), dict):
                 return event["response"], []
-        elif kind in ("response.created", "response.in_progress"):
+        elif kind in _LIFECYCLE:
             base = event.get("response")
-        elif kind == "response.output_item.done":
-            done.append(event.get("item"))
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            index, item = event.get("output_index"), event.get("item")
+            if not isinstance(index, int) or not isinstance(item, dict):
+                raise fail(path, "expected an integer output_index and an item object", at)
+            items[index] = item
+        elif kind == "response.content_part.added":
+            content = _item(items, event, path, at).setdefault("content", [])
+            if not isinstance(content, list):
+                raise fail(path, "a content part for an item whose content is not a list", at)
+            content.append(event.get("part"))
+        elif kind in _PART_DELTAS:
+            content = _item(items, event, path, at).get("content")
+            parts = content if isinstance(content, list) else []
+            index = event.get("content_index")
+            part = parts[index] if isinstance(index, int) and 0 <= index < len(parts) else None
+            if not isinstance(part, dict):
+                raise fail(path, f"{kind} for content part {index!r}, which was never added", at)
+            _extend(part, _PART_DELTAS[kind], event, path, at)
+        elif kind in _ITEM_DELTAS:
+            _extend(_item(items, event, path, at), _ITEM_DELTAS[kind], event, path, at)
         elif kind == "error":
-            return {"error": {k: v for k, v in event.items() if k != "type"}}, []
+            body = _partial(base, items)
+            body["error"] = {k: v for k, v in event.items() if k != "type"}
+            return body, []
+    warning = (
+        f"the stream ends before response.completed; kept its {len(items)} output items as "
+        "far as they arrived"
+    )
+    return _partial(base, items), [warning]
+
+
+def _partial(base: Any, items: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """The response a stream that did not complete amounts to: ``base`` (the
+    ``response.created`` response) with the items that arrived as its ``output``."""
     body = dict(base) if isinstance(base, dict) else {}
-    body["output"] = done
-    warning = f"the stream ends before response.completed; kept its {len(done)} finished items"
-    return body, [warning]
+    body["output"] = [items[index] for index in sorted(items)]
+    return body
+
+
+def _item(
+    items: dict[int, dict[str, Any]], event: dict[str, Any], path: Path, at: str
+) -> dict[str, Any]:
+    """The output item an event names by ``output_index``."""
+    index = event.get("output_index")
+    item = items.get(index) if isinstance(index, int) else None
+    if item is None:
+        raise fail(
+            path, f"{event.get('type')} for output item {index!r}, which was never added", at
+        )
+    return item
+
+
+def _extend(target: dict[str, Any], name: str, event: dict[str, Any], path: Path, at: str) -> None:
+    """Append an event's ``delta`` to ``target[name]`` (absent or ``None``: empty)."""
+    delta, so_far = event.get("delta"), target.get(name) or ""
+    if not isinstance(delta, str) or not isinstance(so_far, str):
+        raise fail(path, f"expected a string delta of a string {name!r}", at)
+    target[name] = so_far + delta
