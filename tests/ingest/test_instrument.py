@@ -684,3 +684,46 @@ def test_a_responses_stream_broken_off_keeps_the_text_the_caller_got(
             "code": "server_error",
             "detail": detail,
         }
+
+
+def test_a_chat_stream_ended_by_an_error_chunk_keeps_the_text_and_one_error(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # Before: the error chunk replaced the answer, and the caller's closing the stream at it
+    # (the SDK raises there) was recorded as a second error, "the caller closed it before
+    # its end".
+    head = {"id": "chatcmpl-Q", "object": "chat.completion.chunk", "created": 1700000000}
+    head["model"] = "gpt-4o"
+    deltas = [{"role": "assistant", "content": ""}, {"content": "The answer is "}]
+    deltas.append({"content": "forty"})
+    chunks: list[dict[str, Any]] = [
+        head | {"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
+    ]
+    error = {"message": "The server had an error while processing your request."}
+    error["type"] = "server_error"
+    chunks.append({"error": error})
+    reply = sse_reply("".join(f"data: {json.dumps(c)}\n\n" for c in chunks))
+
+    def fn(client: Any, got: list[Any]) -> None:
+        for chunk in client.chat.completions.create(**chat(True)):
+            got.append(chunk.choices[0].delta.content)
+
+    client = both(up, tmp_path, reply, fn)
+    got, _ = errors_of(client, tmp_path)
+    assert payloads(got) == [
+        {"type": "message", "role": "user", "content": "What's the weather in Seattle?"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "The answer is forty",
+            "meta": {
+                "model": "gpt-4o",
+                "provider": "openai",
+                "usage": None,
+                "duration_ms": None,
+                "location": "remote",
+            },
+            "messageId": "chatcmpl-Q",
+        },
+        {"type": "error", "message": error["message"], "detail": error},
+    ]

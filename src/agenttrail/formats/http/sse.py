@@ -76,8 +76,11 @@ def sse_events(text: str) -> list[SSEEvent]:
 
 def last_event(text: str) -> str | None:
     """What the last whole event of a stream is: its data when that is not JSON (``[DONE]``),
-    else the ``type`` of its JSON data, else its ``event:`` name; ``None`` for a stream with no
-    whole event (a last event the text ends inside does not count)."""
+    else the ``type`` of its JSON data, else ``error`` for an object with an ``error`` (an
+    OpenAI Chat Completions error chunk, which has no type:
+    https://platform.openai.com/docs/api-reference/chat-streaming), else its ``event:`` name;
+    ``None`` for a stream with no whole event (a last event the text ends inside does not
+    count)."""
     whole = [event for event in sse_events(text) if event.complete]
     if not whole:
         return None
@@ -86,5 +89,9 @@ def last_event(text: str) -> str | None:
         data = json.loads(event.data)
     except ValueError:
         return event.data.strip()
-    kind = data.get("type") if isinstance(data, dict) else None
-    return kind if isinstance(kind, str) else event.name
+    if not isinstance(data, dict):
+        return event.name
+    kind = data.get("type")
+    if isinstance(kind, str):
+        return kind
+    return "error" if data.get("error") else event.name

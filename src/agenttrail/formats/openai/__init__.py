@@ -62,9 +62,10 @@ Mapping (the importer conventions of docs/architecture.md):
   are not reported (``None``); the usage object is kept verbatim as ``meta.usage_raw``; a
   response without ``usage`` has ``usage: None``, never zeros.
 - HTTP status >= 400 → ``error`` with the provider's message and ``code`` = the status.
-  A response that answered and carries an ``error`` too (a Responses stream ended by an
-  ``error`` event, a ``failed`` response with output) → the assistant turn as far as it
-  went, then that ``error`` (``code`` = the error's own).
+  A response that answered and carries an ``error`` too (a stream ended by an error: a
+  Responses ``error`` event, a Chat Completions chunk carrying ``error``; a ``failed``
+  response with output) → the assistant turn as far as it went, then that ``error``
+  (``code`` = the error's own).
 - A Responses stream that ends before ``response.completed`` → its output items as far as
   they arrived (text and function-call arguments joined from their deltas), with the
   ``status`` its ``response.created`` gave (``in_progress``), and a warning.

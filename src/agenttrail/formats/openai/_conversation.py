@@ -54,8 +54,10 @@ class Conversation(HandsOver[Builder]):
     def ended(body: str) -> bool:
         """True when a streamed body (server-sent events) holds the stream's last event:
         ``data: [DONE]`` (Chat Completions) or ``response.completed`` / ``.incomplete`` /
-        ``.failed`` (Responses), or an ``error``. A client may close a stream there without
-        reading on to the end of the body (the official clients do at ``[DONE]``)."""
+        ``.failed`` (Responses), or an error (a Responses ``error`` event, a Chat Completions
+        chunk carrying ``error``, on which the openai SDK raises). A client may close a
+        stream there without reading on to the end of the body (the official clients do at
+        ``[DONE]``)."""
         return last_event(body) in _LAST_EVENTS
 
     def add(self, exchange: Exchange) -> list[NewEvent]:

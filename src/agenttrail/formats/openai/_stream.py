@@ -18,7 +18,8 @@ stored).
   joined from their deltas) and says so, and one ended by an ``error`` event keeps them too,
   with the error's fields as the body's ``error``: the answer the caller got is kept, then
   the error.
-- A Chat Completions chunk carrying an ``error`` becomes ``{"error": {...}}``.
+- A Chat Completions chunk carrying an ``error`` ends the stream (the openai SDK raises it):
+  the choices as far as they arrived, with the error as the body's ``error``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def assemble(text: str, path: Path, where: str) -> tuple[dict[str, Any] | None, 
 
     Returns:
         ``(body, warnings)``: a ``chat.completion`` or ``response`` mapping (``None`` for an
-        empty stream) and one line per problem (a stream that ends early).
+        empty stream; with an ``error`` when an error ended the stream, beside what had
+        arrived) and one line per problem (a stream that ends early without an error).
 
     Raises:
         FormatError: an event whose data is not a JSON object, or a chunk of the wrong shape;
@@ -78,8 +80,9 @@ def _chat_completion(chunks: Chunks, path: Path, where: str) -> tuple[dict[str, 
     warnings: list[str] = []
     for line, chunk in chunks:
         at = f"{where} (server-sent event at body line {line})"
-        if chunk.get("error"):
-            return {"error": chunk["error"]}, []
+        if chunk.get("error"):  # ends the stream: the openai SDK raises it to the caller
+            body["error"] = chunk["error"]
+            break
         for name in ("id", "created", "model", "system_fingerprint"):
             if body.get(name) is None and chunk.get(name) is not None:
                 body[name] = chunk[name]
@@ -109,7 +112,7 @@ def _chat_completion(chunks: Chunks, path: Path, where: str) -> tuple[dict[str, 
         if index in calls and calls[index].calls:
             choice["message"]["tool_calls"] = calls[index].in_order()
             warnings.extend(f"choice {index}: {text}" for text in calls[index].warnings)
-        if choice["finish_reason"] is None:
+        if choice["finish_reason"] is None and "error" not in body:
             warnings.append(f"the stream of choice {index} ends without a finish_reason")
     body["choices"] = [choices[k] for k in sorted(choices)]
     return body, warnings
