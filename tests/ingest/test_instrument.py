@@ -727,3 +727,58 @@ def test_a_chat_stream_ended_by_an_error_chunk_keeps_the_text_and_one_error(
         },
         {"type": "error", "message": error["message"], "detail": error},
     ]
+
+
+def test_an_azure_stream_takes_its_model_id_and_time_from_the_chunks_that_have_them(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # Azure OpenAI's first chunk carries the prompt's content filter results, with id "",
+    # model "", created 0 and no choices (learn.microsoft.com, Azure OpenAI content
+    # filtering, streaming). Before: the message had model "" and id "", and times of 1970.
+    head = {"id": "chatcmpl-AZ", "object": "chat.completion.chunk", "created": 1700000000}
+    head["model"] = "gpt-4o-2024-11-20"
+    filtered = {"prompt_index": 0, "content_filter_results": {}}
+    first = {"id": "", "object": "", "created": 0, "model": "", "choices": []}
+    chunks: list[dict[str, Any]] = [first | {"prompt_filter_results": [filtered]}]
+    deltas = [({"role": "assistant", "content": ""}, None), ({"content": "Hi"}, None)]
+    for delta, finish in [*deltas, ({}, "stop")]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        chunks.append(head | {"choices": [choice | {"content_filter_results": {}}]})
+    usage = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+    chunks.append(head | {"choices": [], "usage": usage})
+    text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    up.script(sse_reply(text))
+    azure = openai.AzureOpenAI(
+        azure_endpoint=up.url, api_key=KEY, api_version="2024-10-21", max_retries=0
+    )
+    client = agenttrail.instrument(azure, log=tmp_path / "live.db")
+    with client:
+        list(
+            client.chat.completions.create(
+                model="my-deployment",
+                messages=[{"role": "user", "content": "hello azure"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+    store, got = captured(client, tmp_path / "live.db")
+    store.close()
+    assert [e.created_at for e in got] == ["2023-11-14T22:13:20.000000Z"] * 2
+    assert payloads(got) == [
+        {"type": "message", "role": "user", "content": "hello azure"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "Hi",
+            "meta": {
+                "model": "gpt-4o-2024-11-20",
+                "provider": "openai",
+                "usage": {"input": 7, "output": 2, "cache_read": None, "cache_write": None},
+                "usage_raw": usage,
+                "duration_ms": None,
+                "location": "remote",
+            },
+            "messageId": "chatcmpl-AZ",
+            "finishReason": "stop",
+        },
+    ]

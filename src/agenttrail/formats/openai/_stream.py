@@ -11,7 +11,11 @@ stored).
   A fragment that names a new call ``id`` at an ``index`` already in use starts a new call
   there (some OpenAI-compatible servers stream every call at index 0); when the call it
   follows has arguments that are not yet JSON, the stream contradicts itself and both calls
-  are warned about, each kept with the fragments that arrived for it.
+  are warned about, each kept with the fragments that arrived for it. ``id``, ``model``,
+  ``created`` and ``system_fingerprint`` are the first non-empty ones: Azure OpenAI's first
+  chunk, which carries ``prompt_filter_results``, has ``id`` and ``model`` ``""``,
+  ``created`` 0 and no choices (content filtering, streaming:
+  https://learn.microsoft.com/en-us/azure/ai-foundry/openai/concepts/content-filter).
 - Responses API (https://platform.openai.com/docs/api-reference/responses-streaming): the
   ``response.completed`` (or ``.incomplete`` / ``.failed``) event carries the whole response;
   a stream cut before it keeps its output items as far as they arrived (text and arguments
@@ -84,7 +88,7 @@ def _chat_completion(chunks: Chunks, path: Path, where: str) -> tuple[dict[str, 
             body["error"] = chunk["error"]
             break
         for name in ("id", "created", "model", "system_fingerprint"):
-            if body.get(name) is None and chunk.get(name) is not None:
+            if not body.get(name) and chunk.get(name):  # "" and 0 are no values (Azure's)
                 body[name] = chunk[name]
         if chunk.get("usage") is not None:
             body["usage"] = chunk["usage"]
