@@ -35,9 +35,10 @@ Mapping (the importer conventions of docs/architecture.md):
 Each request carries the whole history, so a file of exchanges is one session: exchange k
 appends the request's messages after the longest common prefix with the conversation so far
 (the previous request's messages and the previous response), compared by role, text and tool
-ids. A request that does not extend that conversation is appended from where it differs, with
-a warning naming the exchange. Pairing of calls and results is left to
-:func:`agenttrail.views.pairing.pair_tool_calls` (by id over the whole session).
+ids, thinking blocks left out (:func:`._blocks.fingerprint`). A request that does not extend
+that conversation is appended from where it differs, with a warning naming the exchange.
+Pairing of calls and results is left to :func:`agenttrail.views.pairing.pair_tool_calls` (by
+id over the whole session).
 
 A response with the ``id`` of a response already read (a retried recording, two records of
 one response) is imported once: its exchange adds nothing but a warning and an

@@ -203,7 +203,12 @@ def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
     """What decides whether two messages are the same: role, texts, tool ids, result content.
 
     Empty text blocks and ``cache_control`` are ignored: clients drop the one and add the
-    other when they send a response back as history.
+    other when they send a response back as history. Thinking blocks (``thinking``,
+    ``redacted_thinking``) are ignored too: a client may leave them out of the assistant
+    turns before the last when it sends them back, and the API strips them from those turns
+    whether sent or not (extended thinking, "Preserving thinking blocks":
+    https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking; context windows:
+    https://docs.anthropic.com/en/docs/build-with-claude/context-windows).
     """
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
@@ -218,8 +223,8 @@ def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
         elif isinstance(kind, str) and anthropic.is_tool_result(kind):
             body = json.dumps(block.get("content"), sort_keys=True)
             parts.append((kind, block.get("tool_use_id"), body, bool(block.get("is_error"))))
-        elif kind == "thinking":
-            parts.append((kind, block.get("thinking")))
+        elif isinstance(kind, str) and kind in anthropic.THINKING_BLOCKS:
+            continue
         else:
             rest = {k: v for k, v in block.items() if k != "cache_control"}
             parts.append((kind, json.dumps(rest, sort_keys=True)))

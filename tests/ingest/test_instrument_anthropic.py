@@ -1,0 +1,159 @@
+"""Anthropic Messages conversations recorded by an instrumented ``anthropic`` client (the real
+SDK from PyPI) talking to the loopback upstream of tests/ingest/_upstream.py: which session
+each request continues, and what each response becomes.
+
+The replies are written here, in the shapes of the Messages API reference
+(https://docs.anthropic.com/en/api/messages) and its extended thinking, web search and
+streaming pages; each test also imports the same exchanges recorded, as anthropic-sdk-python's
+snapshots hold them, and finds the same session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agenttrail
+from agenttrail.ingest.instrument import capture_of
+from agenttrail.log.store import open_store
+from tests.formats._recordings import import_events
+from tests.ingest._upstream import Reply, Upstream, payloads, upstream
+from tests.ingest.test_instrument import client_for
+
+MODEL = "claude-sonnet-4-5"
+
+USAGE = {"input_tokens": 10, "output_tokens": 5}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Upstream]:
+    yield from upstream()
+
+
+@pytest.fixture
+def up(server: Upstream) -> Iterator[Upstream]:
+    server.replies.clear()
+    server.requests.clear()
+    yield server
+
+
+def message_reply(number: int, content: list[dict[str, Any]]) -> Reply:
+    """A Messages API response ``msg_<number>`` holding ``content``."""
+    body = {
+        "id": f"msg_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": content,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": USAGE,
+    }
+    return Reply(200, json.dumps(body).encode())
+
+
+def user(text: str) -> dict[str, Any]:
+    """The payload a prompt is stored as."""
+    return {"type": "message", "role": "user", "content": text, "actor": "user"}
+
+
+def answer(number: int, text: str, **extra: Any) -> dict[str, Any]:
+    """The payload response ``msg_<number>`` (:func:`message_reply`) is stored as, timing
+    taken out (:func:`tests.ingest._upstream.payloads`)."""
+    meta = {
+        "model": MODEL,
+        "provider": "anthropic",
+        "usage": {"input": 10, "output": 5, "cache_read": None, "cache_write": None},
+        "usage_raw": USAGE,
+        "location": "remote",
+        "duration_ms": None,
+    }
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": text,
+        "meta": meta,
+        "messageId": f"msg_{number}",
+        "stopReason": "end_turn",
+        **extra,
+    }
+
+
+def sessions_of(client: Any, path: Path) -> list[list[dict[str, Any]]]:
+    """The payloads of each session the instrumented ``client`` wrote to ``path``."""
+    capture = capture_of(client)
+    assert capture is not None and capture.flush(10)
+    with open_store(path) as store:
+        return [payloads(list(store.read(s.id))) for s in store.sessions()]
+
+
+def imported(up: Upstream, replies: list[Reply], tmp_path: Path) -> list[dict[str, Any]]:
+    """The payloads of the session ``agenttrail import`` makes of the requests ``up`` got and
+    the ``replies`` it gave, recorded as ``{request, response}`` records."""
+    records = [
+        {
+            "request": {
+                "method": "POST",
+                "url": f"https://api.anthropic.com{path}",
+                "headers": {},
+                "body": json.loads(body),
+            },
+            "response": {"status_code": 200, "headers": {}, "body": reply.body.decode()},
+        }
+        for (path, _, body), reply in zip(up.requests, replies, strict=True)
+    ]
+    recording = tmp_path / "recorded.json"
+    recording.write_text(json.dumps(records))
+    with open_store(tmp_path / "import.db") as store:
+        return payloads(import_events(store, recording))
+
+
+def test_an_earlier_turn_sent_back_without_its_thinking_continues_the_conversation(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # Extended thinking: a client may leave the thinking blocks out of the assistant turns
+    # before the last when it sends them back (the API strips them from those turns anyway,
+    # https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking). Before, the
+    # thinking was compared: the second request started a second session that stored "Hello"
+    # and the first reply again (without its usage), then the new turn.
+    def reply_content(n: int) -> list[dict[str, Any]]:
+        thinking = {"type": "thinking", "thinking": f"Think {n}.", "signature": f"sig{n}"}
+        return [thinking, {"type": "text", "text": f"Reply {n}."}]
+
+    replies = [message_reply(n, reply_content(n)) for n in (1, 2, 3)]
+    up.script(*replies)
+    asked: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 2000,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
+    client = agenttrail.instrument(client_for(up, "anthropic", "sync"), log=tmp_path / "live.db")
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Hello"}]
+    with client:
+        first = client.messages.create(messages=messages, **asked)
+        text_only = [b.model_dump() for b in first.content if b.type == "text"]
+        messages += [
+            {"role": "assistant", "content": text_only},
+            {"role": "user", "content": "And then?"},
+        ]
+        second = client.messages.create(messages=messages, **asked)
+        # the last assistant turn goes back whole, thinking blocks and signatures included
+        messages += [
+            {"role": "assistant", "content": [b.model_dump() for b in second.content]},
+            {"role": "user", "content": "Go on"},
+        ]
+        client.messages.create(messages=messages, **asked)
+    [session] = sessions_of(client, tmp_path / "live.db")
+    assert session == [
+        user("Hello"),
+        answer(1, "Reply 1.", blocks=reply_content(1)),  # its thinking kept as received
+        user("And then?"),
+        answer(2, "Reply 2.", blocks=reply_content(2)),
+        user("Go on"),
+        answer(3, "Reply 3.", blocks=reply_content(3)),
+    ]
+    assert imported(up, replies, tmp_path) == session
