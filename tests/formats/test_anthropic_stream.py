@@ -1,8 +1,9 @@
 """Assembling Anthropic Messages streams (``agenttrail.formats.anthropic._stream``): a
-``content_block_start`` at an index already in use.
+``content_block_start`` at an index already in use, an ``error`` event mid-message.
 
 The real stream is the Anthropic SDK's ``tool_use_response.txt`` (``tests/formats/_recordings.py``
-cites its SOURCES.md row), read in place; the edited copies are written to ``tmp_path``.
+cites its SOURCES.md row), read in place; the edited copies, and streams of our own, are
+written to ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -86,3 +87,55 @@ def test_deltas_after_a_restart_go_to_the_new_block(tmp_path: Path) -> None:
     assert len(imported.warnings) == 2
     assert "starts again" in imported.warnings[0]
     assert "not JSON" in imported.warnings[1]
+
+
+def test_an_error_event_ends_the_message_it_cuts_short(tmp_path: Path) -> None:
+    # An error event mid-stream (streaming docs, "Error events"): the message so far comes
+    # first and the error, marked incomplete, after it. Before, the error came first and the
+    # message after it, warned about as a truncated file. An error after a message_stop cuts
+    # nothing short.
+    stream = "".join(
+        f"event: {kind}\ndata: {data}\n\n"
+        for kind, data in [
+            (
+                "message_start",
+                '{"type":"message_start","message":{"id":"msg_1","type":"message",'
+                '"role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":3}}}',
+            ),
+            (
+                "content_block_start",
+                '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}',
+            ),
+            (
+                "content_block_delta",
+                '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}',
+            ),
+            ("error", '{"type":"error","error":{"type":"overloaded_error","message":"Busy"}}'),
+            ("error", '{"type":"error","error":{"type":"api_error","message":"Again"}}'),
+        ]
+    )
+    path = tmp_path / "error.txt"
+    path.write_text(stream)
+    [imported] = anthropic.read(path, path.read_bytes())
+    assert [e.payload for e in imported.events] == [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": "Hi",
+            "meta": {
+                "model": "claude-x",
+                "provider": "anthropic",
+                "usage": {"input": 3, "output": None, "cache_read": None, "cache_write": None},
+                "duration_ms": None,
+                "usage_raw": {"input_tokens": 3},
+                "location": "remote",
+            },
+            "messageId": "msg_1",
+        },
+        {"type": "error", "message": "Busy", "errorType": "overloaded_error", "incomplete": True},
+        {"type": "error", "message": "Again", "errorType": "api_error"},
+    ]
+    assert imported.warnings == [
+        f"{path}: line 2: the message started here is cut short by the error event at line 11; "
+        "it is assembled from what arrived"
+    ]

@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import pytest
 
 import agenttrail
 from agenttrail.ingest.instrument import capture_of
 from agenttrail.log.store import open_store
 from tests.formats._recordings import import_events
-from tests.ingest._upstream import Reply, Upstream, payloads, upstream
+from tests.ingest._upstream import Reply, Upstream, payloads, sse_reply, upstream
 from tests.ingest.test_instrument import client_for
 
 MODEL = "claude-sonnet-4-5"
@@ -155,5 +156,63 @@ def test_an_earlier_turn_sent_back_without_its_thinking_continues_the_conversati
         answer(2, "Reply 2.", blocks=reply_content(2)),
         user("Go on"),
         answer(3, "Reply 3.", blocks=reply_content(3)),
+    ]
+    assert imported(up, replies, tmp_path) == session
+
+
+def sse(*events: dict[str, Any]) -> str:
+    """A Messages API stream of ``events`` (each named by its ``type``, as the API sends)."""
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+def test_an_error_event_mid_stream_follows_what_arrived_of_the_message(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # An error event in a stream that began with HTTP 200 (streaming docs, "Error events":
+    # an overloaded_error at a time of high usage). Before, the error was stored before the
+    # reply it cut short, and nothing said the reply was partial.
+    start = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": MODEL,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": USAGE,
+    }
+    overloaded = {"type": "overloaded_error", "message": "Overloaded"}
+    text = sse(
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "ping"},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Par"}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ti"}},
+        {"type": "error", "error": overloaded},
+    )
+    replies = [sse_reply(text)]
+    up.script(*replies)
+    client = agenttrail.instrument(client_for(up, "anthropic", "sync"), log=tmp_path / "live.db")
+    with client, pytest.raises(anthropic.APIStatusError, match="Overloaded") as raised:
+        for _ in client.messages.create(
+            model=MODEL,
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Answer me"}],
+            stream=True,
+        ):
+            pass
+    assert raised.value.body == {"type": "error", "error": overloaded}
+    [session] = sessions_of(client, tmp_path / "live.db")
+    partial = answer(1, "Parti")
+    del partial["stopReason"]  # message_delta, which brings it, never came
+    assert session == [
+        user("Answer me"),
+        partial,
+        {
+            "type": "error",
+            "message": "Overloaded",
+            "errorType": "overloaded_error",
+            "incomplete": True,
+        },
     ]
     assert imported(up, replies, tmp_path) == session

@@ -30,7 +30,9 @@ Mapping (the importer conventions of docs/architecture.md):
   keeps every block (docs/log-format.md, Block order).
 - A response with HTTP status ≥ 400, or an ``error`` body / SSE ``error`` event → an ``error``
   event (``code`` = status, ``errorType`` = ``error.type``;
-  https://docs.anthropic.com/en/api/errors).
+  https://docs.anthropic.com/en/api/errors). An SSE ``error`` event that cuts a message short
+  comes after that message (assembled from what arrived, with a warning) and has
+  ``incomplete: true``.
 
 Each request carries the whole history, so a file of exchanges is one session: exchange k
 appends the request's messages after the longest common prefix with the conversation so far
@@ -99,7 +101,7 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             if isinstance(item, Streamed):
                 builder.response(item.body, f"line {item.line}", k, arguments=item.arguments)
             else:
-                builder.error(None, item.data, f"x{k}:error", None)
+                builder.error(None, item.data, f"x{k}:error", None, incomplete=item.interrupted)
     else:
         doc = load_json(path, text)
         found = document_kind(doc)

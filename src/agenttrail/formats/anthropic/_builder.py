@@ -285,8 +285,13 @@ class Builder:
         key: str,
         created: str | None,
         request_id: str | None = None,
+        *,
+        incomplete: bool = False,
     ) -> None:
-        """An error response: ``{"type": "error", "error": {"type", "message"}}`` or any body."""
+        """An error response: ``{"type": "error", "error": {"type", "message"}}`` or any body.
+
+        ``incomplete``: the error cut short the response before it (a stream's ``error`` event
+        after some content), marked ``incomplete: true`` as capture marks a cut stream's."""
         error_type = None
         if is_error_body(body):
             detail = body["error"]
@@ -300,7 +305,13 @@ class Builder:
             message = content_text(body)
         else:
             message = f"HTTP {status}"
-        payload = events.error(message, code=status, errorType=error_type, requestId=request_id)
+        payload = events.error(
+            message,
+            code=status,
+            errorType=error_type,
+            requestId=request_id,
+            incomplete=True if incomplete else None,
+        )
         self.add(payload, key, created)
 
     def _title(self, text: str) -> None:

@@ -84,7 +84,14 @@ def read_exchange(builder: Builder, item: dict[str, Any], at: str, k: int) -> No
                 )
                 _remember(builder, part.body, digest)
             else:  # an error event inside a stream that began with HTTP 200
-                builder.error(None, part.data, f"{key}:error", created, request_id)
+                builder.error(
+                    None,
+                    part.data,
+                    f"{key}:error",
+                    created,
+                    request_id,
+                    incomplete=part.interrupted,
+                )
     elif (status is not None and status >= 400) or is_error_body(reply):
         builder.error(status, reply, f"x{k}:error", created, request_id)
     else:

@@ -50,6 +50,9 @@ class StreamError:
 
     data: dict[str, Any]
     line: int
+    interrupted: bool = False
+    """It came while a message was streaming: that message, just before it in the stream's
+    output, holds only what arrived (as a cut stream's does)."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +80,10 @@ def assemble_sse(
 
     Text deltas are concatenated, ``input_json_delta`` fragments joined then parsed (the first
     may be empty), usage from ``message_start`` is updated by ``message_delta``
-    (https://docs.anthropic.com/en/docs/build-with-claude/streaming). ``at`` names the
-    recorded body the text came from, ``None`` for the file itself.
+    (https://docs.anthropic.com/en/docs/build-with-claude/streaming). An ``error`` event ends
+    the message streaming (the SDK raises it and reads no further): that message, from what
+    arrived, comes before the :class:`StreamError`. ``at`` names the recorded body the text
+    came from, ``None`` for the file itself.
 
     Raises:
         FormatError: an event's data is not JSON (unless it is the last, cut-off event) or
@@ -90,11 +95,17 @@ def assemble_sse(
     buffers: dict[int, str] = {}
     stopped = False
 
-    def finish() -> None:
+    def finish(error_line: int | None = None) -> None:
         nonlocal current
         if current is None:
             return
-        if not stopped:
+        if error_line is not None:
+            where.warn(
+                current.line,
+                f"the message started here is cut short by the error event at line "
+                f"{error_line}; it is assembled from what arrived",
+            )
+        elif not stopped:
             where.warn(
                 current.line,
                 "the message started here has no message_stop (truncated?); it is "
@@ -155,7 +166,9 @@ def assemble_sse(
         elif kind in ("ping", None):
             continue
         elif kind == "error":
-            out.append(StreamError(data, line))
+            interrupted = current is not None
+            finish(line)
+            out.append(StreamError(data, line, interrupted))
         elif current is None:
             raise where.fail(f"{kind} before message_start", line)
         elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
