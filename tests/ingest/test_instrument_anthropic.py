@@ -216,3 +216,85 @@ def test_an_error_event_mid_stream_follows_what_arrived_of_the_message(
         },
     ]
     assert imported(up, replies, tmp_path) == session
+
+
+@pytest.mark.parametrize(
+    ("page_age", "dump"),
+    [
+        # a null in the response, left out by model_dump(exclude_none=True)
+        ({"page_age": None}, {"exclude_none": True}),
+        # a key the response left out, sent back null by model_dump()
+        ({}, {}),
+    ],
+    ids=["null-dropped", "null-added"],
+)
+def test_a_server_tool_result_sent_back_with_or_without_nulls_continues_the_conversation(
+    up: Upstream, tmp_path: Path, page_age: dict[str, Any], dump: dict[str, Any]
+) -> None:
+    # A web search result's optional page_age (web search tool docs): the SDK's model holds
+    # it either way, so the block the agent sends back has a null the response did not, or
+    # lacks one it had. Before, the result's content was compared as exact JSON: the second
+    # request started a second session holding the whole first exchange again.
+    call = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "web_search",
+        "input": {"query": "weather in Paris"},
+    }
+    results = [
+        {
+            "type": "web_search_result",
+            "url": "https://weather.example/paris",
+            "title": "Paris weather",
+            "encrypted_content": "EqgfCioIARgBIiQ3",
+            **page_age,
+        }
+    ]
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": results}
+    said = {"type": "text", "text": "Paris is sunny."}
+    replies = [
+        message_reply(1, [call, result, said]),
+        message_reply(2, [{"type": "text", "text": "You're welcome."}]),
+    ]
+    up.script(*replies)
+    client = agenttrail.instrument(client_for(up, "anthropic", "sync"), log=tmp_path / "live.db")
+    asked: dict[str, Any] = {"model": MODEL, "max_tokens": 100}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+    tools = [{"type": "web_search_20250305", "name": "web_search"}]
+    with client:
+        first = client.messages.create(messages=messages, tools=tools, **asked)
+        messages += [
+            {"role": "assistant", "content": [b.model_dump(**dump) for b in first.content]},
+            {"role": "user", "content": "Thanks"},
+        ]
+        client.messages.create(messages=messages, **asked)
+    sent = json.loads(up.requests[1][2])["messages"][1]["content"][1]["content"][0]
+    assert ("page_age" in sent) != ("page_age" in results[0])  # the agent sent it changed
+    [session] = sessions_of(client, tmp_path / "live.db")
+    assert session == [
+        user("Weather in Paris?"),
+        answer(
+            1,
+            "Paris is sunny.",
+            blocks=[said],
+            order=[{"toolCall": "srvtoolu_1"}, {"toolResult": "srvtoolu_1"}, {"block": 0}],
+        ),
+        {
+            "type": "tool_call",
+            "id": "srvtoolu_1",
+            "name": "web_search",
+            "input": {"query": "weather in Paris"},
+            "server": True,
+            "messageId": "msg_1",
+        },
+        {
+            "type": "tool_result",
+            "toolCallId": "srvtoolu_1",
+            "output": results,  # as the response gave it
+            "server": True,
+            "resultType": "web_search_tool_result",
+        },
+        user("Thanks"),
+        answer(2, "You're welcome."),
+    ]
+    assert imported(up, replies, tmp_path) == session

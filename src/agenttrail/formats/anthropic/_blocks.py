@@ -202,13 +202,18 @@ def usage_counts(builder: Reporter, value: Any, at: str) -> dict[str, int | None
 def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
     """What decides whether two messages are the same: role, texts, tool ids, result content.
 
-    Empty text blocks and ``cache_control`` are ignored: clients drop the one and add the
-    other when they send a response back as history. Thinking blocks (``thinking``,
-    ``redacted_thinking``) are ignored too: a client may leave them out of the assistant
-    turns before the last when it sends them back, and the API strips them from those turns
-    whether sent or not (extended thinking, "Preserving thinking blocks":
-    https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking; context windows:
-    https://docs.anthropic.com/en/docs/build-with-claude/context-windows).
+    What clients change when they send a response back as history is ignored:
+
+    - empty text blocks, which they drop, and ``cache_control``, which they add;
+    - thinking blocks (``thinking``, ``redacted_thinking``), which they may leave out of the
+      assistant turns before the last, and which the API strips from those turns whether
+      sent or not (extended thinking, "Preserving thinking blocks":
+      https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking; context
+      windows: https://docs.anthropic.com/en/docs/build-with-claude/context-windows);
+    - a key that is null rather than absent, in a result's content and in any other block
+      compared whole: the SDK's models hold every optional field, so a block sent back with
+      ``model_dump()`` has nulls the response did not, and one sent with
+      ``model_dump(exclude_none=True)`` lacks the nulls it had: the same block either way.
     """
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
@@ -221,11 +226,21 @@ def fingerprint(message: dict[str, Any]) -> tuple[Any, ...]:
         elif isinstance(kind, str) and kind in anthropic.TOOL_CALL_BLOCKS:
             parts.append((kind, block.get("id"), block.get("name")))
         elif isinstance(kind, str) and anthropic.is_tool_result(kind):
-            body = json.dumps(block.get("content"), sort_keys=True)
+            body = json.dumps(_without_nulls(block.get("content")), sort_keys=True)
             parts.append((kind, block.get("tool_use_id"), body, bool(block.get("is_error"))))
         elif isinstance(kind, str) and kind in anthropic.THINKING_BLOCKS:
             continue
         else:
             rest = {k: v for k, v in block.items() if k != "cache_control"}
-            parts.append((kind, json.dumps(rest, sort_keys=True)))
+            parts.append((kind, json.dumps(_without_nulls(rest), sort_keys=True)))
     return (message.get("role"), tuple(parts))
+
+
+def _without_nulls(value: Any) -> Any:
+    """``value`` without the object keys whose value is null, at every depth (list items that
+    are null stay: they hold a place)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
