@@ -683,6 +683,7 @@ def test_a_responses_stream_broken_off_keeps_the_text_the_caller_got(
             "message": "An error occurred",
             "code": "server_error",
             "detail": detail,
+            "incomplete": True,  # it cut short the answer before it
         }
 
 
@@ -725,7 +726,7 @@ def test_a_chat_stream_ended_by_an_error_chunk_keeps_the_text_and_one_error(
             },
             "messageId": "chatcmpl-Q",
         },
-        {"type": "error", "message": error["message"], "detail": error},
+        {"type": "error", "message": error["message"], "detail": error, "incomplete": True},
     ]
 
 

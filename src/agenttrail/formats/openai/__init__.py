@@ -65,7 +65,7 @@ Mapping (the importer conventions of docs/architecture.md):
   A response that answered and carries an ``error`` too (a stream ended by an error: a
   Responses ``error`` event, a Chat Completions chunk carrying ``error``; a ``failed``
   response with output) → the assistant turn as far as it went, then that ``error``
-  (``code`` = the error's own).
+  (``code`` = the error's own, ``incomplete: true``: it cut the answer short).
 - A Responses stream that ends before ``response.completed`` → its output items as far as
   they arrived (text and function-call arguments joined from their deltas), with the
   ``status`` its ``response.created`` gave (``in_progress``), and a warning.

@@ -131,7 +131,7 @@ class Builder:
             if isinstance(response_id, str):
                 self.response_ids.setdefault(response_id, digest)
             if error:  # a stream ended by an error: what arrived, then the error
-                self.error(exchange, error, time)
+                self.error(exchange, error, time, incomplete=True)
         self.previous = exchange.number
 
     def api(self, exchange: Exchange) -> str | None:
@@ -200,9 +200,13 @@ class Builder:
             )
         return common
 
-    def error(self, exchange: Exchange, error: Any, time: str | None) -> None:
+    def error(
+        self, exchange: Exchange, error: Any, time: str | None, *, incomplete: bool = False
+    ) -> None:
         """An ``error`` event for a failed exchange: the provider's message, ``code`` = the
-        HTTP status (else the error's own code)."""
+        HTTP status (else the error's own code); ``incomplete``: it cut short the answer
+        stored before it, marked ``incomplete: true`` as a cut stream's error is
+        (docs/capture.md, What is recorded)."""
         message = None
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             message = error["message"]
@@ -216,6 +220,7 @@ class Builder:
             message or f"HTTP {status}",
             code=code,
             detail=error if isinstance(error, dict) else None,
+            incomplete=True if incomplete else None,
         )
         self.append(payload, f"x{exchange.number}:error", time)
 
