@@ -133,6 +133,91 @@ def test_a_retried_request_is_stored_once_with_each_failure(tmp_path: Path) -> N
     assert len(users) == 1  # sent three times, stored once
 
 
+def _chat_chunks(*deltas: dict[str, Any], finish: str | None = None) -> list[str]:
+    """Chat Completions stream events (written for these tests), one per delta."""
+    head = {"id": "chatcmpl-R", "object": "chat.completion.chunk", "created": 1764900000}
+    return [
+        "data: " + json.dumps({**head, "model": "gpt-4o", "choices": [choice]}) + "\n\n"
+        for choice in (
+            {"index": 0, "delta": d, "finish_reason": finish if i == len(deltas) - 1 else None}
+            for i, d in enumerate(deltas)
+        )
+    ]
+
+
+def _message_events(text: str, *, ending: str) -> list[str]:
+    """Anthropic Messages stream events (written for these tests) of one text block,
+    ended by ``message_stop`` or by an ``overloaded_error`` event."""
+    start = {"id": "msg_R", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5"}
+    start |= {"content": [], "stop_reason": None, "usage": {"input_tokens": 9, "output_tokens": 1}}
+    found = [
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+    ]
+    if ending == "error":
+        found.append(
+            {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        )
+    else:
+        found += [
+            {"type": "content_block_stop", "index": 0},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 3},
+            },
+            {"type": "message_stop"},
+        ]
+    return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in found]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_request_retried_after_its_answer_was_cut_short_continues_its_session(
+    tmp_path: Path, provider: str
+) -> None:
+    # The connection dropped mid-stream (OpenAI), or the provider ended the stream with an
+    # error (Anthropic's overloaded_error): the caller sends the same request again. It was
+    # a second session holding the history again; a 500 or a timeout was not.
+    sse = {"content-type": "text/event-stream"}
+    if provider == "openai":
+        path = "/v1/chat/completions"
+        body = {
+            "model": "gpt-4o",
+            "stream": True,
+            "messages": [{"role": "user", "content": "Say hello"}],
+        }
+        first = "".join(_chat_chunks({"role": "assistant", "content": ""}, {"content": "Hello "}))
+        whole = _chat_chunks(
+            {"role": "assistant", "content": ""}, {"content": "Hello world"}, {}, finish="stop"
+        )
+        second = "".join(whole) + "data: [DONE]\n\n"
+        cut = {"complete": False, "error": "RemoteProtocolError: peer closed connection"}
+    else:
+        path = "/v1/messages"
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": True}
+        body["messages"] = [{"role": "user", "content": "Say hello"}]
+        first = "".join(_message_events("Hello ", ending="error"))
+        second = "".join(_message_events("Hello world", ending="stop"))
+        cut = {}
+    with Capture(tmp_path / "capture.db") as capture:
+        reply = Reply(200, first.encode(), sse)
+        capture.write(exchange_of(Recorded(path, body, reply), **cut))
+        capture.write(exchange_of(Recorded(path, body, Reply(200, second.encode(), sse))))
+    with open_store(tmp_path / "capture.db") as log:
+        got = only_session(log)
+    said = [(e.type, e.payload.get("role"), e.payload.get("content")) for e in got]
+    texts = [c if isinstance(c, str) else c[0]["text"] if c else c for _, _, c in said]
+    assert [(t, r) for t, r, _ in said] == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("error", None),
+        ("message", "assistant"),
+    ]
+    assert texts[:2] + texts[3:] == ["Say hello", "Hello ", "Hello world"]
+    assert got[2].payload["incomplete"] is True
+
+
 def _reasoning_response(turn: int) -> dict[str, Any]:
     """A reasoning model's response (written for this test): a reasoning item, then the
     message, as gpt-5 and the o-series answer."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import secrets
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,15 @@ class Appender:
             self._index.forget(f)
             self._numbers.pop(f.session_id, None)
 
+    def _prints(self, reader: type[LiveConversation], record: dict[str, Any]) -> list[Hashable]:
+        """The prints of ``record``'s request messages (:meth:`LiveConversation.prints`), read
+        by ``reader``'s scratch instance (its warnings dropped: the exchange's own reading
+        says them)."""
+        scratch = self._scratch[reader]
+        prints = scratch.prints(record)
+        scratch.take_warnings()
+        return prints
+
     def _recognise(
         self,
         store: LogStore,
@@ -218,9 +227,7 @@ class Appender:
     ) -> Followed:
         """The conversation ``record`` (whose request body is ``request``) continues, or a new
         one (docs/capture.md, How conversations are recognised)."""
-        scratch = self._scratch[reader]
-        prints = scratch.prints(record)
-        scratch.take_warnings()
+        prints = self._prints(reader, record)
         scope = chosen.id if chosen is not None else None
         previous = request.get("previous_response_id")
         if isinstance(previous, str):
@@ -268,7 +275,9 @@ class Appender:
                 payload["meta"] = {**payload["meta"], "duration_ms": exchange.duration_s * 1000}
                 if isinstance(payload.get("responseId"), str):
                     response_ids.append(payload["responseId"])
-        tip = self._index.follow(followed, conversation.provider, response_ids)
+        cut = any(e.payload.get("type") == "error" and e.payload.get("incomplete") for e in found)
+        retried = self._prints(type(conversation), record) if cut else None
+        tip = self._index.follow(followed, conversation.provider, response_ids, retried)
         # Only the exchange's last event carries a key: the tip after it, read back after a
         # restart (._recognition). A nonce keeps it unique; the others need none (an exchange
         # is written once), and each key costs the append a lookup.

@@ -161,12 +161,24 @@ class Index:
                 return found, k
         return None, 0
 
-    def follow(self, followed: Followed, provider: str, response_ids: Iterable[str]) -> str:
+    def follow(
+        self,
+        followed: Followed,
+        provider: str,
+        response_ids: Iterable[str],
+        retried: list[Hashable] | None = None,
+    ) -> str:
         """Register ``followed``'s state after an exchange (its earlier tips dropped) and the
-        responses it read; returns the tip its events' keys carry."""
+        responses it read; returns the tip its events' keys carry. ``retried``: the prints
+        of the exchange's request when its answer was cut short (a stream broken off or ended
+        by an error): the same request sent again continues the conversation too, as a
+        retry after a 500 or a timeout does (its state never got past the request)."""
         for tip in followed.tips:
             self.tips.pop((followed.scope, tip), None)
-        followed.tips = state_tips(followed.conversation.state(), self._prefix_tips(provider))
+        prefixes = self._prefix_tips(provider)
+        followed.tips = state_tips(followed.conversation.state(), prefixes)
+        if retried:
+            followed.tips.append(prefixes(retried)[-1])
         for tip in followed.tips:
             self.tips[(followed.scope, tip)] = followed
         for response_id in response_ids:
