@@ -513,6 +513,38 @@ client.chat.completions.create(**json.loads(sys.stdin.read()))
         assert [e.type for e in store.read(session.id)][-1] == "tool_call"
 
 
+def test_a_stream_left_open_when_the_interpreter_exits_is_written_abandoned(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # A script that breaks out of a stream at its top level and ends: the stream is still
+    # held by a global, never closed, and nothing was written at all (no database either).
+    item = recorded(STREAMED)[0]
+    up.script(item.reply)
+    script = f"""
+import json, sys, openai, agenttrail
+client = agenttrail.instrument(
+    openai.OpenAI(api_key="k", base_url={up.url + "/v1"!r}, max_retries=0),
+    log={str(tmp_path / "live.db")!r},
+)
+stream = client.chat.completions.create(**json.loads(sys.stdin.read()))
+for chunk in stream:
+    break
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=json.dumps(item.body),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    with open_store(tmp_path / "live.db") as store:
+        [session] = store.sessions()
+        last = list(store.read(session.id))[-1].payload
+    assert (last["type"], last["errorType"]) == ("error", "incomplete_stream")
+    assert last["message"].endswith("the caller closed it before its end")
+
+
 def responses_stream(response: dict[str, Any]) -> str:
     """The server-sent events the Responses API sends for ``response`` when asked to stream,
     in the documented order (platform.openai.com/docs/api-reference/responses-streaming):

@@ -15,8 +15,10 @@ docs/capture.md.
 
 from __future__ import annotations
 
+import atexit
 import sys
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from functools import cache
 from pathlib import Path
@@ -107,6 +109,7 @@ class _Exchange:
     """One exchange in flight: the request, the response once it came, the body so far."""
 
     __slots__ = (
+        "__weakref__",
         "capture",
         "done",
         "parts",
@@ -141,6 +144,7 @@ class _Exchange:
             self.end(complete=True)
             return response
         response.stream = tee(response.stream, self)
+        _STREAMING.add(self)
         return response
 
     def end(self, *, complete: bool, error: BaseException | None = None) -> None:
@@ -148,6 +152,7 @@ class _Exchange:
         if self.done:
             return
         self.done = True
+        _STREAMING.discard(self)
         request, response, parts = self.request, self.response, self.parts
         # The response holds its stream, a tee, which holds this exchange: let go of it, so
         # that the three are freed by reference counting when the caller lets go, not left
@@ -173,6 +178,20 @@ class _Exchange:
             self.capture.lost(str(request.method), self.url)
             return
         self.capture.record(exchange, session=self.session)
+
+
+_STREAMING: weakref.WeakSet[_Exchange] = weakref.WeakSet()
+"""Exchanges whose body the caller is reading (or has left unread): at exit, those still open
+are recorded as abandoned (:func:`_abandoned_at_exit`)."""
+
+
+@atexit.register  # after the capture core's, so run before its flush at exit (last in, first out)
+def _abandoned_at_exit() -> None:
+    """Record each exchange whose body stream is still open as the interpreter exits (a stream
+    the agent broke out of and never closed, held by a global): abandoned, as a stream closed
+    before its end is; the capture core's own exit handler then writes it."""
+    for exchange in list(_STREAMING):
+        exchange.end(complete=False)
 
 
 class _Kept:
