@@ -198,6 +198,25 @@ def test_openai_stream_keeps_bytes_and_chunk_timing(upstream: Upstream, proxy: R
         assert key.encode() not in _database_bytes(proxy.db)
 
 
+def test_a_client_that_closes_at_the_streams_last_event_is_not_logged_as_cut(
+    upstream: Upstream, proxy: Running
+) -> None:
+    # The openai client closes the stream at `data: [DONE]`, before the body's end: when the
+    # upstream ends its body a moment later, the proxy hears the client go first.
+    [item] = recorded(CHAT_STREAM)
+    events = [*(item.reply.events or []), b": the body ends a moment after [DONE]\n\n"]
+    assert events[-2].startswith(b"data: [DONE]")
+    body = b"".join(events)
+    upstream.script(Reply(200, body, item.reply.headers, events=events, event_gap_s=0.3))
+    with openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=_key(), max_retries=0) as client:
+        chunks = list(client.chat.completions.create(**item.body))
+    assert chunks
+    proxy.logged("tool_call", "the streamed calls to be logged", count=2)
+    time.sleep(1)  # the exchange is logged when the proxy ends it
+    [session] = proxy.store.sessions()
+    assert _of(list(proxy.store.read(session.id)), "error") == []
+
+
 def test_anthropic_exchanges_and_stream(upstream: Upstream, proxy: Running) -> None:
     key = _key()
     with anthropic.Anthropic(base_url=proxy.url, api_key=key, max_retries=0) as client:

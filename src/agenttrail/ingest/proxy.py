@@ -377,7 +377,7 @@ class Proxy:
                 response.release()  # the connection goes back to the pool
             else:
                 response.close()  # an upstream request not read to its end is closed
-        if gone:
+        if gone and not Capture.ended(exchange.url, b"".join(chunks)):
             received = sum(map(len, chunks))
             error = f"the client disconnected after {received:,} bytes of the response"
         elif error is not None:  # the client's answer ends without its end, on purpose

@@ -198,6 +198,16 @@ class Capture:
         Messages); other exchanges (embeddings, files, token counting) are not recorded."""
         return _wanted(url)
 
+    @staticmethod
+    def ended(url: str, body: bytes) -> bool:
+        """True when ``body``, a response stream to ``url`` as far as it came, holds the
+        stream's last event (``data: [DONE]``, ``response.completed``, ``message_stop``, an
+        ``error``): a client that goes away there has its whole answer, as the official
+        clients, which close the stream at that event, do (docs/capture.md, What is
+        recorded)."""
+        reader = next((r for r in READERS if r.accepts(url)), None)
+        return reader is not None and reader.ended(body.decode("utf-8", "replace"))
+
     def record(self, exchange: HttpExchange, *, session: str | NewSession | None = None) -> bool:
         """Queue ``exchange`` to be written and return at once; never raises.
 
