@@ -353,6 +353,28 @@ def test_an_old_harvey_file_reads_every_exchange_and_keeps_what_it_does_not_know
     assert session.warnings
 
 
+def test_a_turns_line_with_a_line_after_it_still_names_agent_model_and_workspace(
+    tmp_path: Path,
+) -> None:
+    # Harvey's recorder may note an unanswered mention under the turn's line, in the same
+    # paragraph (the real ff-example5.spmd does): the agent was then read as HARVEY, the
+    # model and the workspace lost.
+    path = tmp_path / "mention.spmd"
+    path.write_text(
+        "Title: Offline Model\nAuthor: RSDOIEL\nDate: 2026-05-04 17:00:00\n\nFADE IN:\n\n"
+        "INT. HARVEY AND RSDOIEL TALKING 2026-05-04 17:00:00\n\n"
+        "Harvey and RSDOIEL are in chat mode. Model: llama3:latest. Workspace: /home/u/p.\n"
+        "(@offline-model mentioned but does not respond)\n\n"
+        "RSDOIEL\n@offline-model what is your status?\n\nHARVEY\nIt does not respond.\n\n"
+        "THE END.\n",
+        encoding="utf-8",
+    )
+    (session,) = fountain.read(path, path.read_bytes())
+    assert (session.session.agent, session.session.workspace) == ("Harvey", "/home/u/p")
+    [reply] = [e.payload for e in session.events if e.payload.get("role") == "assistant"]
+    assert reply["meta"]["model"] == "llama3:latest"
+
+
 @pytest.mark.parametrize(
     ("content", "line", "message"),
     [

@@ -198,7 +198,9 @@ class _Reader:
     def action(self, text: str, line: int) -> None:
         prose = _PROSE_CALL.fullmatch(text)
         if prose is None:
-            self._scene_action(text)
+            # the turn's line opens its paragraph: a line may follow it (Harvey's recorder
+            # notes a mention the model did not answer there)
+            self._scene_action(text.partition("\n")[0])
             self.annotate("action", text, line)  # as written: it renders back as it was
             return
         # Harvey before v1.2 wrote tool calls as prose: "Harvey calls read_file: {…}".
