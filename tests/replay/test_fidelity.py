@@ -225,10 +225,13 @@ def test_the_rejected_session_replays_to_the_request_the_client_should_have_sent
     assert answer["id"] == first_id
     assert got.messages == [sent[0], {"role": "assistant", "content": answer["content"]}, sent[1]]
     assert validate(got.messages, "anthropic") == []
-    assert got.notes == ()
-    # the error event is not a message: replaying the whole session says so
+    # the note the import left in place of the request that did not extend the conversation
+    # is no message: replay says so, and of the error event after it too
+    assert [str(n) for n in got.notes] == [
+        "events that are not model messages, not sent: 1 annotation"
+    ]
     assert [str(n) for n in to_anthropic(events).notes] == [
-        "events that are not model messages, not sent: 1 error"
+        "events that are not model messages, not sent: 1 annotation, 1 error"
     ]
 
 

@@ -38,7 +38,9 @@ Each request carries the whole history, so a file of exchanges is one session: e
 appends the request's messages after the longest common prefix with the conversation so far
 (the previous request's messages and the previous response), compared by role, text and tool
 ids, thinking blocks left out (:func:`._blocks.fingerprint`). A request that does not extend
-that conversation is appended from where it differs, with a warning naming the exchange.
+that conversation is appended from where it differs, after an ``annotation`` of kind
+``import_warning`` saying so (the transcript then shows what was sent: a result sent without
+the call before it), with the same warning naming the exchange.
 Pairing of calls and results is left to :func:`agenttrail.views.pairing.pair_tool_calls` (by
 id over the whole session).
 

@@ -115,9 +115,12 @@ class Builder:
             else:
                 how = f"it sends only {len(messages)} of the {so_far} messages"
                 done = "nothing is appended"
-            self.warn(
+            said = (
                 f"exchange {k}: the request does not extend the conversation so far ({how}); {done}"
             )
+            self.warn(said)
+            if same < len(messages):  # in place, so that the transcript says it was sent so
+                self.add(import_warning(f"{self.path.name}: {said}"), f"x{k}:diverged", created)
         self._system(system, system_at, k, created)
         for i in range(same, len(messages)):
             self.message(messages[i], f"{at}[{i}]", f"x{k}:m{i}", created)

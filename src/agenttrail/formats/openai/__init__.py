@@ -29,7 +29,8 @@ Mapping (the importer conventions of docs/architecture.md):
   Completions request carries the whole history, so its new messages are those after the longest
   common prefix with the previous request's messages plus the previous response (compared by
   role, text and tool call ids); a request that does not extend the previous conversation has
-  its differing tail appended and a warning naming the exchange. A Responses request with
+  its differing tail appended after an ``annotation`` of kind ``import_warning`` saying so (and
+  the same warning naming the exchange). A Responses request with
   ``previous_response_id`` continues that response and all its input items are new; one without
   starts afresh (its input appended as given) unless it strictly extends the conversation so
   far, which is how a stateless client (``store: false``) resends history.

@@ -189,15 +189,20 @@ class Builder:
             raise self.fail(f"expected a JSON object, not {type_name(value)}", where)
         return value
 
-    def extend(self, exchange: Exchange, keys: list[Key]) -> int:
-        """How many leading messages of a request are already in the conversation."""
+    def extend(self, exchange: Exchange, keys: list[Key], time: str | None) -> int:
+        """How many leading messages of a request are already in the conversation; when the
+        request does not extend it and sends more, a warning and, in place, an
+        ``import_warning`` annotation (the transcript then says the rest was sent so)."""
         common = common_prefix(keys, self.conversation)
         if common < len(self.conversation):
-            self.warn(
-                exchange,
+            said = (
                 f"the request does not extend the conversation of exchange {self.previous} "
-                f"(its first {common} of {len(keys)} messages match); appended the rest as new",
+                f"(its first {common} of {len(keys)} messages match); appended the rest as new"
             )
+            self.warn(exchange, said)
+            if common < len(keys):
+                text = f"{self.path.name}: exchange {exchange.number}: {said}"
+                self.append(import_warning(text), f"x{exchange.number}:diverged", time)
         return common
 
     def error(

@@ -38,7 +38,7 @@ class ChatCompletions:
         if exchange.request is None:
             return
         messages, where, keys = self.keyed_messages(exchange)
-        start = self.builder.extend(exchange, keys)
+        start = self.builder.extend(exchange, keys, time)
         for index in range(start, len(messages)):
             self.message(messages[index], f"x{exchange.number}:m{index}", f"{where}[{index}]", time)
         self.builder.conversation = [frozenset([k]) for k in keys]
