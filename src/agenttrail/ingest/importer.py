@@ -48,7 +48,6 @@ from agenttrail.model import (
     NewTrace,
     is_session_id,
 )
-from agenttrail.views.units import counted
 
 __all__ = [
     "DEFAULT_MAX_IMPORT_BYTES",
@@ -368,22 +367,10 @@ def _write_session(store: LogStore, path: Path, imported: ImportedSession) -> Im
         _check_namespace(store, path, session_id, imported.events)
     results = _append(store, session_id, imported.events, _filled(imported))
     written = sum(not r.duplicate for r in results)
-    warnings = imported.warnings + _changed(
-        path, reimport.changed(store, session_id, imported.events, results)
+    changed = reimport.warnings(store, path, session_id, imported.events, results)
+    return ImportReport(
+        path, session_id, written, len(results) - written, imported.warnings + changed
     )
-    return ImportReport(path, session_id, written, len(results) - written, warnings)
-
-
-def _changed(path: Path, seqs: list[int]) -> list[str]:
-    """The warning for events a file repeats by key with another payload (:mod:`.reimport`)."""
-    if not seqs:
-        return []
-    listed = ", ".join(map(str, seqs[:5])) + (", …" if len(seqs) > 5 else "")
-    return [
-        f"{path}: {counted(len(seqs), 'event')} already in the log under the same key "
-        f"{'reads' if len(seqs) == 1 else 'read'} otherwise now (seq {listed}): the file was "
-        "edited since, or this agenttrail reads it otherwise; the log keeps what it had"
-    ]
 
 
 def _check_rechained(store: LogStore, path: Path, session_id: str) -> None:

@@ -8,12 +8,34 @@ append-only); the importer says so instead of counting the event as already pres
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from agenttrail.codec import encode_payload
 from agenttrail.log.store import Appended, LogStore
 from agenttrail.model import NewEvent
+from agenttrail.views.units import counted
 
-__all__ = ["changed"]
+__all__ = ["changed", "warnings"]
+
+
+def warnings(
+    store: LogStore,
+    path: Path,
+    session_id: str,
+    events: Sequence[NewEvent],
+    results: Sequence[Appended],
+) -> list[str]:
+    """The import's warning for the events of ``path`` that :func:`changed` finds (none
+    when it finds none), naming their seqs (the first five)."""
+    seqs = changed(store, session_id, events, results)
+    if not seqs:
+        return []
+    listed = ", ".join(map(str, seqs[:5])) + (", …" if len(seqs) > 5 else "")
+    return [
+        f"{path}: {counted(len(seqs), 'event')} already in the log under the same key "
+        f"{'reads' if len(seqs) == 1 else 'read'} otherwise now (seq {listed}): the file was "
+        "edited since, or this agenttrail reads it otherwise; the log keeps what it had"
+    ]
 
 
 def changed(
