@@ -451,3 +451,20 @@ def test_a_session_exported_as_otlp_comes_back_through_the_receiver(
     received = receiver.session_events()
     assert received[0].session_id == session.id
     assert conversation(received) == conversation(original)
+
+
+def test_a_session_pushed_back_to_the_log_it_is_in_is_refused(receiver: Receiver) -> None:
+    # `agenttrail push` to the server whose log holds the session: the receiver added every
+    # span's event beside the originals (its usage counted twice, then three times), where
+    # `agenttrail import` of the same export is refused (docs/otel.md).
+    original = import_events(receiver.store, TOOL_LOOP)
+    session = receiver.store.get_session(original[0].session_id)
+    request = request_from_log(receiver.store, [session])
+    answer = receiver.post(request.SerializeToString(), "application/x-protobuf")
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["detail"] == (
+        f"session {session.id} already holds {len(original)} events no otlp import wrote, so "
+        "these spans' events would be added beside them (twice, if the spans are their "
+        "export: agenttrail push to the log the session is in); send them to another log"
+    )
+    assert list(receiver.store.read(session.id)) == original

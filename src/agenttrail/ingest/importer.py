@@ -242,6 +242,9 @@ def write_together(
         for i, imported in enumerate(placed)
         if imported.exported is None and "rechained" not in imported.session.metadata
     ]
+    for i in plain:  # as an import of a file does (_write_session)
+        sid = placed[i].session.id or ""
+        _check_namespace(store, path, sid, placed[i].events, received=True)
     reports: dict[int, ImportReport] = {}
     batches = [(placed[i].session.id or "", placed[i].events, _filled(placed[i])) for i in plain]
     builders = [_trace_rows(session_id, events) for session_id, events, _ in batches]
@@ -388,7 +391,12 @@ def _check_rechained(store: LogStore, path: Path, session_id: str) -> None:
 
 
 def _check_namespace(
-    store: LogStore, path: Path, session_id: str, events: Sequence[NewEvent]
+    store: LogStore,
+    path: Path,
+    session_id: str,
+    events: Sequence[NewEvent],
+    *,
+    received: bool = False,
 ) -> None:
     """A format whose keys share a name (``otlp:``, ``inspect:``, ``langfuse:``) adds to a
     session only when an import of that format began it: to a session recorded or imported
@@ -409,6 +417,12 @@ def _check_namespace(
         return
     if any(key.startswith(f"{name}:") for key, _ in store.event_keys(session_id)):
         return
+    if received:  # the OTLP receiver: spans sent, not a file
+        raise InputError(
+            f"session {session_id} already holds {head[0]} events no {name} import wrote, so "
+            "these spans' events would be added beside them (twice, if the spans are their "
+            "export: agenttrail push to the log the session is in); send them to another log"
+        )
     raise InputError(
         f"{path}: session {session_id} already holds {head[0]} events no {name} import "
         "wrote, so this file's events would be added beside them (twice, if the file is "
