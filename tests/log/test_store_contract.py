@@ -113,6 +113,17 @@ def test_idempotent_append_returns_the_first_seq_and_writes_nothing(store: LogSt
     assert [(r.seq, r.duplicate) for r in batch] == [(2, False), (2, True)]
 
 
+def test_holds_key_looks_for_a_key_that_begins_with_a_prefix(store: LogStore) -> None:
+    store.create_session(NewSession(id="s"))
+    assert not store.holds_key("s", "otlp:")  # no key at all
+    store.append_batch("s", [NewEvent({"type": "x"}, key="inspect:e1"), NewEvent({"type": "x"})])
+    assert store.holds_key("s", "inspect:") and store.holds_key("s", "inspect:e1")
+    assert not store.holds_key("s", "otlp:") and not store.holds_key("s", "inspect:e10")
+    store.append("s", {"type": "x"}, key="a_%:Ω")  # read as it is, not as a pattern
+    assert store.holds_key("s", "a_%:") and not store.holds_key("s", "ab%:")
+    assert not store.holds_key("other", "inspect:")  # keys are a session's
+
+
 def test_a_batch_is_atomic(store: LogStore) -> None:
     sid = store.create_session(NewSession()).id
     with pytest.raises(PayloadError, match=r"payload\.bad"):

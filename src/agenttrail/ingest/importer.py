@@ -415,7 +415,7 @@ def _check_namespace(
     head = store.head(session_id)
     if head is None or head[0] == 0:
         return
-    if any(key.startswith(f"{name}:") for key, _ in store.event_keys(session_id)):
+    if store.holds_key(session_id, f"{name}:"):
         return
     if received:  # the OTLP receiver: spans sent, not a file
         raise InputError(

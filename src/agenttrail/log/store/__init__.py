@@ -282,6 +282,10 @@ class EventLog(LogReader, Protocol):
         """``(key, seq)`` of every idempotency key of a session, in seq order."""
         ...
 
+    def holds_key(self, session_id: str, prefix: str) -> bool:
+        """Whether an idempotency key of the session begins with ``prefix``."""
+        ...
+
 
 class TraceLog(LogReader, Protocol):
     """Trace rows: evidence for tool calls, written beside the events they join

@@ -227,6 +227,17 @@ class EventLogBase(Backend[C]):
         """``(key, seq)`` of every idempotency key of a session, in seq order."""
         return [(key, seq) for key, seq in self._query(self.sql.event_keys, (session_id,))]
 
+    def holds_key(self, session_id: str, prefix: str) -> bool:
+        """Whether an idempotency key of the session begins with ``prefix`` (a format's
+        name, ``otlp:``): one look in the keys' index, where :meth:`event_keys` reads them
+        all (the OTLP receiver asks it of every request, docs/otel.md)."""
+        p = self.sql.param
+        query = (
+            f"SELECT 1 FROM session_event_keys WHERE session_id = {p} "
+            f"AND substr(key, 1, {len(prefix)}) = {p} LIMIT 1"
+        )
+        return bool(self._query(query, (session_id, prefix)))
+
 
 class TraceLogBase(Backend[C]):
     """Trace rows (``TraceLog``)."""
