@@ -124,6 +124,17 @@ def test_holds_key_looks_for_a_key_that_begins_with_a_prefix(store: LogStore) ->
     assert not store.holds_key("other", "inspect:")  # keys are a session's
 
 
+def test_a_seq_or_id_beyond_the_columns_integers_names_nothing(store: LogStore) -> None:
+    # An id from a URL or a command line past 2**63 made the database driver raise
+    # (OverflowError: a 500 from the server, a traceback from `agenttrail trace`).
+    store.create_session(NewSession(id="s"))
+    store.append_batch("s", [NewEvent({"type": "x"}), NewEvent({"type": "x"})])
+    assert list(store.read("s", after_seq=2**70)) == []
+    assert [e.seq for e in store.read("s", after_seq=-(2**70))] == [1, 2]
+    with pytest.raises(InputError, match=f"^no trace row {2**70}$"):
+        store.trace(2**70)
+
+
 def test_a_batch_is_atomic(store: LogStore) -> None:
     sid = store.create_session(NewSession()).id
     with pytest.raises(PayloadError, match=r"payload\.bad"):

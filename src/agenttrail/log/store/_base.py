@@ -32,6 +32,7 @@ from agenttrail.log.store import (
 from agenttrail.log.store._archive import ArchiveBase
 from agenttrail.log.store._backend import Backend, C
 from agenttrail.log.store._rules import (
+    BIGINT,
     Encoded,
     check_new_session,
     check_session_fields,
@@ -215,6 +216,9 @@ class EventLogBase(Backend[C]):
         Streams in keyset pages of :data:`READ_PAGE_ROWS`; an empty or unknown session
         yields nothing (use ``get_session`` to tell them apart).
         """
+        if after_seq >= BIGINT.stop:  # no seq is after it (nor can it be bound)
+            return
+        after_seq = max(after_seq, -1)
         for row in self._rows(self._query, session_id, after_seq, limit):
             yield event_of(session_id, row)
 
@@ -344,7 +348,7 @@ class TraceLogBase(Backend[C]):
 
     def trace(self, trace_id: int) -> TraceRow:
         """One trace row by id. Raises ``InputError`` when there is none."""
-        rows = self._query(self.sql.trace, (trace_id,))
+        rows = self._query(self.sql.trace, (trace_id,)) if trace_id in BIGINT else []
         if not rows:
             raise InputError(f"no trace row {trace_id}")
         return trace_row(rows[0])

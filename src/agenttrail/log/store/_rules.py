@@ -43,6 +43,7 @@ from agenttrail.model import (
 )
 
 __all__ = [
+    "BIGINT",
     "ERASURE",
     "SESSION_TEXT_FIELDS",
     "START_COLUMNS",
@@ -96,6 +97,10 @@ class Encoded(NamedTuple):
     salt: bytes | None
     """A v2 salt given by the caller (an import reproducing an export), else ``None``."""
 
+
+BIGINT = range(-(2**63), 2**63)
+"""The integers a seq or an id column holds on both backends (SQLite's INTEGER, PostgreSQL's
+BIGINT): one outside them names no row, and binding it fails (``OverflowError``)."""
 
 ERASURE = "erasure"
 """The ``type`` of the event an erasure appends (who, when, why, which seqs); only the store
