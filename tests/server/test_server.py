@@ -119,6 +119,14 @@ def test_errors_are_problem_details_naming_what_is_wrong(server: Server) -> None
             f"/v1/sessions/{sid}/events", json={"payload": {"type": "x"}, "created_at": "now"}
         )
         assert stamp.status_code == 422 and "created_at" in stamp.json()["detail"]
+        both = http.post(  # one event's payload beside a batch: was dropped, answered 201
+            f"/v1/sessions/{sid}/events",
+            json={"events": [{"payload": {"type": "a"}}], "payload": {"type": "b"}, "key": "k"},
+        )
+        assert both.status_code == 422
+        assert both.json()["detail"] == (
+            "field payload: give one event (payload, created_at, key) or a list of events, not both"
+        )
         assert http.get(f"/v1/sessions/{sid}/events").json()["events"] == []  # nothing written
 
 

@@ -128,7 +128,8 @@ def batch_of(body: bytes) -> list[NewEvent]:
 
     Raises:
         RequestValidationError: not JSON, or not of :class:`AppendBody`'s shape.
-        InputError: neither ``payload`` nor ``events``.
+        InputError: neither ``payload`` nor ``events``, or both (one event's fields beside a
+            batch).
     """
     try:
         parsed = AppendBody.model_validate_json(body)
@@ -139,6 +140,12 @@ def batch_of(body: bytes) -> list[NewEvent]:
             errors = e.errors() if isinstance(e, ValidationError) else [_not_json(e)]
             raise RequestValidationError(errors) from None
     if parsed.events is not None:
+        single = [n for n in ("payload", "created_at", "key") if getattr(parsed, n) is not None]
+        if single:  # one event's fields beside a batch: which was meant is not ours to guess
+            raise InputError(
+                f"field {single[0]}: give one event (payload, created_at, key) or a list of "
+                "events, not both"
+            )
         return [NewEvent(e.payload, e.created_at, e.key) for e in parsed.events]
     if parsed.payload is not None:
         return [NewEvent(parsed.payload, parsed.created_at, parsed.key)]
