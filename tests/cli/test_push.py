@@ -133,7 +133,12 @@ def test_rejected_spans_are_an_error(tmp_path: Path, receiver: Receiver) -> None
     ("extra", "message"),
     [
         (("--otlp", "127.0.0.1:4318/v1/traces"), "expected an http:// or https:// URL"),
-        (("--otlp", "http://127.0.0.1:9/v1/traces", "--header", "novalue"), "expected NAME=VALUE"),
+        (("--otlp", "http://127.0.0.1:9/v1/traces", "--header", "novalue"), "NAME=VALUE"),
+        # a header's name that redaction knows: its words were redacted as its value
+        (
+            ("--otlp", "http://127.0.0.1:9/v1/traces", "--header", "X-Api-Key"),
+            "--header takes NAME=VALUE, not 'X-Api-Key'",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_is_sent(

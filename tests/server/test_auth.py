@@ -15,9 +15,11 @@ import jwt
 import pytest
 
 from agenttrail.errors import Forbidden, InputError, Unauthorized
+from agenttrail.log.redact import redacted_text
 from agenttrail.server.auth import (
     RIGHTS,
     SECRET_BYTES,
+    TOKEN_REQUIRED,
     Grant,
     TokenCache,
     check_token,
@@ -88,7 +90,7 @@ def test_a_changed_claim_breaks_the_signature() -> None:
 
 @pytest.mark.parametrize("token", [None, ""])
 def test_no_token_is_unauthorized_and_says_how_to_send_one(token: str | None) -> None:
-    with pytest.raises(Unauthorized, match=r"Authorization: Bearer"):
+    with pytest.raises(Unauthorized, match=r"header Authorization, value Bearer and the token"):
         check_token(SECRET, token)
 
 
@@ -199,3 +201,9 @@ def test_the_cache_keeps_at_most_its_size_dropping_the_oldest() -> None:
     assert list(tokens._grants) == [second, third]
     assert tokens.check(first).rights == {"read"}  # verified again, and kept again
     assert list(tokens._grants) == [third, first]
+
+
+def test_the_hint_of_a_missing_token_survives_the_clis_redaction() -> None:
+    # `agenttrail push` prints a 401's detail through the redaction of every error message,
+    # which read "Authorization: Bearer …" as a credential: "(Authorization: [REDACTED:…] …)".
+    assert redacted_text(TOKEN_REQUIRED) == TOKEN_REQUIRED

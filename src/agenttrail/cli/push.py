@@ -38,7 +38,9 @@ def parse_headers(values: list[str]) -> dict[str, str]:
     for value in values:
         name, sep, text = value.partition("=")
         if not sep or not name.strip():
-            raise InputError(f"--header {value!r}: expected NAME=VALUE")
+            # the value last: a header's name followed by words reads as a credential to
+            # the redaction every error message goes through, which would hide the words
+            raise InputError(f"--header takes NAME=VALUE, not {value!r}")
         headers[name.strip()] = text.strip()
     return headers
 

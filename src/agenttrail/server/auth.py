@@ -34,7 +34,10 @@ RIGHTS = ("read", "append", "invoke", "audit")
 user's own tools; ``audit`` read trace envelopes."""
 
 ALGORITHM = "HS256"
-TOKEN_REQUIRED = "a bearer token is required (Authorization: Bearer …)"
+TOKEN_REQUIRED = "a bearer token is required (header Authorization, value Bearer and the token)"
+"""What a request without a token is told. Not ``Authorization: Bearer …``: the redaction
+every error the CLI prints goes through (``agenttrail push`` prints the server's answer)
+reads that as a credential and hides the hint."""
 SECRET_BYTES = 32
 """Length of a generated server secret: 256 bits, the HMAC-SHA256 block-size guidance."""
 
