@@ -4,6 +4,7 @@ once: what ``tests/faults/test_live_drops.py`` met by chance under load, made to
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from agenttrail.log.store import open_store
@@ -30,3 +31,26 @@ def test_a_subscriber_that_leaves_while_another_subscribes_breaks_nothing(
         store.create_session(NewSession("s", "s", "a", "u"))
         store.append("s", events.message("user", "before"))
         asyncio.run(race(Hub(store)))
+
+
+def test_a_stream_ended_by_its_event_leaves_nothing_to_the_next(tmp_path: Path) -> None:
+    # The last word of a stream is held back until more text or `done` comes (a secret may
+    # go on in the next delta). A stream that ended with its final event appended, not with
+    # `done`, kept it, and the next stream's first delta began with it: "HelloBye now".
+    async def streams(hub: Hub) -> list[object]:
+        sub = await hub.subscribe("s")
+        hub.publish_partial("s", hub.partials.redact("s", {"textDelta": "Hello"}))
+        store.append("s", events.message("assistant", "Hello"))
+        await hub.sync("s")  # as the append's route does
+        await hub.sync("s")  # as the next partial's route does, before it
+        hub.publish_partial("s", hub.partials.redact("s", {"textDelta": "Bye now", "done": True}))
+        got = []
+        while not sub.queue.empty():
+            got.append(sub.queue.get_nowait())
+        return [(m.kind, json.loads(m.text).get("textDelta")) for m in got]
+
+    with open_store(tmp_path / "log.db") as store:
+        store.create_session(NewSession("s", "s", "a", "u"))
+        got = asyncio.run(streams(Hub(store)))
+    # "Hello" held back (its last word), then the event, then the next stream alone
+    assert got == [("appendPartial", None), ("append", None), ("appendPartial", "Bye now")]

@@ -172,6 +172,8 @@ class Hub:
                 message = FeedMessage.of(event_message(event))
                 for sub in tuple(self._subscribers.get(session_id, ())):
                     sub.offer(message)
+            if fresh:  # a durable event replaces the partials that streamed before it
+                self.partials.end(session_id)
             if fresh and session_id in self._subscribers:
                 self._published[session_id] = fresh[-1].seq
 

@@ -71,6 +71,13 @@ class PartialRedactor:
                 del self._streams[session_id]
         return {**rest, "textDelta": new} if new else rest
 
+    def end(self, session_id: str) -> None:
+        """End the session's stream without ``done``: a durable event was appended, which
+        replaces what streamed (what was held back of it is not shown, and the next stream
+        starts empty instead of with that text)."""
+        with self._lock:
+            self._streams.pop(session_id, None)
+
     def _text(self, text: str) -> str:
         redacted = self.redactor.payload({"text": text})["text"]
         assert isinstance(redacted, str)

@@ -191,12 +191,12 @@ async def read_events(
 async def partial(session_id: str, body: PartialBody, auth: Auth, hub: HubDep) -> dict[str, Any]:
     """Send a streaming patch to the live subscribers; it is never stored."""
     auth.require("append", session_id)
+    # Appends made straight into the database first: a partial never overtakes the
+    # durable events before it, and one of them ends the stream it follows.
+    await hub.sync(session_id)
     # Redacted before any subscriber sees it (server/partials.py), off the event loop: the
     # first secret reads the log's key.
     patch = await anyio.to_thread.run_sync(
         hub.partials.redact, session_id, body.model_dump(exclude_none=True)
     )
-    # Appends made straight into the database first: a partial never overtakes the
-    # durable events before it.
-    await hub.sync(session_id)
     return {"delivered": hub.publish_partial(session_id, patch)}
