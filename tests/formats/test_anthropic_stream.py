@@ -44,17 +44,25 @@ def test_a_block_that_starts_again_is_a_second_block_and_an_anomaly_on_both(
     assert f"tool_use '{FIRST_ID}', started at line 20" in warning
 
 
+MESSAGE_START = (
+    "message_start",
+    '{"type":"message_start","message":{"id":"msg_1","type":"message",'
+    '"role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":3}}}',
+)
+"""A stream's first event (written for these tests): message msg_1 of claude-x."""
+
+
+def _events(events: list[tuple[str, str]]) -> str:
+    """Server-sent events of ``(event name, data)`` pairs, as the Messages API streams them."""
+    return "".join(f"event: {kind}\ndata: {data}\n\n" for kind, data in events)
+
+
 def test_deltas_after_a_restart_go_to_the_new_block(tmp_path: Path) -> None:
     # The second start arrives while the first block's input is half streamed: the first keeps
     # what arrived (not JSON, kept as text), the rest goes to the second.
-    stream = "".join(
-        f"event: {kind}\ndata: {data}\n\n"
-        for kind, data in [
-            (
-                "message_start",
-                '{"type":"message_start","message":{"id":"msg_1","type":"message",'
-                '"role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":3}}}',
-            ),
+    stream = _events(
+        [
+            MESSAGE_START,
             (
                 "content_block_start",
                 '{"type":"content_block_start","index":0,"content_block":'
@@ -94,14 +102,9 @@ def test_an_error_event_ends_the_message_it_cuts_short(tmp_path: Path) -> None:
     # first and the error, marked incomplete, after it. Before, the error came first and the
     # message after it, warned about as a truncated file. An error after a message_stop cuts
     # nothing short.
-    stream = "".join(
-        f"event: {kind}\ndata: {data}\n\n"
-        for kind, data in [
-            (
-                "message_start",
-                '{"type":"message_start","message":{"id":"msg_1","type":"message",'
-                '"role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":3}}}',
-            ),
+    stream = _events(
+        [
+            MESSAGE_START,
             (
                 "content_block_start",
                 '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}',

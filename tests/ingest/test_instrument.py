@@ -16,7 +16,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ from tests.ingest._upstream import (
     payloads,
     recorded,
     sse_reply,
-    upstream,
 )
 
 pytestmark = pytest.mark.filterwarnings(
@@ -53,18 +51,6 @@ pytestmark = pytest.mark.filterwarnings(
 STREAMED = CASSETTES / "test_chat_completion_multiple_tools_streaming_with_content.yaml"
 NOT_COMPLETE = CASSETTES / "test_chat_completion_streaming_not_complete.yaml"
 RESPONSES = CASSETTES / "test_responses_create_captures_tool_call_content[content_mode0].yaml"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Upstream]:
-    yield from upstream()
-
-
-@pytest.fixture
-def up(server: Upstream) -> Iterator[Upstream]:
-    server.replies.clear()
-    server.requests.clear()
-    yield server
 
 
 def client_for(up: Upstream, provider: str, mode: str, **options: Any) -> Any:
@@ -485,20 +471,18 @@ def test_a_client_on_a_mock_transport_is_recorded_the_same(tmp_path: Path, mode:
         assert payloads(got) == payloads(import_events(other, TOOL_LOOP))
 
 
-def test_what_is_captured_just_before_the_interpreter_exits_is_written(
-    up: Upstream, tmp_path: Path
-) -> None:
-    # The agent neither flushes nor closes: the writer thread is a daemon, and the exit waits
-    # for what it still holds (docs/capture.md).
-    [item, _] = recorded(TOOL_LOOP)
-    up.script(item.reply)
+def _agent_script(up: Upstream, tmp_path: Path, item: Recorded, lines: str) -> None:
+    """Run ``lines`` as the end of an agent's script in a fresh interpreter, its client
+    instrumented (log ``tmp_path/live.db``) and ``body`` the request ``item`` records; the
+    script exits on its own (no flush, no close)."""
     script = f"""
 import json, sys, openai, agenttrail
 client = agenttrail.instrument(
     openai.OpenAI(api_key="k", base_url={up.url + "/v1"!r}, max_retries=0),
     log={str(tmp_path / "live.db")!r},
 )
-client.chat.completions.create(**json.loads(sys.stdin.read()))
+body = json.loads(sys.stdin.read())
+{lines}
 """
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -508,6 +492,16 @@ client.chat.completions.create(**json.loads(sys.stdin.read()))
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_what_is_captured_just_before_the_interpreter_exits_is_written(
+    up: Upstream, tmp_path: Path
+) -> None:
+    # The agent neither flushes nor closes: the writer thread is a daemon, and the exit waits
+    # for what it still holds (docs/capture.md).
+    [item, _] = recorded(TOOL_LOOP)
+    up.script(item.reply)
+    _agent_script(up, tmp_path, item, "client.chat.completions.create(**body)")
     with open_store(tmp_path / "live.db") as store:
         [session] = store.sessions()
         assert [e.type for e in store.read(session.id)][-1] == "tool_call"
@@ -520,24 +514,8 @@ def test_a_stream_left_open_when_the_interpreter_exits_is_written_abandoned(
     # held by a global, never closed, and nothing was written at all (no database either).
     item = recorded(STREAMED)[0]
     up.script(item.reply)
-    script = f"""
-import json, sys, openai, agenttrail
-client = agenttrail.instrument(
-    openai.OpenAI(api_key="k", base_url={up.url + "/v1"!r}, max_retries=0),
-    log={str(tmp_path / "live.db")!r},
-)
-stream = client.chat.completions.create(**json.loads(sys.stdin.read()))
-for chunk in stream:
-    break
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        input=json.dumps(item.body),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
+    lines = "stream = client.chat.completions.create(**body)\nfor chunk in stream:\n    break"
+    _agent_script(up, tmp_path, item, lines)
     with open_store(tmp_path / "live.db") as store:
         [session] = store.sessions()
         last = list(store.read(session.id))[-1].payload

@@ -11,7 +11,6 @@ snapshots hold them, and finds the same session.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,24 +21,12 @@ import agenttrail
 from agenttrail.ingest.instrument import capture_of
 from agenttrail.log.store import open_store
 from tests.formats._recordings import import_events
-from tests.ingest._upstream import Reply, Upstream, payloads, sse_reply, upstream
+from tests.ingest._upstream import Reply, Upstream, payloads, sse_reply
 from tests.ingest.test_instrument import client_for
 
 MODEL = "claude-sonnet-4-5"
 
 USAGE = {"input_tokens": 10, "output_tokens": 5}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Upstream]:
-    yield from upstream()
-
-
-@pytest.fixture
-def up(server: Upstream) -> Iterator[Upstream]:
-    server.replies.clear()
-    server.requests.clear()
-    yield server
 
 
 def message_reply(number: int, content: list[dict[str, Any]]) -> Reply:

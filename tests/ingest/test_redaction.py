@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ from agenttrail.server import create_app, mint_token
 from agenttrail.server.tools import ToolRegistry
 from tests._secrets import ALL, AWS_SECRET, CASES, SESSION_TOKEN, found_in
 from tests.conftest import run_cli, serving
-from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, Upstream, recorded, upstream
+from tests.ingest._upstream import KEY, TOOL_LOOP, Recorded, Upstream, recorded
 from tests.ingest.test_capture import exchange_of
 from tests.ingest.test_proxy import running_proxy
 
@@ -69,11 +68,6 @@ CREDENTIALS = json.dumps(  # what `aws sts get-session-token` prints
     },
     indent=2,
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Upstream]:
-    yield from upstream()
 
 
 def with_secrets(items: list[Recorded]) -> list[Recorded]:
