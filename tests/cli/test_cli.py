@@ -67,10 +67,16 @@ def test_quickstart_says_which_session_it_shows_when_it_reads_none(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     said = result.stderr.splitlines()
     assert said[0] == (
-        "no Claude Code transcript read: showing the most recently started of the 3 Claude Code "
-        "sessions here, 1 subagent transcript left out"
+        "no Claude Code transcript read: showing the most recently started of the 2 Claude Code "
+        "sessions here (1 subagent transcript left out)"
     )
     assert f"  agenttrail show {latest} --db {db}" in said
+    # read now: of the 3 read, 1 a subagent's, it chose among 2 ("of the 3" read wrong)
+    read = run_cli("quickstart", str(spotter), "--db", str(tmp_path / "new.db"), cwd=tmp_path)
+    assert (
+        "showing the most recently started of the 2 sessions read (1 subagent transcript "
+        "left out)" in read.stderr.splitlines()
+    )
 
 
 def test_quickstart_says_the_transcripts_it_found_could_not_be_read(tmp_path: Path) -> None:

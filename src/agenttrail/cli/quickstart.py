@@ -98,14 +98,17 @@ def _showing(count: int, *, earlier: bool, aside: int = 0) -> str:
     """Which of ``count`` sessions quickstart shows: the most recently started of those it read,
     or (``earlier``: it read none) of the Claude Code sessions already in the log; ``aside``
     of them subagents' transcripts, left out."""
-    left_out = f", {counted(aside, 'subagent transcript')} left out" if aside else ""
+    # of the sessions it chose among: the subagents' transcripts are not among them
+    left_out = f" ({counted(aside, 'subagent transcript')} left out)" if aside else ""
+    kind = "Claude Code session" if earlier else "session"
+    which = (
+        f"the one {kind}"
+        if count - aside == 1
+        else f"the most recently started of the {counted(count - aside, kind)}"
+    )
     if earlier:
-        among = counted(count, "Claude Code session")
-        return (
-            f"no Claude Code transcript read: showing the most recently started of the {among} "
-            f"here{left_out}"
-        )
-    return f"showing the most recently started of the {counted(count, 'session')} read{left_out}"
+        return f"no Claude Code transcript read: showing {which} here{left_out}"
+    return f"showing {which} read{left_out}"
 
 
 def _print_next(session_id: str, db: str | None) -> None:
