@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from agenttrail.errors import InputError
-from agenttrail.ingest.capture._appender import READERS, Appender, Queued
+from agenttrail.ingest.capture._appender import Appender, Queued, reader_for
 from agenttrail.ingest.capture._http import HttpExchange, header_text, named, redacted_url
 from agenttrail.ingest.capture._recognition import conversations_limit
 from agenttrail.ingest.capture._writer import WRITER_ENV, ProcessWriter, Writer
@@ -205,7 +205,7 @@ class Capture:
         ``error``): a client that goes away there has its whole answer, as the official
         clients, which close the stream at that event, do (docs/capture.md, What is
         recorded)."""
-        reader = next((r for r in READERS if r.accepts(url)), None)
+        reader = reader_for(url)
         return reader is not None and reader.ended(body.decode("utf-8", "replace"))
 
     def record(self, exchange: HttpExchange, *, session: str | NewSession | None = None) -> bool:
@@ -288,7 +288,7 @@ class Capture:
 def _wanted(url: str) -> bool:
     """:meth:`Capture.wants`, remembered: a client calls the same few URLs again and again,
     and parsing one is a few microseconds on the agent's path."""
-    return any(reader.accepts(url) for reader in READERS)
+    return reader_for(url) is not None
 
 
 def _writer_kind(chosen: str | None, *, own_log: bool) -> str:

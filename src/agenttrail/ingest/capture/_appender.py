@@ -37,12 +37,19 @@ from agenttrail.log.redact import redacting_logger
 from agenttrail.log.store import Appended, LogStore, open_store
 from agenttrail.model import NewEvent, NewSession, events
 
-__all__ = ["READERS", "Appender", "Queued"]
+__all__ = ["READERS", "Appender", "Queued", "reader_for"]
 
 _LOG = redacting_logger("agenttrail.capture")
 
 READERS: tuple[type[LiveConversation], ...] = (openai.Conversation, anthropic.Conversation)
 """The conversation readers, asked in turn which URL is theirs."""
+
+
+def reader_for(url: str) -> type[LiveConversation] | None:
+    """The reader of the API ``url`` calls (:data:`READERS`), ``None`` for an endpoint
+    capture does not record."""
+    return next((r for r in READERS if r.accepts(url)), None)
+
 
 _SOURCE = Path("capture")
 """How captured exchanges are named in the readers' warnings and errors."""
@@ -189,14 +196,19 @@ class Appender:
         """Read ``exchange`` into the events to append (``None``: an endpoint capture does
         not record) and move its conversation's state past it, as if appended: a failed
         append is undone with :meth:`_undo`."""
-        reader = next((r for r in READERS if r.accepts(exchange.url)), None)
+        reader = reader_for(exchange.url)
         if reader is None:
             return None
         record, request = record_of(exchange)
         store = self._open()
-        followed = self._recognise(store, reader, record, request, chosen)
+        # what identifies the request's messages: to recognise the conversation, and after
+        # an answer cut short to let the same request, sent again, continue it
+        scratch = self._scratch[reader]
+        prints = scratch.prints(record)
+        scratch.take_warnings()  # the exchange's own reading says them
+        followed = self._recognise(store, reader, prints, request, chosen)
         try:
-            return self._events(store, followed, exchange, record, chosen)
+            return self._events(store, followed, exchange, record, prints, chosen)
         except BaseException:
             self._undo([followed])
             raise
@@ -208,26 +220,17 @@ class Appender:
             self._index.forget(f)
             self._numbers.pop(f.session_id, None)
 
-    def _prints(self, reader: type[LiveConversation], record: dict[str, Any]) -> list[Hashable]:
-        """The prints of ``record``'s request messages (:meth:`LiveConversation.prints`), read
-        by ``reader``'s scratch instance (its warnings dropped: the exchange's own reading
-        says them)."""
-        scratch = self._scratch[reader]
-        prints = scratch.prints(record)
-        scratch.take_warnings()
-        return prints
-
     def _recognise(
         self,
         store: LogStore,
         reader: type[LiveConversation],
-        record: dict[str, Any],
+        prints: list[Hashable],
         request: dict[str, Any],
         chosen: NewSession | None,
     ) -> Followed:
-        """The conversation ``record`` (whose request body is ``request``) continues, or a new
-        one (docs/capture.md, How conversations are recognised)."""
-        prints = self._prints(reader, record)
+        """The conversation a request whose messages have ``prints`` (and whose body is
+        ``request``) continues, or a new one (docs/capture.md, How conversations are
+        recognised)."""
         scope = chosen.id if chosen is not None else None
         previous = request.get("previous_response_id")
         if isinstance(previous, str):
@@ -257,6 +260,7 @@ class Appender:
         followed: Followed,
         exchange: HttpExchange,
         record: dict[str, Any],
+        prints: list[Hashable],
         chosen: NewSession | None,
     ) -> _Pending:
         session_id = followed.session_id
@@ -276,7 +280,7 @@ class Appender:
                 if isinstance(payload.get("responseId"), str):
                     response_ids.append(payload["responseId"])
         cut = any(e.payload.get("type") == "error" and e.payload.get("incomplete") for e in found)
-        retried = self._prints(type(conversation), record) if cut else None
+        retried = prints if cut else None
         tip = self._index.follow(followed, conversation.provider, response_ids, retried)
         # Only the exchange's last event carries a key: the tip after it, read back after a
         # restart (._recognition). A nonce keeps it unique; the others need none (an exchange
