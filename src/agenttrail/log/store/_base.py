@@ -235,12 +235,7 @@ class EventLogBase(Backend[C]):
         """Whether an idempotency key of the session begins with ``prefix`` (a format's
         name, ``otlp:``): one look in the keys' index, where :meth:`event_keys` reads them
         all (the OTLP receiver asks it of every request, docs/otel.md)."""
-        p = self.sql.param
-        query = (
-            f"SELECT 1 FROM session_event_keys WHERE session_id = {p} "
-            f"AND substr(key, 1, {len(prefix)}) = {p} LIMIT 1"
-        )
-        return bool(self._query(query, (session_id, prefix)))
+        return bool(self._query(self.sql.key_with_prefix, (session_id, len(prefix), prefix)))
 
 
 class TraceLogBase(Backend[C]):

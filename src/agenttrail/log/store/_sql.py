@@ -97,6 +97,9 @@ class Statements:
     event_session_ids: str
     read_page: str
     event_keys: str
+    key_with_prefix: str
+    """Whether a session holds a key whose first N characters are a prefix: ``(session_id,
+    N, prefix)``, one look in the keys' index."""
     insert_trace: str
     traces: str
     turn_traces: str
@@ -182,6 +185,10 @@ def statements(dialect: Dialect) -> Statements:
         ),
         event_keys=(
             f"SELECT key, seq FROM session_event_keys WHERE session_id = {p} ORDER BY seq, key"
+        ),
+        key_with_prefix=(
+            f"SELECT 1 FROM session_event_keys WHERE session_id = {p} "
+            f"AND substr(key, 1, {p}) = {p} LIMIT 1"
         ),
         insert_trace=(
             f"INSERT INTO trace_rows ({_TRACE_COLUMNS}, hash) "
