@@ -136,24 +136,16 @@ def erase(
 def _title_source(
     title: str | None, store: LogStore, session_id: str, seqs: list[int]
 ) -> int | None:
-    """The first of ``seqs`` whose payload holds a text the session's ``title`` was taken from
-    (an import titles a session with its first prompt's first line:
+    """The first of ``seqs`` whose message text the session's ``title`` was taken from (an
+    import titles a session with its first prompt's first line:
     :func:`agenttrail.formats.title_from`), else ``None``."""
     from agenttrail.formats import title_from
+    from agenttrail.model import content_text
 
-    if not title:
-        return None
-    for seq in sorted(set(seqs)):
+    for seq in sorted(set(seqs)) if title else ():
         for event in store.read(session_id, after_seq=seq - 1, limit=1):
-            texts: list[object] = [event.payload]
-            while texts:
-                value = texts.pop()
-                if isinstance(value, str) and title_from(value) == title:
-                    return seq
-                if isinstance(value, dict):
-                    texts += value.values()
-                elif isinstance(value, list):
-                    texts += value
+            if title_from(content_text(event.payload.get("content"))) == title:
+                return seq
     return None
 
 
