@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agenttrail.formats import anthropic
+from agenttrail.formats import ImportedSession, anthropic
 from tests.formats._recordings import SSE
 
 FIRST_ID = "toolu_01NRLabsLyVHZPKxbKvkfSMn"
@@ -32,8 +32,7 @@ def test_a_block_that_starts_again_is_a_second_block_and_an_anomaly_on_both(
     block = _block_one(text)
     again = block.replace(FIRST_ID, "toolu_second").replace('"ar"', '"ar!"')
     path = tmp_path / "restarted.txt"
-    path.write_text(text.replace(block, block + again))
-    [imported] = anthropic.read(path, path.read_bytes())
+    imported = _read(path, text.replace(block, block + again))
     calls = [e.payload for e in imported.events if e.payload["type"] == "tool_call"]
     assert [(c["id"], c["input"]) for c in calls] == [
         (FIRST_ID, {"location": "Paris"}),
@@ -50,6 +49,13 @@ MESSAGE_START = (
     '"role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":3}}}',
 )
 """A stream's first event (written for these tests): message msg_1 of claude-x."""
+
+
+def _read(path: Path, stream: str) -> ImportedSession:
+    """The one session the stream ``stream``, written to ``path``, imports as."""
+    path.write_text(stream)
+    [imported] = anthropic.read(path, path.read_bytes())
+    return imported
 
 
 def _events(events: list[tuple[str, str]]) -> str:
@@ -88,8 +94,7 @@ def test_deltas_after_a_restart_go_to_the_new_block(tmp_path: Path) -> None:
         ]
     )
     path = tmp_path / "restarted.txt"
-    path.write_text(stream)
-    [imported] = anthropic.read(path, path.read_bytes())
+    imported = _read(path, stream)
     calls = [e.payload for e in imported.events if e.payload["type"] == "tool_call"]
     assert [(c["id"], c["input"]) for c in calls] == [("toolu_a", '{"x": '), ("toolu_b", {"y": 2})]
     assert len(imported.warnings) == 2
@@ -118,8 +123,7 @@ def test_an_error_event_ends_the_message_it_cuts_short(tmp_path: Path) -> None:
         ]
     )
     path = tmp_path / "error.txt"
-    path.write_text(stream)
-    [imported] = anthropic.read(path, path.read_bytes())
+    imported = _read(path, stream)
     assert [e.payload for e in imported.events] == [
         {
             "type": "message",
