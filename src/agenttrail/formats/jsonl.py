@@ -46,6 +46,7 @@ from agenttrail.views.pairing import SeqPairing, anomaly_names, pair_refs, tool_
 
 __all__ = [
     "NAME",
+    "ExportLines",
     "event_record",
     "export_hashes",
     "jsonl_from_events",
@@ -169,7 +170,7 @@ def sniff(path: Path, data: bytes) -> bool:
 
 
 def read(path: Path, data: bytes) -> list[ImportedSession]:
-    """Read an export back into sessions.
+    """Read an export back into sessions (:class:`ExportLines`, line by line).
 
     The chain hash each line states is not computed here: the store computes every event's
     hash as it writes it, and the importer compares (:class:`ExportedChain`, kept with each
@@ -181,22 +182,45 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
             re-chained session's hash does not match its line's contents, or a session's
             lines end elsewhere than its ``session`` field says; names the line.
     """
+    lines = ExportLines(path)
     sessions: dict[str, list[NewEvent]] = {}
-    # each event's line, the hash it states and its created_at as written
-    marks: dict[str, list[tuple[int, str | None, str]]] = {}
-    headers: dict[str, NewSession] = {}
-    rechained: dict[str, set[str]] = {}
-    versions: dict[str, int] = {}
-    heads: dict[str, tuple[int, str] | None] = {}
-    where = str(path)
     for number, line in iter_jsonl(path, data):
+        session_id, event = lines.event(number, line)
+        sessions.setdefault(session_id, []).append(event)
+    return [lines.session(sid, events) for sid, events in sessions.items()]
+
+
+class ExportLines:
+    """An export read one line at a time (:func:`read`; ``agenttrail.ingest.export`` writes
+    a one-session export as it reads it): each line's event, checked, and what the session's
+    end is checked against, its lines' hashes and numbers. The events are the caller's to
+    keep (or not)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self.marks: dict[str, list[tuple[int, str | None, str]]] = {}
+        """Each session's lines: the line, the hash it states and its created_at as written."""
+        self.headers: dict[str, NewSession] = {}
+        """Each session's ``session`` field (its first line's), where it has one."""
+        self.rechained: dict[str, set[str]] = {}
+        """Why each session that cannot be reproduced is imported as a new chain."""
+        self._versions: dict[str, int] = {}
+        self._heads: dict[str, tuple[int, str] | None] = {}
+
+    def event(self, number: int, line: Any) -> tuple[str, NewEvent]:
+        """The session id and event of line ``number`` (parsed JSON ``line``).
+
+        Raises:
+            FormatError: the line lacks a field or holds one of the wrong type or form, or
+                its seq is not the next of its session; names the line and the field.
+        """
+        where = self.path
         record = _record(line, where, number)
         session_id = record["session_id"]
-        if session_id not in sessions:
-            sessions[_checked_id(session_id, where, number)] = []
-            marks[session_id] = []
-        events = sessions[session_id]
-        seq = len(events) + 1
+        marks = self.marks.get(session_id)
+        if marks is None:
+            marks = self.marks[_checked_id(session_id, where, number)] = []
+        seq = len(marks) + 1
         if record["seq"] != seq:
             raise FormatError(
                 f"seq {record['seq']} where {seq} was expected for session {session_id}",
@@ -209,42 +233,69 @@ def read(path: Path, data: bytes) -> list[ImportedSession]:
         except InputError as e:
             raise FormatError(str(e), path=where, line=number, field="payload") from None
         if "session" in record:
-            headers[session_id] = _session(record["session"], session_id, where, number)
-            heads[session_id] = _head(record["session"], where, number)
-        version = versions.setdefault(session_id, 2 if "salt" in record else 1)
+            self.headers[session_id] = _session(record["session"], session_id, where, number)
+            self._heads[session_id] = _head(record["session"], where, number)
+        version = self._versions.setdefault(session_id, 2 if "salt" in record else 1)
         salt = _salt(record, version, where, number)
         created_at = _created_at(record["created_at"], where, number)
         if created_at != record["created_at"]:
-            rechained.setdefault(session_id, set()).add("created_at in another RFC 3339 form")
+            self.rechained.setdefault(session_id, set()).add("created_at in another RFC 3339 form")
         if "hash" not in record:
-            rechained.setdefault(session_id, set()).add("lines without hash")
+            self.rechained.setdefault(session_id, set()).add("lines without hash")
+        marks.append((number, record.get("hash"), record["created_at"]))
         kind = record["payload"].get("type")
-        events.append(NewEvent.from_data(stored, created_at, record.get("key"), salt, type=kind))
-        marks[session_id].append((number, record.get("hash"), record["created_at"]))
-    out = []
-    for sid, events in sessions.items():
-        lines = marks[sid]
-        header = replace(headers.get(sid, NewSession(id=sid)), chain_version=versions[sid])
-        chain = ExportedChain([h for _, h, _ in lines], [n for n, _, _ in lines], where)
-        if sid in rechained:  # a new chain; the hashes its lines state are still checked
-            pairs = zip(events, lines, strict=True)
-            rows = cast(_Rows, [(at, e.data, e.salt) for e, (_, _, at) in pairs])
-            chain.check(1, _hashes(sid, header, rows))
-        _check_head(sid, heads.get(sid), chain, sid in rechained)
-        if sid not in rechained:
-            out.append(
-                ImportedSession(header, events, exported=chain, session_stated=sid in headers)
-            )
-            continue
-        why = "; ".join(sorted(rechained[sid]))
+        return session_id, NewEvent.from_data(
+            stored, created_at, record.get("key"), salt, type=kind
+        )
+
+    def header(self, session_id: str) -> NewSession:
+        """The session's fields as its export states them, in its chain version."""
+        header = self.headers.get(session_id, NewSession(id=session_id))
+        return replace(header, chain_version=self._versions[session_id])
+
+    def chain(self, session_id: str) -> ExportedChain:
+        """The hashes the session's lines state, once its last line is read: refused when
+        its lines end elsewhere than its ``session`` field says (:func:`_check_head`).
+
+        Raises:
+            FormatError: the session was cut short or made longer; names its last line.
+        """
+        chain = self._stated(session_id)
+        _check_head(session_id, self._heads.get(session_id), chain, session_id in self.rechained)
+        return chain
+
+    def session(self, session_id: str, events: list[NewEvent]) -> ImportedSession:
+        """The session whose events (all of them, in order) are ``events``: as exported, or
+        as a new chain when it cannot be reproduced (its stated hashes checked here).
+
+        Raises:
+            FormatError: as :meth:`chain`, or a re-chained line's hash does not match it.
+        """
+        header = self.header(session_id)
+        if session_id not in self.rechained:
+            stated = session_id in self.headers
+            chain = self.chain(session_id)
+            return ImportedSession(header, events, exported=chain, session_stated=stated)
+        lines = self.marks[session_id]  # a new chain; the hashes its lines state still checked
+        pairs = zip(events, lines, strict=True)
+        rows = cast(_Rows, [(at, e.data, e.salt) for e, (_, _, at) in pairs])
+        self._stated(session_id).check(1, _hashes(session_id, header, rows))
+        self.chain(session_id)
+        why = "; ".join(sorted(self.rechained[session_id]))
         metadata = {**header.metadata, "rechained": why}
         keyed = [  # keys make a second import of the same file write nothing
             NewEvent(e.payload, e.created_at, e.key or f"jsonl:seq{n}", data=e.data)
             for n, e in enumerate(events, start=1)
         ]
-        warning = f"{path}: session {sid}: {why}: imported as a new chain (metadata.rechained)"
-        out.append(ImportedSession(replace(header, metadata=metadata), keyed, [warning]))
-    return out
+        warning = (
+            f"{self.path}: session {session_id}: {why}: imported as a new chain "
+            "(metadata.rechained)"
+        )
+        return ImportedSession(replace(header, metadata=metadata), keyed, [warning])
+
+    def _stated(self, session_id: str) -> ExportedChain:
+        lines = self.marks[session_id]
+        return ExportedChain([h for _, h, _ in lines], [n for n, _, _ in lines], self.path)
 
 
 def export_hashes(imported: ImportedSession, count: int) -> list[bytes]:
