@@ -18,6 +18,7 @@ payload records what was redacted, never the value: a ``redactions`` list of
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import json
@@ -129,6 +130,19 @@ class Redactor:
         before = payload.get(REDACTIONS)
         redacted[REDACTIONS] = (before if isinstance(before, list) else []) + found
         return redacted
+
+    def finds(self, payload: dict[str, Any], data: bytes | None = None) -> list[dict[str, str]]:
+        """The secrets :meth:`payload` would redact in ``payload``, ``{"kind", "path"}`` each
+        in its order (``[]`` for none), found without the log's key: the markers are not
+        kept, so the key is neither read nor drawn (the importer's check of an export, inside
+        the transaction that writes it)."""
+        unkeyed = copy.copy(self)
+        unkeyed._key = bytes(32)
+        redacted = unkeyed.payload(payload, data)
+        if redacted is payload:
+            return []
+        found: list[dict[str, str]] = redacted[REDACTIONS]
+        return found[len(payload.get(REDACTIONS) or []) :]
 
     def may_change(self, data: Sequence[bytes]) -> bool:
         """False when :meth:`payload` changes none of the payloads whose canonical CBOR is
