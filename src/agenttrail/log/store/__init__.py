@@ -315,6 +315,22 @@ class TraceLog(LogReader, Protocol):
         ``add_traces`` raise; nothing is written."""
         ...
 
+    def append_chunks(
+        self,
+        session_id: str,
+        chunks: Callable[[], Iterable[Sequence[NewEvent]]],
+        traces: TraceBuilder,
+        *,
+        create: NewSession | None = ...,
+        redacted: bool = ...,
+    ) -> Traced:
+        """``append_traced`` of the events ``chunks()`` yields, appended chunk by chunk as
+        they come, in one transaction: for a source too large to hold at once (an import of
+        a large export). ``chunks`` is called once per attempt of the transaction (PostgreSQL
+        retries one that conflicted) and yields the same events each time. Raises what
+        ``append_traced`` raises, and what ``chunks`` raises; nothing is written."""
+        ...
+
     def append_sessions(
         self,
         batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]],

@@ -10,7 +10,7 @@ adds is the locking and dialect of :class:`agenttrail.log.store._backend.Backend
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
@@ -276,6 +276,36 @@ class TraceLogBase(Backend[C]):
             "append_traced", lambda conn: self._traced(conn, session_id, encoded, create, traces)
         )
 
+    def append_chunks(
+        self,
+        session_id: str,
+        chunks: Callable[[], Iterable[Sequence[NewEvent]]],
+        traces: TraceBuilder,
+        *,
+        create: NewSession | None = None,
+        redacted: bool = False,
+    ) -> Traced:
+        """:meth:`append_traced` of the events ``chunks()`` yields, each chunk redacted,
+        checked and appended as it comes, in one transaction: what is held at a time is one
+        chunk, whatever the session's length (``agenttrail.ingest.export`` imports a large
+        export so). ``chunks`` is called once per attempt of the transaction, so a retried
+        one (PostgreSQL) reads its source again.
+
+        Raises:
+            What :meth:`append_traced` raises, and what ``chunks`` raises (nothing written).
+        """
+        create = check_session_fields(self.redactor.session(create))
+
+        def tx(conn: C) -> Traced:
+            appended: list[Appended] = []
+            for chunk in chunks():
+                events = _redacted(self.redactor, chunk, redacted)
+                encoded = encode_events(events, self.max_payload_bytes)
+                appended += self._append(conn, session_id, encoded, create, False)
+            return self._with_traces(conn, session_id, appended, traces)
+
+        return self._write("append_chunks", tx)
+
     def append_sessions(
         self,
         batches: Sequence[tuple[str, Sequence[NewEvent], NewSession | None]],
@@ -326,6 +356,13 @@ class TraceLogBase(Backend[C]):
     ) -> Traced:
         """The body of an append with its trace rows, inside the caller's transaction."""
         appended = self._append(conn, session_id, encoded, create, False)
+        return self._with_traces(conn, session_id, appended, traces)
+
+    def _with_traces(
+        self, conn: C, session_id: str, appended: list[Appended], traces: TraceBuilder | None
+    ) -> Traced:
+        """An append's outcome with the trace rows ``traces`` builds of it, written in the
+        caller's transaction."""
         if traces is None:
             return Traced(appended, [])
         rows = list(traces(appended, lambda: self._events_in(conn, session_id)))
