@@ -49,7 +49,7 @@ class _Group(TyperGroup):
 
 
 COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("import", "log", "import_command"),
+    ("import", "imports", "import_command"),
     ("watch", "watch", "watch"),
     ("sessions", "log", "sessions"),
     ("show", "log", "show"),
