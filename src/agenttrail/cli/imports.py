@@ -1,10 +1,10 @@
 """``agenttrail import``: transcripts, exports and traces into the log
-(:mod:`agenttrail.ingest.importer`)."""
+(:mod:`agenttrail.ingest.importer`; an export of one session, :mod:`agenttrail.ingest.export`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from agenttrail.cli._options import DbOption, MaxBytesOption, NoRedactOption
 from agenttrail.cli.log import FORMAT_NAMES
 from agenttrail.errors import InputError, NotATranscript
 from agenttrail.views.units import counted
+
+if TYPE_CHECKING:
+    from agenttrail.ingest.importer import ImportReport
 
 __all__ = ["import_command"]
 
@@ -50,7 +53,8 @@ def import_command(
 ) -> None:
     """Import transcripts; print each session id on its own line.
 
-    Every file is read before anything is written; each session is written in one
+    Every file is read before anything is written (an export of one session the log does
+    not hold: as it is written, in that one transaction); each session is written in one
     transaction. Importing a file again writes nothing new. Only regular files are read,
     each up to --max-bytes. A folder is walked for the files formats read (.jsonl, .json,
     .eval, .yaml, .yml, .txt, .spmd, .fountain, each also .gz); one found there that is
@@ -62,16 +66,24 @@ def import_command(
 
     - `agenttrail export sample-harvey-session | agenttrail import -`
     """
-    from agenttrail.cli._listing import print_json_lines
     from agenttrail.cli._progress import import_progress
+    from agenttrail.ingest import export
     from agenttrail.ingest.folders import expand_paths
-    from agenttrail.ingest.importer import read_paths, write_sessions
+    from agenttrail.ingest.importer import import_export, read_paths, write_sessions
     from agenttrail.log.store import payload_limit
 
     paths = expand_paths(files)
     skipped: list[NotATranscript] = []
-    # Read everything first: a bad file leaves the database, or its absence, as it was.
-    with import_progress(paths) as progress, collector_paused():
+    # Read everything first (an export of one session: in the transaction that writes it), so
+    # that a bad file leaves the database, or its absence, as it was.
+    with import_progress(paths) as progress, collector_paused(), unmade_if_refused(db):
+        one = paths[0] if paths == files and len(paths) == 1 else None
+        if one is not None and format in (None, "jsonl") and export.opening(one) is not None:
+            with open_log(db, create=True, no_redact=no_redact) as store:
+                report = import_export(store, one, max_bytes=max_bytes)
+            if report is not None:
+                _print_reports([report], json)
+                return
         parsed = read_paths(
             paths,
             format=format,
@@ -86,8 +98,14 @@ def import_command(
         if skipped and not parsed:
             raise InputError(f"nothing to import: {counted(len(skipped), 'file')} skipped")
         progress.writing(len(parsed))
-        with unmade_if_refused(db), open_log(db, create=True, no_redact=no_redact) as store:
+        with open_log(db, create=True, no_redact=no_redact) as store:
             reports = write_sessions(store, parsed, on_written=progress.written)
+    _print_reports(reports, json)
+
+
+def _print_reports(reports: list[ImportReport], json: bool) -> None:
+    from agenttrail.cli._listing import print_json_lines
+
     if json:
         print_json_lines(
             {

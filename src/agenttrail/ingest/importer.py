@@ -34,9 +34,8 @@ from agenttrail.formats import (
 )
 from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.formats.jsonl import export_hashes
-from agenttrail.ingest import reimport, traces
+from agenttrail.ingest import export, reimport, traces
 from agenttrail.limits import byte_limit
-from agenttrail.log.redact import REDACTIONS
 from agenttrail.log.store import Appended, LogStore, TraceBuilder
 from agenttrail.model import (
     SESSION_ID_RULE,
@@ -54,6 +53,7 @@ __all__ = [
     "STDIN",
     "ImportReport",
     "fitting_id",
+    "import_export",
     "import_paths",
     "import_sessions",
     "read_paths",
@@ -92,7 +92,8 @@ def import_paths(
     format: str | None = None,
     max_bytes: int | None = None,
 ) -> list[ImportReport]:
-    """Import files into the log, one transaction per session.
+    """Import files into the log, one transaction per session (an export of one new
+    session: read as it is written, :func:`import_export`).
 
     Args:
         store: the log to write.
@@ -111,10 +112,29 @@ def import_paths(
         InputError: an export's session already exists with different events, or the import
             limit is not a positive integer.
     """
+    paths = list(paths)
+    if len(paths) == 1 and paths[0] != STDIN and format in (None, "jsonl"):
+        report = import_export(store, paths[0], max_bytes=max_bytes)
+        if report is not None:
+            return [report]
     parsed = read_paths(
         paths, format=format, max_payload_bytes=store.max_payload_bytes, max_bytes=max_bytes
     )
     return write_sessions(store, parsed)
+
+
+def import_export(
+    store: LogStore, path: Path, *, max_bytes: int | None = None
+) -> ImportReport | None:
+    """Import ``path`` as it is read, in one transaction, when it is agenttrail's export of
+    one session the log does not hold (:mod:`agenttrail.ingest.export`); ``None`` when it is
+    not, or is refused: nothing is written, and :func:`import_paths` reads it whole, which
+    names what is wrong with it. Raises ``StoreError`` (nothing written)."""
+    opening = export.opening(path)
+    if opening is None:
+        return None
+    written = export.append(store, path, opening, max_bytes=max_bytes)
+    return None if written is None else ImportReport(path, opening.session_id, written, 0)
 
 
 def import_sessions(
@@ -277,7 +297,7 @@ def _placed(store: LogStore, path: Path, imported: ImportedSession) -> ImportedS
     source_id = imported.session.id
     assert source_id is not None, "read_file gives every session an id"
     if imported.exported is not None:
-        _check_unredacted(store, path, imported)
+        export.check_unredacted(store, path, imported.events)
     if is_session_id(source_id) or store.head(source_id) is not None:
         return imported
     if imported.exported is not None:
@@ -291,24 +311,6 @@ def _placed(store: LogStore, path: Path, imported: ImportedSession) -> ImportedS
     return replace(
         imported, session=replace(imported.session, id=fitting_id(source_id), metadata=metadata)
     )
-
-
-def _check_unredacted(store: LogStore, path: Path, imported: ImportedSession) -> None:
-    """Refuse an export holding a secret the log would redact: its chain hashes cover the
-    payloads as exported, so it cannot be stored redacted (docs/redaction.md, Import)."""
-    data = [event.data for event in imported.events if event.data is not None]
-    if len(data) == len(imported.events) and not store.redactor.may_change(data):
-        return  # the first look over all of them at once found no secret (most exports)
-    for index, event in enumerate(imported.events, start=1):
-        redacted = store.redactor.payload(event.payload, event.data)
-        if redacted is not event.payload:
-            first = redacted[REDACTIONS][len(event.payload.get(REDACTIONS) or [])]
-            raise FormatError(
-                f"event {index} holds a secret ({first['kind']} at {first['path']}) and an "
-                "export's chain hashes cover it, so it cannot be stored redacted; import with "
-                "--no-redact, or drop its hash fields to import it re-chained (docs/log-format.md)",
-                path=str(path),
-            )
 
 
 def _encoded(limit: int, path: Path, imported: ImportedSession) -> ImportedSession:
