@@ -13,9 +13,12 @@ reading names what is wrong with it, so every error is the one it always was.
 
 from __future__ import annotations
 
+import codecs
+import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from agenttrail.errors import (
     AgentTrailError,
@@ -24,7 +27,7 @@ from agenttrail.errors import (
     SessionExists,
     StoreError,
 )
-from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES, read_input
+from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES
 from agenttrail.formats._common import iter_jsonl
 from agenttrail.formats.jsonl import ExportLines
 from agenttrail.ingest import traces
@@ -38,6 +41,9 @@ CHUNK_EVENTS = 2_000
 """Events read, checked and appended at a time: enough that the store's work per append
 (the session's head, its row) is spread thin, few enough that a chunk of 100 KiB results
 is a few hundred MB at most."""
+
+BLOCK_BYTES = 1 << 22
+"""Bytes of the file read at a time (4 MiB): the file is never held whole."""
 
 FIRST_LINE_BYTES = 1 << 20
 """How much of a file is read to tell whether it is an export this module reads: its first
@@ -110,7 +116,7 @@ def append(
         reading[:] = [_Reading(store, path, session_id)]
         variable = "AGENTTRAIL_MAX_IMPORT_BYTES"
         limit = byte_limit(max_bytes, variable, DEFAULT_MAX_IMPORT_BYTES, "import limit")
-        return reading[0].chunks(read_input(path, limit))
+        return reading[0].chunks(_lines(path, limit))
 
     def build(appended: Sequence[Appended], session: Callable[[], list[Event]]) -> list[NewTrace]:
         return reading[0].end(appended, session)
@@ -131,13 +137,13 @@ class _Reading:
         self.lines = ExportLines(path)
         self.envelopes = False
 
-    def chunks(self, data: bytes) -> Iterator[list[NewEvent]]:
+    def chunks(self, lines: Iterator[tuple[int, Any]]) -> Iterator[list[NewEvent]]:
         """The file's events, a chunk at a time, each checked as the whole reading checks
         them (:func:`check_unredacted`: the chain covers them as
         exported, so the store redacts none of them)."""
         chunk: list[NewEvent] = []
         count = 0
-        for number, line in iter_jsonl(self.path, data):
+        for number, line in lines:
             session_id, event = self.lines.event(number, line)
             if session_id != self.session_id or session_id in self.lines.rechained:
                 raise _ReadWhole
@@ -172,6 +178,53 @@ class _Reading:
         if not self.envelopes:
             return []
         return traces.rows_for(self.session_id, session())
+
+
+def _lines(path: Path, limit: int) -> Iterator[tuple[int, Any]]:
+    """:func:`iter_jsonl` of the file, read :data:`BLOCK_BYTES` at a time (each block ends
+    at a line's end; a line never spans two), numbered as in the whole file.
+
+    Raises:
+        _ReadWhole: the file cannot be read, is not a regular file or is over ``limit``
+            bytes, or a block but the first begins with a byte order mark (which only the
+            file's start may hold): the whole reading refuses it, naming why.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        raise _ReadWhole from None
+    with open(fd, "rb", buffering=0) as file:
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(mode.st_mode) or mode.st_size > limit:
+            raise _ReadWhole
+        rest, size, number = b"", 0, 0
+        while block := _read(file):
+            size += len(block)
+            if size > limit:
+                raise _ReadWhole
+            end = block.rfind(b"\n") + 1
+            if not end:  # a line longer than a block
+                rest += block
+                continue
+            lines, rest = rest + block[:end], block[end:]
+            yield from _numbered(path, lines, number)
+            number += lines.count(b"\n")
+        if rest:
+            yield from _numbered(path, rest, number)
+
+
+def _read(file: BinaryIO) -> bytes:
+    try:
+        return file.read(BLOCK_BYTES) or b""
+    except OSError:
+        raise _ReadWhole from None
+
+
+def _numbered(path: Path, lines: bytes, before: int) -> Iterator[tuple[int, Any]]:
+    if before and lines.startswith(codecs.BOM_UTF8):
+        raise _ReadWhole
+    for number, value in iter_jsonl(path, lines):
+        yield before + number, value
 
 
 def check_unredacted(
