@@ -16,6 +16,7 @@ import pytest
 
 from agenttrail.errors import Forbidden, InputError, Unauthorized
 from agenttrail.log.redact import redacted_text
+from agenttrail.log.store import open_store
 from agenttrail.server.auth import (
     RIGHTS,
     SECRET_BYTES,
@@ -26,6 +27,7 @@ from agenttrail.server.auth import (
     load_secret,
     mint_token,
 )
+from tests.conftest import run_cli
 
 SECRET = b"test-secret-not-for-production-0123456789abcdef"
 
@@ -207,3 +209,27 @@ def test_the_hint_of_a_missing_token_survives_the_clis_redaction() -> None:
     # `agenttrail push` prints a 401's detail through the redaction of every error message,
     # which read "Authorization: Bearer …" as a credential: "(Authorization: [REDACTED:…] …)".
     assert redacted_text(TOKEN_REQUIRED) == TOKEN_REQUIRED
+
+
+@pytest.mark.parametrize("ttl", ["0", "-5", "nan", "inf", "1e300", "87601"])
+def test_the_command_refuses_a_lifetime_no_token_can_have(ttl: str, tmp_path: Path) -> None:
+    # 0 and -5 minted tokens already expired, nan and inf were a traceback, 1e300 an expiry
+    # of 304 digits
+    db = str(tmp_path / "log.db")
+    open_store(db).close()
+    done = run_cli("token", "--ttl", ttl, "--db", db)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "error: --ttl takes the hours the token is valid, above 0 and at most 87,600 (ten "
+        f"years): got {float(ttl):g}\n"
+    )
+
+
+def test_the_command_mints_a_token_for_the_hours_asked(tmp_path: Path) -> None:
+    db = str(tmp_path / "log.db")
+    open_store(db).close()
+    for ttl, seconds in (("0.5", 1800), ("87600", 87_600 * 3600)):
+        done = run_cli("token", "--ttl", ttl, "--db", db)
+        assert done.returncode == 0, done.stderr
+        claims = _claims(done.stdout.strip())
+        assert claims["exp"] - claims["iat"] == seconds

@@ -348,6 +348,12 @@ def proxy(
         serve_proxy(db, upstream, host=host, port=port, timeout_s=timeout, listening=listening)
 
 
+MAX_TTL_HOURS = 87_600
+"""The longest a token ``agenttrail token`` mints is valid: ten years, in hours. Longer is
+no use (a lost token is revoked only by a new server secret), and ``--ttl 1e300`` made an
+expiry (RFC 7519 ``exp``, seconds) of 304 digits; ``nan`` and ``inf`` were a traceback."""
+
+
 def token(
     rights: Annotated[
         str, typer.Option("--rights", help=f"Comma-separated, from: {', '.join(RIGHTS)}.")
@@ -355,7 +361,12 @@ def token(
     session: Annotated[
         str | None, typer.Option("--session", help="Scope to one session (default: all).")
     ] = None,
-    ttl: Annotated[float, typer.Option("--ttl", help="Hours the token is valid.")] = 24,
+    ttl: Annotated[
+        float,
+        typer.Option(
+            "--ttl", help=f"Hours the token is valid: above 0, at most {MAX_TTL_HOURS:,}."
+        ),
+    ] = 24,
     secret_file: SecretOption = None,
     db: DbOption = None,
 ) -> None:
@@ -367,6 +378,11 @@ def token(
     """
     from agenttrail.server.auth import mint_token
 
+    if not 0 < ttl <= MAX_TTL_HOURS:  # NaN too: it compares false
+        raise InputError(
+            f"--ttl takes the hours the token is valid, above 0 and at most {MAX_TTL_HOURS:,} "
+            f"(ten years): got {ttl:g}"
+        )
     with open_log(db) as store:
         scope = find_session(store, session).id if session is not None else "*"
         secret = _secret(store, secret_file)
