@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -468,3 +469,38 @@ def test_a_session_pushed_back_to_the_log_it_is_in_is_refused(receiver: Receiver
         "export: agenttrail push to the log the session is in); send them to another log"
     )
     assert list(receiver.store.read(session.id)) == original
+
+
+def test_a_span_over_the_payload_limit_is_a_413_naming_its_event(tmp_path: Path) -> None:
+    # it was a 422 naming "event 2" alone (of which session? which span?), where the docs
+    # promise a 413 for a payload over the limit, with the limit
+    limit = 4096
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": "y" * 10_000}]}]
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.conversation.id": "conv-big",
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": "hi"}]}]
+        ),
+        "gen_ai.output.messages": json.dumps(answer),
+    }
+    request = one_span_request(
+        attributes=[{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()]
+    )
+    with open_store(tmp_path / "small.db", max_payload_bytes=limit) as store:
+        app = create_app(store, secret=SECRET, max_body_bytes=LIMIT)
+        with serving(app) as port:
+            receiver = Receiver(f"http://127.0.0.1:{port}", store)
+            response = receiver.post(request.SerializeToString(), "application/x-protobuf")
+        assert response.status_code == 413, response.text
+        problem = response.json()
+        assert problem["limit"] == limit
+        said = re.fullmatch(
+            r"otlp: event 2 of session conv-big \(assistant message at "
+            r"2023-11-14T22:13:20\.000000Z\): payload is ([\d,]+) bytes of CBOR, above the limit "
+            r"of 4,096 bytes \(max_payload_bytes / AGENTTRAIL_MAX_PAYLOAD_BYTES\)",
+            problem["detail"],
+        )
+        assert said is not None, problem["detail"]
+        assert int(said[1].replace(",", "")) > 10_000  # the answer's text alone
+        assert store.sessions() == []

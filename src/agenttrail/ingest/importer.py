@@ -324,7 +324,9 @@ def _encoded(limit: int, path: Path, imported: ImportedSession) -> ImportedSessi
     has it still (docs/log-format.md, ``created_at``).
 
     Raises:
-        FormatError: a payload that cannot be encoded or is over ``limit`` bytes, naming it.
+        FormatError: a payload that cannot be encoded or is over ``limit`` bytes, naming it
+            (over the limit: its session, kind and time, the :class:`PayloadTooLarge` as its
+            cause, which the server answers 413).
     """
     first = next((e.created_at for e in imported.events if e.created_at is not None), None)
     last = imported.session.started or first
@@ -341,7 +343,12 @@ def _encoded(limit: int, path: Path, imported: ImportedSession) -> ImportedSessi
             except InputError as e:
                 raise FormatError(f"event {index}: {e}", path=str(path)) from None
         if len(data) > limit:
-            raise FormatError(f"event {index}: {PayloadTooLarge(len(data), limit)}", path=str(path))
+            too_large = PayloadTooLarge(len(data), limit)
+            kind = event.payload.get("role") if event.has_type("message") else None
+            what = f"{kind} message" if isinstance(kind, str) else event.payload.get("type")
+            at = f" at {created_at}" if created_at else ""
+            where = f"event {index} of session {imported.session.id} ({what}{at})"
+            raise FormatError(f"{where}: {too_large}", path=str(path)) from too_large
         if data is not event.data or created_at is not event.created_at:
             event = NewEvent(event.payload, created_at, event.key, event.salt, data)
         encoded.append(event)

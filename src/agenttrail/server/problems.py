@@ -63,8 +63,12 @@ def problem(status: int, title: str, detail: str, **extra: Any) -> JSONResponse:
 
 
 def problem_of(exc: AgentTrailError) -> JSONResponse:
-    """The problem-details response for an agenttrail error (statuses in :data:`STATUS`)."""
+    """The problem-details response for an agenttrail error (statuses in :data:`STATUS`); an
+    error caused by a payload above the limit (the importer's, naming the event) is that
+    payload's 413."""
     extra: dict[str, Any] = {}
+    if isinstance(exc.__cause__, PayloadTooLarge):
+        return problem(413, "Content Too Large", str(exc), limit=exc.__cause__.limit)
     if isinstance(exc, TurnInFlight):
         extra = {"turn_id": exc.turn_id, "expires_at": exc.expires_at}
     elif isinstance(exc, (PayloadTooLarge, BodyTooLarge)):
