@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agenttrail.model import ContentPart, Event, attachment_of, failed, output_text
+from agenttrail.model import ContentPart, Event, attachment_of, failed
 from agenttrail.providers import anthropic
 from agenttrail.replay.plan import AssistantTurn, Call, SystemItem, UserItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, Renderer
@@ -227,6 +227,13 @@ class AnthropicRenderer(Renderer):
                 "be an object)",
             )
             value = {"input": value}
+        if not anthropic.TOOL_ID.fullmatch(call.id):
+            self.note(
+                call.event,
+                "tool_id_pattern",
+                f"call id {call.id!r} does not match ^{anthropic.TOOL_ID.pattern}$: sent as the "
+                "log holds it, which the Messages API refuses (400)",
+            )
         block: Message = {"type": kind, "id": call.id, "name": call.name, "input": value}
         if isinstance(payload.get("serverName"), str):
             block["server_name"] = payload["serverName"]
@@ -296,20 +303,25 @@ class AnthropicRenderer(Renderer):
             return {**block, "content": PLACEHOLDER}
         result = answer.payload
         output = result.get("output")
-        if isinstance(output, list) and any(
-            isinstance(b, dict) and b.get("type") not in ("image", "document") and attachment_of(b)
-            for b in output
-        ):  # another provider's images or files: as Anthropic's blocks
-            block["content"] = self.result_blocks(answer, output)
-        elif isinstance(output, str) or (
-            isinstance(output, list) and all(isinstance(b, dict) for b in output)
-        ):
-            block["content"] = output
+        if self.is_parts(output):  # Anthropic's own blocks verbatim; others' converted
+            shaped = all(_tool_result_block(b) for b in output)
+            block["content"] = output if shaped else self.result_blocks(answer, output)
         elif output is not None or result.get("error") is not None:
-            block["content"] = output_text(result)
+            block["content"] = self.result_text(result, flagged=True)
         failed_flag = failed(result)
         if failed_flag is not None:
             block["is_error"] = failed_flag
         if result.get("cache_control") is not None:
             block["cache_control"] = result["cache_control"]
         return block
+
+
+def _tool_result_block(block: dict[str, Any]) -> bool:
+    """Whether a part is a block a ``tool_result`` takes as it is (Messages API reference,
+    ``ToolResultBlockParam.content``: text, and images and documents with a ``source``)."""
+    kind = block["type"]
+    if kind == anthropic.TEXT_BLOCK:
+        return isinstance(block.get("text"), str)
+    if kind in ("image", "document"):
+        return isinstance(block.get("source"), dict)
+    return bool(kind == "search_result")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agenttrail.codec import json_line
-from agenttrail.model import attachments, output_text
+from agenttrail.model import attachments
 from agenttrail.providers import openai
 from agenttrail.replay.plan import AssistantTurn, Call, UserItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, OpenAIRenderer
@@ -104,13 +104,14 @@ class ChatRenderer(OpenAIRenderer):
         }
 
     def output(self, call: Call) -> str | list[Message]:
-        """A ``tool`` message's content: the output's text parts, or its text."""
+        """A ``tool`` message's content: the output's text parts, or its text (marked when
+        the call failed: :meth:`result_text`)."""
         answer = self.answer(call)
         if answer is None:
             return PLACEHOLDER
         result = answer.payload
         output = result.get("output")
-        if isinstance(output, list) and output and all(isinstance(b, dict) for b in output):
+        if self.is_parts(output):
             parts = [{"type": "text", "text": t} for b in output if (t := self.block_text(b))]
             dropped = [self.block_type(b) for b in output if self.block_text(b) is None]
             self.dropped_blocks(answer, dropped, f"{self.target} tool message")
@@ -119,7 +120,4 @@ class ChatRenderer(OpenAIRenderer):
                 text = self.attachment_text(found, f"a {self.target} tool message")
                 parts.append({"type": "text", "text": text})
             return parts or ""
-        text = output_text(result)
-        if output is None and result.get("error") is not None and not text.startswith("error"):
-            return f"error: {text}"
-        return text
+        return self.result_text(result, flagged=False)

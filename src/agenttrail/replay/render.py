@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from agenttrail.codec import json_line
 from agenttrail.model import (
@@ -25,6 +25,7 @@ from agenttrail.model import (
     attachment_of,
     content_order,
     content_text,
+    failed,
     output_text,
     tool_status,
 )
@@ -84,6 +85,32 @@ class Renderer:
             text = block.get("text")
             return text if isinstance(text, str) else None
         return None
+
+    @staticmethod
+    def is_parts(output: Any) -> TypeGuard[list[dict[str, Any]]]:
+        """Whether a tool output is content parts (a list of blocks, each with a ``type``),
+        which a provider takes as parts; else it is data (a JSON list of records, say), sent
+        as its JSON text."""
+        return (
+            isinstance(output, list)
+            and bool(output)
+            and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in output)
+        )
+
+    @staticmethod
+    def result_text(result: dict[str, Any], flagged: bool) -> str:
+        """A result's output as text (:func:`~agenttrail.model.output_text`), its error text
+        where its output is empty; and for a provider without an error flag (``flagged``
+        False: Chat Completions, Responses), ``error: `` before the text of a result the log
+        says failed (:func:`~agenttrail.model.failed`), unless the text says so itself: the
+        flag is the only sign a model is given that a call failed."""
+        text = output_text(result)
+        error = result.get("error")
+        if not text and error is not None and error != "":
+            text = error if isinstance(error, str) else json_line(error)
+        if not flagged and failed(result) and not text.lower().startswith("error"):
+            return f"error: {text}" if text else "error"
+        return text
 
     @staticmethod
     def block_type(block: Any) -> str:

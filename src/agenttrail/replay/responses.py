@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agenttrail.codec import json_line
-from agenttrail.model import ContentPart, Event, attachments, output_text
+from agenttrail.model import ContentPart, Event, attachments
 from agenttrail.providers import openai
 from agenttrail.replay.plan import AssistantTurn, Call, SystemItem
 from agenttrail.replay.render import EMPTY_ASSISTANT, PLACEHOLDER, Message, OpenAIRenderer
@@ -224,20 +224,14 @@ class ResponsesRenderer(OpenAIRenderer):
             return {**item, "output": PLACEHOLDER}
         result = answer.payload
         output = result.get("output")
-        if isinstance(output, str) or output_type not in (
-            "function_call_output",
-            "custom_tool_call_output",
-        ):
-            item["output"] = output
+        if output_type not in ("function_call_output", "custom_tool_call_output"):
+            item["output"] = output  # a hosted tool's own output item, as recorded
         elif (
-            output_type == "function_call_output"
-            and isinstance(output, list)
-            and all(isinstance(b, dict) for b in output)
-            and attachments(output)
+            output_type == "function_call_output" and self.is_parts(output) and attachments(output)
         ):
             item["output"] = self.output_parts(answer, output)
         else:
-            item["output"] = output_text(result)
+            item["output"] = self.result_text(result, flagged=False)
         if isinstance(result.get("itemId"), str):
             item["id"] = result["itemId"]
         return item
