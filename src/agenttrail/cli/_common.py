@@ -142,7 +142,8 @@ def find_session(store: LogStore, text: str) -> Session:
     try:
         return store.get_session(text)
     except SessionNotFound:
-        matches = [s for s in store.sessions() if s.id.startswith(text)]
+        # an id changed by hand into bytes is no prefix's (agenttrail verify names it)
+        matches = [s for s in store.sessions() if isinstance(s.id, str) and s.id.startswith(text)]
         if len(matches) == 1:
             return matches[0]
         if matches:

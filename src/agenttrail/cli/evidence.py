@@ -67,8 +67,10 @@ def verify(
     so that even a history rewritten consistently by hand is caught.
 
     --json: one object per session, `{"session_id", "ok", "events", "head", "bad_seq",
-    "reason", "trace_problems", "erased"}` (the API's verdict), then with --checkpoint one
-    `{"checkpoint": {"session_id", "seq", "ok", "reason"}}`; the exit code is the same.
+    "reason", "trace_problems", "erased"}` (the API's verdict), then, when the log's own rows
+    (tombstones, log keys) do not verify, one `{"log": {"ok": false, "problems"}}`, then with
+    --checkpoint one `{"checkpoint": {"session_id", "seq", "ok", "reason"}}`; the exit code is
+    the same.
 
     Example:
 
@@ -100,9 +102,11 @@ def verify(
         from agenttrail.cli._listing import print_json_lines
 
         print_json_lines({"session_id": v.session_id, **v.record()} for v in verdicts)
+        if log_problems:
+            print_json_lines([{"log": {"ok": False, "problems": log_problems}}])
         if proof is not None:
             print_json_lines([{"checkpoint": dataclasses.asdict(proof)}])
-        if not all(v.ok for v in verdicts) or (proof is not None and not proof.ok):
+        if not all(v.ok for v in verdicts) or log_problems or (proof is not None and not proof.ok):
             raise typer.Exit(1)
         return
     broken = 0
@@ -122,7 +126,8 @@ def verify(
         out.print(f"FAIL  log  {problem}", markup=False)
     broken += bool(log_problems)
     intact = len(verdicts) - broken + bool(log_problems)
-    err.print(f"{intact} of {len(verdicts)} sessions intact", markup=False)
+    own = "; the log's own rows do not verify" if log_problems else ""
+    err.print(f"{intact} of {len(verdicts)} sessions intact{own}", markup=False)
     if proof is not None:
         mark = "ok  " if proof.ok else "FAIL"
         out.print(

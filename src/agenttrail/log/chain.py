@@ -47,6 +47,7 @@ from agenttrail.log.digests import (
     key_hash,
     log_row_hash,
     payload_digest,
+    stored_digest,
     trace_hash,
 )
 from agenttrail.model import LogReader
@@ -285,12 +286,12 @@ def trace_chain_problems(store: ChainReader, session_id: str) -> list[str]:
 def key_chain_problems(store: ChainReader, session_id: str) -> list[str]:
     """Why a session's idempotency keys do not chain (docs/log-format.md, Idempotency keys):
     the first key row whose hash is not its columns chained to the row before (``key row N
-    (seq S) does not chain``), or a key head that is not the last row; ``[]`` when they
-    chain, and when the rows cannot be read."""
+    (seq S) does not chain``), or a key head that is not the last row, or that the rows
+    cannot be read (``the key rows cannot be read: …``); ``[]`` when they chain."""
     try:
         chain = store.key_chain(session_id)
-    except StoreError:
-        return []
+    except StoreError as e:  # dropped, damaged: no proof is no pass
+        return [f"the key rows cannot be read: {e}"]
     found = _row_chain_problem(chain, key_hash, "key", "seq", 2)
     return [] if found is None else [found]
 
@@ -303,14 +304,18 @@ def log_chain_problems(store: ChainReader) -> list[str]:
     the tombstones and the log keys, the first row whose hash is not its columns chained to
     the row before (``tombstone row N (session 'S') does not chain``, ``log key row N (name
     'redaction') does not chain``), or a head in ``log_heads`` that is not the last row;
-    ``[]`` when both chain, and when the rows cannot be read."""
+    a head missing from ``log_heads`` (every log has one per table), or that the rows cannot
+    be read; ``[]`` when both chain."""
     try:
         chains = store.log_chains()
-    except StoreError:
-        return []
+    except StoreError as e:  # dropped, damaged: no proof is no pass
+        return [f"the log's own rows (tombstones, log keys) cannot be read: {e}"]
     found = []
     for table, chain in chains.items():
         name, label = _LOG_ROWS[table]
+        if chain.version == 0:
+            found.append(f"the {name} head is missing from log_heads")
+            continue
         hasher = functools.partial(log_row_hash, table)
         problem = _row_chain_problem(chain, hasher, name, label, 0)
         if problem is not None:
@@ -332,7 +337,7 @@ def _row_chain_problem(
     prev = GENESIS_HASH
     for number, row in enumerate(chain.rows, start=1):
         *values, stored = row
-        stored = None if stored is None else bytes(stored)
+        stored = None if stored is None else stored_digest(stored)
         if stored is None or hasher(prev, values) != stored:
             return f"{name} row {number} ({label} {values[seq_column]!r}) does not chain"
         prev = stored

@@ -168,7 +168,8 @@ def verify_checkpoint(
 
     Checks, in order: the signature over the statement (Ed25519, RFC 8032); the session is
     still in the log; the stored hash of the event at the checkpoint's seq equals the
-    checkpoint's head hash; the hash of trace row number ``trace_count`` (in the order
+    checkpoint's head hash (at seq 0, the session's genesis: its fields, docs/log-format.md,
+    Chain v2); the hash of trace row number ``trace_count`` (in the order
     written) equals its ``trace_hash``; the session's chain verifies from seq 1 to today's
     head and its trace chain from the first row to today's trace head (so everything after
     the checkpoint hangs off it).
@@ -200,6 +201,14 @@ def verify_checkpoint(
         return fail(f"seq {seq} of the checkpoint is no longer in the log")
     if seq and stored is not None and stored.hash.hex() != checkpoint["head_hash"]:
         return fail(f"seq {seq} has another hash than the checkpoint: history was rewritten")
+    if not seq:  # a session of no events then: its head was its genesis, its fields' digest
+        with store.chain_pages(session_id) as pages:
+            start = next(pages).start
+        if start.hex() != checkpoint["head_hash"]:
+            return fail(
+                "the session's fields are not those the checkpoint signed (at seq 0 its head "
+                "is their digest): the session row was rewritten"
+            )
     (verdict,) = verify(store, [session_id])
     if not verdict.ok:
         return fail(f"the chain is broken at seq {verdict.bad_seq}: {verdict.reason}")

@@ -78,6 +78,7 @@ __all__ = [
     "new_salt",
     "payload_digest",
     "session_genesis",
+    "stored_digest",
     "trace_hash",
 ]
 
@@ -218,3 +219,12 @@ def _fields(parts: list[bytes], values: Sequence[object]) -> list[bytes]:
             data = value if isinstance(value, bytes) else repr(value).encode()
             parts += (b"\x02", _pack_u32(len(data)), data)
     return parts
+
+
+def stored_digest(value: object) -> bytes:
+    """A hash column's value as bytes: itself when bytes-like, else its ``repr`` encoded,
+    which no SHA-256 digest equals (a column changed by hand into text or a number is then a
+    hash that does not match, never a ``TypeError`` stopping ``verify``)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    return repr(value).encode("utf-8", "backslashreplace")

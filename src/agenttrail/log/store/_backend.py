@@ -35,6 +35,7 @@ from agenttrail.log.digests import (
     key_hasher,
     log_row_hash,
     session_genesis,
+    stored_digest,
     trace_hash,
 )
 from agenttrail.log.redact import Redactor
@@ -229,7 +230,7 @@ class Backend(ABC, Generic[C]):
             rows = tx.execute(self.sql.trace_chain, (session_id,)).fetchall()
             if head is None:
                 return TraceChain(1, 0, None, rows)
-            last = None if head[2] is None else bytes(head[2])
+            last = None if head[2] is None else stored_digest(head[2])
             return TraceChain(head[0], head[1], last, rows)
 
         return self._read(read)
@@ -244,7 +245,7 @@ class Backend(ABC, Generic[C]):
             rows = tx.execute(self.sql.key_chain, (session_id,)).fetchall()
             if head is None:
                 return TraceChain(1, 0, None, rows)
-            return TraceChain(2, head[0], None if head[1] is None else bytes(head[1]), rows)
+            return TraceChain(2, head[0], None if head[1] is None else stored_digest(head[1]), rows)
 
         return self._read(read)
 
@@ -258,12 +259,10 @@ class Backend(ABC, Generic[C]):
             for table, query in self.sql.log_chains.items():
                 head = tx.execute(self.sql.log_head, (table,)).fetchone()
                 count, last = head if head is not None else (0, None)
-                last = (
-                    None
-                    if last is None or (count == 0 and bytes(last) == GENESIS_HASH)
-                    else bytes(last)
-                )
-                chains[table] = TraceChain(2, count, last, tx.execute(query).fetchall())
+                last = None if last is None else stored_digest(last)
+                last = None if count == 0 and last == GENESIS_HASH else last
+                rows = tx.execute(query).fetchall()  # version 0: its head is missing
+                chains[table] = TraceChain(0 if head is None else 2, count, last, rows)
             return chains
 
         return self._read(read)
