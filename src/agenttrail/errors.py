@@ -305,12 +305,20 @@ class EventRowDamaged(StoreError):
 
 
 class ChainBroken(AgentTrailError):
-    """A session's hash chain does not verify: ``session_id`` and the first bad ``seq``."""
+    """A hash chain does not verify: a session's events (``session_id`` and the first bad
+    ``seq``), the rest of a session (its trace rows, keys or row: ``seq`` ``None``), or the
+    log's own rows (tombstones, log keys: ``session_id`` ``None``)."""
 
     exit_code = 1
 
-    def __init__(self, session_id: str, seq: int, reason: str) -> None:
-        super().__init__(f"session {session_id}: chain broken at seq {seq}: {reason}")
+    def __init__(self, session_id: str | None, seq: int | None, reason: str) -> None:
+        if session_id is None:
+            said = f"the log's own rows do not verify: {reason}"
+        elif seq is None:
+            said = f"session {session_id} does not verify: {reason}"
+        else:
+            said = f"session {session_id}: chain broken at seq {seq}: {reason}"
+        super().__init__(said)
         self.session_id = session_id
         self.seq = seq
         self.reason = reason

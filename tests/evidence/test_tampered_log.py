@@ -1,6 +1,7 @@
 """A log changed by hand around its guards, as an auditor would try it: every change that
 removes or alters evidence makes ``agenttrail verify`` fail (exit 1, naming what), in text
-and in ``--json`` alike, never a traceback; a checkpoint of a session of no events pins its fields
+and in ``--json`` alike, never a traceback; ``migrate`` refuses to copy it (a copy would
+chain what was changed anew); a checkpoint of a session of no events pins its fields
 (docs/log-format.md, What the chain covers; docs/evidence.md).
 
 The log holds our loan-advice session (``tests/loan_session.py``: trace rows), a session
@@ -128,6 +129,39 @@ def test_an_id_changed_into_bytes_does_not_stop_a_prefix(db: str) -> None:
     code, out, _ = _verify(db, SESSION_ID[:6])
     assert code == 0 and f"ok    {SESSION_ID}" in out
     assert _verify(db)[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("statement", "refused"),
+    [
+        (
+            "UPDATE tombstones SET reason = 'nothing to see'",
+            "error: the log's own rows do not verify: tombstone row 1 (session ",
+        ),
+        (
+            "UPDATE session_event_keys SET key = 'forged' "
+            f"WHERE session_id = '{KEYED}' AND seq = 2",
+            f"error: session {KEYED} does not verify: key row 2 (seq 2) does not chain (on the "
+            "source)",
+        ),
+        (
+            f"UPDATE trace_rows SET turn_seq = 1 WHERE session_id = '{SESSION_ID}' AND id = 2",
+            f"error: session {SESSION_ID} does not verify: trace row 2 (result seq ",
+        ),
+    ],
+    ids=["tombstone", "key", "trace row"],
+)
+def test_migrate_refuses_a_source_changed_by_hand(
+    db: str, tmp_path: Path, statement: str, refused: str
+) -> None:
+    # each was copied, exit 0, and the copy chained anew verified clean
+    _by_hand(db, statement)
+    copy = str(tmp_path / "copy.db")
+    done = run_cli("migrate", "--from", db, "--to", copy)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.startswith(refused), done.stderr
+    if Path(copy).exists():
+        assert run_cli("verify", "--db", copy).returncode == 0
 
 
 def test_a_checkpoint_of_no_events_pins_the_sessions_fields(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ to PostgreSQL when a team outgrows one machine, and back.
 
 Running it again copies only what is new: a session already on the target is extended from
 its head when the source's chain passes through that head, and refused when it does not.
-Each source session is verified before it is copied, so a source changed by hand is refused
-even when the target already holds every one of its events.
+Each source session is verified before it is copied, as ``agenttrail verify`` verifies it
+(its events, trace rows and keys), and so are the source's own rows, so a source changed by
+hand is refused even when the target already holds every one of its events: a copy would
+chain what was changed anew.
 Trace rows are numbered by the target (their ids may differ); they join their session by
 ``(session_id, call_seq, result_seq)``, which are copied as they are.
 """
@@ -21,8 +23,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agenttrail.errors import ChainBroken, InputError
+from agenttrail.evidence.audit import audit
 from agenttrail.evidence.traces import verify_traces
-from agenttrail.log.chain import ChainReader, verify
+from agenttrail.log.chain import ChainReader, log_chain_problems, verify
 from agenttrail.log.store import Archive, EventLog, LogStore
 from agenttrail.model import SESSION_ID_RULE, Session, is_session_id
 
@@ -89,13 +92,17 @@ def migrate(source: MigrationSource, target: LogStore) -> MigrationReport:
             create on the target has an id that does not follow the id rule
             (``agenttrail.model.SESSION_ID_RULE``), or a session retention removed from the
             source is live on the target (both refused before anything is copied).
-        ChainBroken: a source session does not verify (``agenttrail verify`` on the source
-            says the same); the sessions before it are copied.
+        ChainBroken: a source session does not verify, its events, its trace rows or its
+            keys (``agenttrail verify`` on the source says the same): the sessions before it
+            are copied; or the source's own rows (tombstones, log keys) do not: nothing is.
         SessionExists: a session id was removed from the target by retention.
         AppendOnlyViolation: a source tombstone names a live session on the target.
     """
     if source.url == target.url:
         raise InputError(f"--from and --to are the same database ({source.url})")
+    own = log_chain_problems(source)  # a tombstone changed by hand would be copied, chained anew
+    if own:
+        raise ChainBroken(None, None, f"{own[0]} (on the source; nothing was copied)")
     sessions = source.sessions()
     for session in sessions:
         # A session made before the id rule cannot be created on the target: its chain
@@ -131,9 +138,11 @@ def migrate(source: MigrationSource, target: LogStore) -> MigrationReport:
 
 
 def _copy_session(source: MigrationSource, target: LogStore, session: Session) -> MigratedSession:
-    (verdict,) = verify(source, [session.id])
-    if verdict.bad_seq is not None:
+    (verdict,) = audit(source, [session.id])  # all agenttrail verify checks, not the events'
+    if not verdict.chain_ok:
         raise ChainBroken(session.id, verdict.bad_seq, f"{verdict.reason} (on the source)")
+    if verdict.trace_problems:  # its trace rows or keys: a copy would chain them anew
+        raise ChainBroken(session.id, None, f"{verdict.trace_problems[0]} (on the source)")
     head = target.head(session.id)
     start = 0
     if head is not None:
