@@ -190,3 +190,12 @@ def test_a_checkpoint_of_no_events_pins_the_sessions_fields(tmp_path: Path) -> N
     assert (
         "FAIL  checkpoint empty-1 seq 0: the session's fields are not those the checkpoint" in out
     )
+
+
+def test_events_whose_session_row_was_deleted_are_named_so(db: str) -> None:
+    # it said "seq 1: stored hash does not match the row's bytes": with no row, the v2
+    # chain was hashed as v1
+    _by_hand(db, f"DELETE FROM sessions WHERE id = '{KEYED}'")
+    code, out, _ = _verify(db)
+    assert code == 1
+    assert f"FAIL  {KEYED}  seq 1: events with no session row\n" in out

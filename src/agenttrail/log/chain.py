@@ -361,6 +361,8 @@ def _verify_session(store: ChainReader, session_id: str) -> SessionVerdict:
         for page in ahead:
             head, rows = page.head, page.rows  # the last page's head is the one checked
             if rows_of is None:  # the start, read with the first page
+                if head is None:  # its row deleted by hand: no version or start to check by
+                    return SessionVerdict(session_id, 0, prev, 1, "events with no session row")
                 rows_of = _Rows(session_id, sid, page.version, page.erased)
                 prev = page.start
             if not rows:
@@ -376,10 +378,8 @@ def _verify_session(store: ChainReader, session_id: str) -> SessionVerdict:
             expected += len(rows)
     last = expected - 1
     version = rows_of.version if rows_of else 1
-    if head is None:
-        return SessionVerdict(
-            session_id, last, prev, 1 if last else 0, "events with no session row"
-        )
+    if head is None:  # no page at all
+        return SessionVerdict(session_id, last, prev, 0, "events with no session row")
     head_seq, head_hash = head
     bad: tuple[int, str] | None = None
     if head_seq > last:
