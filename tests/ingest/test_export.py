@@ -21,7 +21,7 @@ from agenttrail.formats.jsonl import jsonl_from_events
 from agenttrail.ingest import export
 from agenttrail.ingest.importer import import_paths, read_paths, write_sessions
 from agenttrail.log.store import LogStore, open_store
-from agenttrail.model import NewEvent
+from agenttrail.model import NewEvent, NewSession
 from agenttrail.model import events as payloads
 from tests import mortgage_model
 from tests.conftest import run_cli
@@ -217,3 +217,22 @@ def test_the_command_imports_it_and_refuses_an_altered_one(source: bytes, tmp_pa
     assert refused.stderr.startswith(f"error: {altered}:{len(records)}: field 'hash': ")
     assert "Traceback" not in refused.stderr
     assert not fresh.exists()  # the log the refused import made is gone
+
+
+
+
+def test_a_secret_under_a_redactions_field_of_another_shape_is_refused(
+    store: LogStore, tmp_path: Path
+) -> None:
+    # Redactor.finds skipped as many findings as the field had characters: the key was stored
+    with open_store(tmp_path / "verbatim.db", redact=False) as verbatim:
+        sid = verbatim.create_session(NewSession(title="odd")).id
+        odd = {**payloads.message("user", "my key AKIAIOSFODNN7EXAMPLE"), "redactions": "x"}
+        verbatim.append_batch(sid, [NewEvent(payloads.message("user", "hello")), NewEvent(odd)])
+        events = list(verbatim.read(sid))
+        lines = jsonl_from_events(events, session=verbatim.get_session(sid))
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    with pytest.raises(FormatError, match="event 2 holds a secret"):
+        import_paths(store, [path])
+    assert store.sessions() == []

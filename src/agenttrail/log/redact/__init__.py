@@ -141,8 +141,9 @@ class Redactor:
         redacted = unkeyed.payload(payload, data)
         if redacted is payload:
             return []
+        before = payload.get(REDACTIONS)  # payload() adds to a list, and replaces the rest
         found: list[dict[str, str]] = redacted[REDACTIONS]
-        return found[len(payload.get(REDACTIONS) or []) :]
+        return found[len(before) if isinstance(before, list) else 0 :]
 
     def may_change(self, data: Sequence[bytes]) -> bool:
         """False when :meth:`payload` changes none of the payloads whose canonical CBOR is
