@@ -236,3 +236,19 @@ def test_a_secret_under_a_redactions_field_of_another_shape_is_refused(
     with pytest.raises(FormatError, match="event 2 holds a secret"):
         import_paths(store, [path])
     assert store.sessions() == []
+
+
+def test_session_fields_stated_again_on_a_later_line_are_read_as_before(
+    store: LogStore, source: bytes, tmp_path: Path
+) -> None:
+    # the whole reading takes the last statement (and the chain then refuses it); the chunked
+    # one took the first and imported the file
+    records = _records(source)
+    records[5000]["session"] = {**records[0]["session"], "title": "Edited title"}
+    path = _file(tmp_path / "late.jsonl", records)
+    opening = export.opening(path)
+    assert opening is not None
+    assert export.append(store, path, opening) is None
+    with pytest.raises(FormatError, match="hash does not match"):
+        import_paths(store, [path])
+    assert store.sessions() == []

@@ -147,6 +147,8 @@ class _Reading:
             session_id, event = self.lines.event(number, line)
             if session_id != self.session_id or session_id in self.lines.rechained:
                 raise _ReadWhole
+            if count + len(chunk) and "session" in line:  # fields stated again, later: edited
+                raise _ReadWhole
             chunk.append(event)
             if len(chunk) == CHUNK_EVENTS:
                 yield self._checked(chunk, count + 1)
@@ -172,7 +174,7 @@ class _Reading:
         if not appended or appended[0].seq != 1 or any(done.duplicate for done in appended):
             raise StoreError(
                 f"session {self.session_id}: the export's events were not written from seq 1 "
-                "as exported (another writer created the session at the same time?)"
+                "as exported (another writer appended at the same time?)"
             )
         chain.check(1, [done.hash for done in appended])
         if not self.envelopes:
