@@ -219,6 +219,36 @@ def test_the_command_imports_it_and_refuses_an_altered_one(source: bytes, tmp_pa
     assert not fresh.exists()  # the log the refused import made is gone
 
 
+def test_a_refused_export_leaves_no_log_made_or_changed(source: bytes, tmp_path: Path) -> None:
+    # the log was made (and an old one migrated, an empty file set up) before the file was
+    # checked; a refused import then removed a new log another import was writing
+    records = _records(source)
+    del records[-3]  # a line dropped near the end: refused by the reading, at the next line
+    folder = tmp_path / "out"
+    folder.mkdir()
+    altered = _file(folder / "altered.jsonl", records)
+    refused = run_cli("import", str(altered), "--db", str(folder / "fresh.db"))
+    assert refused.returncode == 2 and "field 'seq'" in refused.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["altered.jsonl"]
+    empty = folder / "empty.db"
+    empty.write_bytes(b"")
+    assert run_cli("import", str(altered), "--db", str(empty)).returncode == 2
+    assert empty.read_bytes() == b""
+    nowhere = tmp_path / "no-such-folder" / "x.db"
+    said = run_cli("import", str(altered), "--db", str(nowhere)).stderr
+    assert said.startswith(f"error: {altered}:{len(records) - 1}: field 'seq'"), said
+
+
+def test_a_new_log_appears_whole_once_the_import_commits(source: bytes, tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    path = folder / "export.jsonl"
+    path.write_bytes(source)
+    db = folder / "new.db"
+    done = run_cli("import", str(path), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["export.jsonl", "new.db"]
+    assert run_cli("export", SESSION, "--db", str(db)).stdout.encode("utf-8") == source
 
 
 def test_a_secret_under_a_redactions_field_of_another_shape_is_refused(

@@ -1,11 +1,10 @@
 """The progress bar of a long import: on a terminal only, never on a pipe or a file.
 
 ``agenttrail import`` reads every file before it writes anything, then writes one session per
-transaction (an export of one new session is read as it is written: its bar stays at 0 of
-1); an import of a few small files ends before a bar could be read, so the bar is shown only
-for an import large enough to take more than a moment (:data:`MIN_FILES`,
-:data:`MIN_BYTES`). It is drawn on stderr (the session ids go to stdout) and removed when the
-import ends.
+transaction (an export of one session, read as it is written, shows none); an import of a
+few small files ends before a bar could be read, so the bar is shown only for an import
+large enough to take more than a moment (:data:`MIN_FILES`, :data:`MIN_BYTES`). It is drawn
+on stderr (the session ids go to stdout) and removed when the import ends.
 """
 
 from __future__ import annotations

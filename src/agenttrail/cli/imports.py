@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -17,7 +18,7 @@ from agenttrail.cli._common import (
 )
 from agenttrail.cli._options import DbOption, MaxBytesOption, NoRedactOption
 from agenttrail.cli.log import FORMAT_NAMES
-from agenttrail.errors import InputError, NotATranscript
+from agenttrail.errors import AgentTrailError, InputError, NotATranscript
 from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
@@ -69,21 +70,20 @@ def import_command(
     from agenttrail.cli._progress import import_progress
     from agenttrail.ingest import export
     from agenttrail.ingest.folders import expand_paths
-    from agenttrail.ingest.importer import import_export, read_paths, write_sessions
+    from agenttrail.ingest.importer import read_paths, write_sessions
     from agenttrail.log.store import payload_limit
 
     paths = expand_paths(files)
     skipped: list[NotATranscript] = []
-    # Read everything first (an export of one session: in the transaction that writes it), so
-    # that a bad file leaves the database, or its absence, as it was.
-    with import_progress(paths) as progress, collector_paused(), unmade_if_refused(db):
-        one = paths[0] if paths == files and len(paths) == 1 else None
-        if one is not None and format in (None, "jsonl") and export.opening(one) is not None:
-            with open_log(db, create=True, no_redact=no_redact) as store:
-                report = import_export(store, one, max_bytes=max_bytes)
-            if report is not None:
-                _print_reports([report], json)
-                return
+    one = paths[0] if paths == files and len(paths) == 1 else None
+    if one is not None and format in (None, "jsonl") and export.opening(one) is not None:
+        with collector_paused():
+            streamed = _streamed(one, db, no_redact=no_redact, max_bytes=max_bytes)
+        if streamed is not None:
+            _print_reports([streamed], json)
+            return
+    # Read everything first: a bad file leaves the database, or its absence, as it was.
+    with import_progress(paths) as progress, collector_paused():
         parsed = read_paths(
             paths,
             format=format,
@@ -98,9 +98,44 @@ def import_command(
         if skipped and not parsed:
             raise InputError(f"nothing to import: {counted(len(skipped), 'file')} skipped")
         progress.writing(len(parsed))
-        with open_log(db, create=True, no_redact=no_redact) as store:
+        with unmade_if_refused(db), open_log(db, create=True, no_redact=no_redact) as store:
             reports = write_sessions(store, parsed, on_written=progress.written)
     _print_reports(reports, json)
+
+
+def _streamed(
+    path: Path, db: str | None, *, no_redact: bool, max_bytes: int | None
+) -> ImportReport | None:
+    """An export of one session imported as it is read (:mod:`agenttrail.ingest.export`),
+    the log neither made nor changed before the file has proved good: into a log that is
+    there; or, where the SQLite file is not there yet, into a new file beside it, linked into
+    place once the import has committed, so that a refused file leaves no log behind and an
+    import never removes a log another one is writing. ``None``: the file is to be read
+    whole (not such an export, refused, a PostgreSQL log not made yet, a log made meanwhile).
+    """
+    from agenttrail.ingest.importer import import_export
+    from agenttrail.log.store import sqlite_path
+
+    try:
+        target = sqlite_path(db) if db is None or db.strip() else None
+        if target is None or target.exists():  # PostgreSQL, or a log that is there
+            with open_log(db, no_redact=no_redact) as store:
+                return import_export(store, path, max_bytes=max_bytes)
+    except AgentTrailError:
+        return None  # read whole, which says what is wrong, with the file's error first
+    fresh = target.with_name(f".{target.name}.{os.getpid()}.importing")
+    try:
+        with open_log(str(fresh), create=True, no_redact=no_redact) as store:
+            report = import_export(store, path, max_bytes=max_bytes)
+        if report is None or Path(f"{fresh}-wal").exists():  # not checkpointed whole
+            return None
+        os.link(fresh, target)  # fails when the log was made meanwhile: read whole into it
+        return report
+    except (AgentTrailError, OSError):
+        return None
+    finally:
+        for name in (fresh.name, f"{fresh.name}-wal", f"{fresh.name}-shm"):
+            (fresh.parent / name).unlink(missing_ok=True)
 
 
 def _print_reports(reports: list[ImportReport], json: bool) -> None:
