@@ -701,6 +701,20 @@ def test_blocks_with_no_equivalent_are_dropped_and_noted(store: LogStore) -> Non
     ]
 
 
+def test_a_responses_message_item_whose_text_is_sent_is_not_noted_as_left_out(
+    store: LogStore,
+) -> None:
+    # the note named "message" among the blocks not sent, beside the text it had sent
+    said = {"type": "message", "content": [{"type": "output_text", "text": "Searching."}]}
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    found = log(store, [user("find it"), assistant("Searching.", blocks=[said, reasoning])])
+    chat = to_openai_chat(found)
+    assert chat.messages[1] == {"role": "assistant", "content": "Searching."}
+    assert notes(chat) == [
+        "seq 2: 1 content block(s) (reasoning) not sent: no Chat Completions equivalent"
+    ]
+
+
 # --- the promoted tool set, determinism, errors ------------------------------------------------
 
 

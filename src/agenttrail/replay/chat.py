@@ -73,7 +73,10 @@ class ChatRenderer(OpenAIRenderer):
             )
         if turn.message is not None:
             blocks = self.blocks_of(payload) or []
+            # a Responses output message's text is the content sent: not a block left out
+            carried = {"message"} if text else set()
             others = [self.block_type(b) for b in blocks if self.block_text(b) is None]
+            others = [kind for kind in others if kind not in carried]
             self.dropped_blocks(turn.message, others, self.target)
         if text:
             message["content"] = text
