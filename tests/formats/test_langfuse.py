@@ -11,7 +11,10 @@ length})|add), scores: (.trace.scores|length), sessionId: .trace.sessionId}'`` g
   SPAN's output has ``tool_call_id`` of that call. So 2 user and 2 assistant messages, 1 call,
   1 result, 1 unmapped input, 7 - 1 = 6 spans kept.
 - openai-agents: 2 GENERATION, 2 AGENT, 1 TOOL, 2 scores; input ``[{role: user}]``, outputs
-  ``function_call`` then ``message``; the TOOL ``get_weather`` answers the call.
+  ``function_call`` then ``message``; the TOOL ``get_weather`` answers the call. The agent's
+  instructions were sent beside that input: ``jq '[.observations[] | select(.type==
+  "GENERATION") | .metadata.attributes["llm.input_messages.0.message.content"]]'`` gives
+  ``"You are a helpful agent."`` twice (role ``system``), one system message.
 - pydantic-ai-tools: 4 GENERATION, 5 SPAN, 3 TOOL, 0 scores; ``jq '[.observations[] |
   select(.type=="GENERATION") | {s: .startTime, in: [.input[] | {role, parts: [.parts[] |
   .type]}], out: [.output[] | .parts[] | .type]}] | sort_by(.s)'``: two distinct system
@@ -31,6 +34,7 @@ import pytest
 
 from agenttrail.errors import FormatError
 from agenttrail.formats import detect, langfuse, read_file
+from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore
 from agenttrail.model import Event
 from agenttrail.replay import to_anthropic, to_openai_chat, to_openai_responses, validate
@@ -70,6 +74,7 @@ def _kinds(events: list[Event]) -> Counter[str]:
         (
             OPENAI_AGENTS,
             {
+                "message/system": 1,
                 "message/user": 1,
                 "message/assistant": 2,
                 "tool_call": 1,
@@ -182,3 +187,16 @@ def test_a_trace_replays_valid_for_every_provider(store: LogStore, path: Path) -
         assert validate(replayed.messages, provider) == [], provider
     roles = [m["role"] for m in to_openai_chat(events).messages]
     assert roles.count("tool") == 1 and roles[-1] == "assistant"
+
+
+def test_instructions_sent_beside_the_input_are_the_system_message(store: LogStore) -> None:
+    # the OpenAI Agents SDK passes its agent's instructions apart from the messages: the
+    # session had no system prompt, and its replay none
+    [report] = import_paths(store, [OPENAI_AGENTS])
+    found = list(store.read(report.session_id))
+    system = [e for e in found if e.type == "message" and e.payload["role"] == "system"]
+    assert [e.payload["content"] for e in system] == ["You are a helpful agent."]
+    first_user = next(e for e in found if e.type == "message" and e.payload["role"] == "user")
+    assert system[0].seq < first_user.seq
+    replayed = to_openai_responses(found).messages
+    assert replayed[0] == {"role": "system", "content": "You are a helpful agent."}

@@ -28,7 +28,10 @@ How they map:
   ``meta`` holds the model, the usage (``usageDetails``: Langfuse's usage types are disjoint
   and it sums them to a total, https://langfuse.com/docs/observability/features/
   token-and-cost-tracking; ``usage_raw`` keeps them as recorded) and ``cost``, the
-  ``costDetails`` as recorded (USD per usage type). The observation, without its input, is kept
+  ``costDetails`` as recorded (USD per usage type); a system prompt sent beside the input
+  messages (the OpenAI Agents SDK's ``instructions``), which OpenInference records among its
+  ``llm.input_messages`` attributes, is the session's ``system`` message. The observation,
+  without its input, is kept
   on the message as ``langfuse``. Input messages not in the session yet (the first prompt, a
   new user turn, a tool result) are written before it; one that maps to nothing (LangGraph
   logs each tool's definition as a ``role: tool`` message) is an ``annotation`` of kind
@@ -212,7 +215,11 @@ class _Session:
 
     def generation(self, obs: dict[str, Any]) -> None:
         start, end = obs.get("startTime"), obs.get("endTime") or obs.get("startTime")
-        for i, item in enumerate(_items(obs.get("input"), "user")):
+        given = _items(obs.get("input"), "user")
+        if not any(item.role == "system" for item in given):  # passed beside the messages
+            for i, text in enumerate(_instructions(obs)):
+                self.input_item(_Item("message", "system", text), start, f"{obs['id']}:sys{i}")
+        for i, item in enumerate(given):
             self.input_item(item, start, f"{obs['id']}:in{i}")
         outputs = [i for i in _items(obs.get("output"), "assistant") if i.kind == "message"]
         text = "\n".join(i.text for i in outputs if i.text)
@@ -319,6 +326,23 @@ def _meta(obs: dict[str, Any]) -> dict[str, Any]:
     if obs.get("costDetails"):
         meta["cost"] = obs["costDetails"]
     return meta
+
+
+def _instructions(obs: dict[str, Any]) -> list[str]:
+    """The system messages a generation was sent beside its ``input`` (the OpenAI Agents SDK
+    passes its agent's ``instructions`` apart from the messages), as OpenInference's
+    ``llm.input_messages.<i>.message.role`` / ``.content`` attributes record every message
+    sent (openinference semantic_conventions.md, LLM inputs), in their order."""
+    attributes = as_object(as_object(obs.get("metadata")).get("attributes"))
+    found = []
+    for i in range(len(attributes)):
+        role = attributes.get(f"llm.input_messages.{i}.message.role")
+        if role is None:
+            break
+        text = attributes.get(f"llm.input_messages.{i}.message.content")
+        if _ROLES.get(str(role)) == "system" and isinstance(text, str) and text:
+            found.append(text)
+    return found
 
 
 def _milliseconds(start: str | None, end: str | None) -> float | None:
