@@ -199,3 +199,15 @@ def test_events_whose_session_row_was_deleted_are_named_so(db: str) -> None:
     code, out, _ = _verify(db)
     assert code == 1
     assert f"FAIL  {KEYED}  seq 1: events with no session row\n" in out
+
+
+def test_an_erasures_row_past_the_last_event_says_so(db: str) -> None:
+    # it said "seq 50 has an erasures row but its payload is still stored", of a seq that
+    # the session does not have
+    _by_hand(
+        db,
+        f"INSERT INTO erasures (session_id, seq, erasure_seq) VALUES ('{KEYED}', 50, 2)",
+    )
+    code, out, _ = _verify(db)
+    assert code == 1
+    assert f"FAIL  {KEYED}  seq 50: seq 50 has an erasures row but the last is seq 2\n" in out

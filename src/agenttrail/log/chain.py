@@ -270,9 +270,8 @@ def _verify_listed(store: ChainReader, session_id: str) -> SessionVerdict:
 
 def trace_chain_problems(store: ChainReader, session_id: str) -> list[str]:
     """Why a v2 session's trace rows do not chain (docs/log-format.md, Chain v2): the first
-    row whose hash is not its columns chained to the row before (``trace row N (result seq
-    S) does not chain``), or a trace head that is not the last row; ``[]`` when they chain,
-    for a v1 session, and when the rows cannot be read (the trace-row checks say so)."""
+    row not chained to the one before (``trace row N (result seq S) does not chain``) or a
+    head not the last row; ``[]`` if they chain, for v1, or unread (trace checks say so)."""
     try:
         chain = store.trace_chain(session_id)
     except StoreError:
@@ -392,7 +391,7 @@ def _verify_session(store: ChainReader, session_id: str) -> SessionVerdict:
             why = "session head hash does not match the session's fields (its genesis)"
         bad = max(last, 1), why
     elif rows_of is not None:
-        bad = rows_of.erasures_disagree()
+        bad = rows_of.erasures_disagree(last)
     if bad is not None:
         return SessionVerdict(session_id, last, prev, bad[0], bad[1], (), version)
     erased = tuple(sorted(rows_of.seen)) if rows_of else ()
@@ -457,13 +456,14 @@ class _Rows:
         for erased in seqs if isinstance(seqs, list) else []:
             self.claimed.add((erased, seq))
 
-    def erasures_disagree(self) -> tuple[int, str] | None:
+    def erasures_disagree(self, last: int) -> tuple[int, str] | None:
         """``(seq, why)`` when the erased rows, the erasures rows and the erasure events do
-        not name the same events; ``None`` when they agree."""
+        not name the same events (of the ``last`` seqs); ``None`` when they agree."""
         if self.version == 1:
             return None
         for seq in sorted(self.erased - self.seen):
-            return seq, f"seq {seq} has an erasures row but its payload is still stored"
+            held = "its payload is still stored" if seq <= last else f"the last is seq {last}"
+            return seq, f"seq {seq} has an erasures row but {held}"
         for seq, by in sorted(self.recorded - self.claimed):
             return seq, f"the erasures row of seq {seq} names seq {by}, no erasure event of it"
         for seq, by in sorted(self.claimed - self.recorded):
