@@ -83,6 +83,15 @@ def _traces(store: LogStore) -> list[tuple[Any, ...]]:
     ]
 
 
+def _left_to_the_whole_reading(store: LogStore, path: Path) -> None:
+    """The chunked reading opens ``path`` as an export, reads it, and leaves it to the whole
+    reading, nothing written."""
+    opening = export.opening(path)
+    assert opening is not None
+    assert export.append(store, path, opening) is None
+    assert store.sessions() == []
+
+
 @pytest.fixture
 def source(tmp_path: Path) -> bytes:
     with open_store(tmp_path / "source.db") as store:
@@ -116,10 +125,7 @@ def test_a_line_altered_in_a_later_chunk_leaves_nothing(
     at = 2 * export.CHUNK_EVENTS + 17
     records[at]["payload"]["content"] += " (and one more thing)"
     path = _file(tmp_path / "altered.jsonl", records)
-    opening = export.opening(path)
-    assert opening is not None
-    assert export.append(store, path, opening) is None
-    assert store.sessions() == []  # the chunks before it were rolled back
+    _left_to_the_whole_reading(store, path)  # the chunks before it were rolled back
     with pytest.raises(FormatError) as caught:
         import_paths(store, [path])
     assert (caught.value.line, caught.value.field) == (at + 1, "hash")
@@ -129,10 +135,7 @@ def test_a_line_altered_in_a_later_chunk_leaves_nothing(
 def test_an_export_cut_short_leaves_nothing(store: LogStore, source: bytes, tmp_path: Path) -> None:
     records = _records(source)[: -export.CHUNK_EVENTS // 2]
     path = _file(tmp_path / "cut.jsonl", records)
-    opening = export.opening(path)
-    assert opening is not None
-    assert export.append(store, path, opening) is None
-    assert store.sessions() == []
+    _left_to_the_whole_reading(store, path)
     with pytest.raises(FormatError, match="the file was cut short"):
         import_paths(store, [path])
 
@@ -144,10 +147,7 @@ def test_a_secret_in_a_later_chunk_is_named_by_its_event(store: LogStore, tmp_pa
     path.write_bytes(source)
     at = next(i for i, r in enumerate(_records(source), start=1) if "AKIA" in str(r["payload"]))
     assert at > export.CHUNK_EVENTS
-    opening = export.opening(path)
-    assert opening is not None
-    assert export.append(store, path, opening) is None
-    assert store.sessions() == []
+    _left_to_the_whole_reading(store, path)
     with pytest.raises(FormatError, match=f"^{path}: event {at} holds a secret "):
         import_paths(store, [path])
     assert store.sessions() == []
@@ -163,10 +163,7 @@ def test_what_is_not_one_new_session_is_read_whole(
         other = _exported(log, "loan-advice-other")
     path = tmp_path / "two.jsonl"
     path.write_bytes(source + other)
-    opening = export.opening(path)
-    assert opening is not None
-    assert export.append(store, path, opening) is None
-    assert store.sessions() == []
+    _left_to_the_whole_reading(store, path)
     reports = import_paths(store, [path])
     assert [(r.session_id, r.written) for r in reports] == [
         (SESSION, len(records)),
@@ -276,9 +273,7 @@ def test_session_fields_stated_again_on_a_later_line_are_read_as_before(
     records = _records(source)
     records[5000]["session"] = {**records[0]["session"], "title": "Edited title"}
     path = _file(tmp_path / "late.jsonl", records)
-    opening = export.opening(path)
-    assert opening is not None
-    assert export.append(store, path, opening) is None
+    _left_to_the_whole_reading(store, path)
     with pytest.raises(FormatError, match="hash does not match"):
         import_paths(store, [path])
     assert store.sessions() == []
