@@ -211,17 +211,17 @@ def test_the_hint_of_a_missing_token_survives_the_clis_redaction() -> None:
     assert redacted_text(TOKEN_REQUIRED) == TOKEN_REQUIRED
 
 
-@pytest.mark.parametrize("ttl", ["0", "-5", "nan", "inf", "1e300", "87601"])
+@pytest.mark.parametrize("ttl", ["0", "-5", "nan", "inf", "1e300", "87601", "0.0001"])
 def test_the_command_refuses_a_lifetime_no_token_can_have(ttl: str, tmp_path: Path) -> None:
-    # 0 and -5 minted tokens already expired, nan and inf were a traceback, 1e300 an expiry
-    # of 304 digits
+    # 0, -5 and 0.0001 (under a second) minted tokens already expired, nan and inf were a
+    # traceback, 1e300 an expiry of 304 digits
     db = str(tmp_path / "log.db")
     open_store(db).close()
     done = run_cli("token", "--ttl", ttl, "--db", db)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        "error: --ttl takes the hours the token is valid, above 0 and at most 87,600 (ten "
-        f"years): got {float(ttl):g}\n"
+        "error: --ttl takes the hours the token is valid, from a minute (0.0167) to 87,600 "
+        f"(ten years): got {float(ttl):g}\n"
     )
 
 
@@ -233,3 +233,15 @@ def test_the_command_mints_a_token_for_the_hours_asked(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         claims = _claims(done.stdout.strip())
         assert claims["exp"] - claims["iat"] == seconds
+
+
+@pytest.mark.parametrize("rights", ["", ",", " , "])
+def test_the_command_refuses_a_token_of_no_rights(rights: str, tmp_path: Path) -> None:
+    # it minted one, exit 0, that every route then refused with a 403
+    db = str(tmp_path / "log.db")
+    open_store(db).close()
+    done = run_cli("token", "--rights", rights, "--db", db)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "error: --rights names no right: give one or more of read, append, invoke, audit\n"
+    )

@@ -348,6 +348,10 @@ def proxy(
         serve_proxy(db, upstream, host=host, port=port, timeout_s=timeout, listening=listening)
 
 
+MIN_TTL_HOURS = 1 / 60
+"""The shortest: one minute. A token's times are whole seconds (RFC 7519 NumericDate), so
+``--ttl 0.0001`` minted one that expired as it was issued."""
+
 MAX_TTL_HOURS = 87_600
 """The longest a token ``agenttrail token`` mints is valid: ten years, in hours. Longer is
 no use (a lost token is revoked only by a new server secret), and ``--ttl 1e300`` made an
@@ -364,7 +368,7 @@ def token(
     ttl: Annotated[
         float,
         typer.Option(
-            "--ttl", help=f"Hours the token is valid: above 0, at most {MAX_TTL_HOURS:,}."
+            "--ttl", help=f"Hours the token is valid: a minute (0.0167) to {MAX_TTL_HOURS:,}."
         ),
     ] = 24,
     secret_file: SecretOption = None,
@@ -378,15 +382,17 @@ def token(
     """
     from agenttrail.server.auth import mint_token
 
-    if not 0 < ttl <= MAX_TTL_HOURS:  # NaN too: it compares false
+    if not MIN_TTL_HOURS <= ttl <= MAX_TTL_HOURS:  # NaN too: it compares false
         raise InputError(
-            f"--ttl takes the hours the token is valid, above 0 and at most {MAX_TTL_HOURS:,} "
-            f"(ten years): got {ttl:g}"
+            f"--ttl takes the hours the token is valid, from a minute (0.0167) to "
+            f"{MAX_TTL_HOURS:,} (ten years): got {ttl:g}"
         )
     with open_log(db) as store:
         scope = find_session(store, session).id if session is not None else "*"
         secret = _secret(store, secret_file)
     wanted = [r.strip() for r in rights.split(",") if r.strip()]
+    if not wanted:  # a token of no rights is refused by every route
+        raise InputError(f"--rights names no right: give one or more of {', '.join(RIGHTS)}")
     out.print(mint_token(secret, rights=wanted, session=scope, ttl_s=ttl * 3600), markup=False)
 
 
