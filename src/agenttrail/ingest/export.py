@@ -2,13 +2,14 @@
 
 An import reads every file whole before it writes (:mod:`agenttrail.ingest.importer`), so
 it holds every event at once: as parsed, as stored and as checked, several times the file's
-size (310 MB for an 80 MB export of 100,000 events). An export of one session the log does
-not hold, the common case (``agenttrail export … | agenttrail import -`` onto another
-machine, a backup restored), is instead read, checked and appended a chunk at a time in one
+size (317 MB for an 80 MB export of 100,000 events). An export file of one session the log
+does not hold, the common case (a session moved to another machine, a backup restored), is
+instead read a block at a time and checked and appended a chunk at a time in one
 transaction (:meth:`LogStore.append_chunks`), so that a refused line anywhere still leaves
-nothing written; what it holds is the file's bytes and one chunk (docs/benchmarks.md, Scale).
-Anything else is imported whole, as before, and so is a file this reading refuses: the whole
-reading names what is wrong with it, so every error is the one it always was.
+nothing written; what it holds is a block and a chunk (docs/benchmarks.md, Scale, Stop 43).
+Anything else (standard input, gzip, several sessions) is imported whole, as before, and so
+is a file this reading refuses: the whole reading names what is wrong with it, so every
+error is the one it always was.
 """
 
 from __future__ import annotations
