@@ -93,11 +93,13 @@ def verify_traces(store: LogReader, session_id: str) -> list[str]:
     or spec that are not JSON, a NULL) is a problem of that row; trace rows the store cannot
     read at all are one problem of the session.
     """
-    items = {event.seq: event for event in store.read(session_id)}
     try:
         rows = store.traces(session_id)
     except StoreError as e:
         return [f"trace rows cannot be read: {e}"]
+    if not rows:  # most sessions: their events are not read a second time
+        return []
+    items = {event.seq: event for event in store.read(session_id)}
     problems = []
     for row in rows:
         where = f"trace {row.id}"
