@@ -136,3 +136,20 @@ def test_an_id_anthropic_refuses_is_noted(store: LogStore) -> None:
         "which the Messages API refuses (400)"
     )
     assert not [n for n in replay(found, "openai").notes if n.kind == "tool_id_pattern"]
+
+
+def test_anthropics_own_result_blocks_are_kept_as_recorded(store: LogStore) -> None:
+    # a tool search's tool_reference (ToolResultBlockParam's content union) was dropped
+    reference = {"type": "tool_reference", "tool_name": "get_weather"}
+    found = _log(
+        store,
+        [
+            events.message("user", "find a tool", actor="user"),
+            events.tool_call("c1", "tool_search", {"query": "weather"}),
+            events.tool_result("c1", output=[reference]),
+        ],
+    )
+    got = to_anthropic(found)
+    [block] = _tool_results(got.messages)
+    assert block["content"] == [reference]
+    assert not [n for n in got.notes if n.kind == "dropped_blocks"]

@@ -318,10 +318,15 @@ class AnthropicRenderer(Renderer):
 
 def _tool_result_block(block: dict[str, Any]) -> bool:
     """Whether a part is a block a ``tool_result`` takes as it is (Messages API reference,
-    ``ToolResultBlockParam.content``: text, and images and documents with a ``source``)."""
+    ``ToolResultBlockParam.content``; the SDK's ``Content`` union: text, images and documents
+    with a ``source``, search results, tool references and browser states)."""
     kind = block["type"]
     if kind == anthropic.TEXT_BLOCK:
         return isinstance(block.get("text"), str)
     if kind in ("image", "document"):
         return isinstance(block.get("source"), dict)
-    return bool(kind == "search_result")
+    return kind in _OTHER_RESULT_BLOCKS
+
+
+_OTHER_RESULT_BLOCKS = frozenset({"search_result", "tool_reference", "browser_state"})
+"""The other block types a ``tool_result``'s content takes, kept as recorded."""
