@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import stat
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -211,13 +212,19 @@ def test_the_hint_of_a_missing_token_survives_the_clis_redaction() -> None:
     assert redacted_text(TOKEN_REQUIRED) == TOKEN_REQUIRED
 
 
+def _token(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``agenttrail token ARGS`` on a new log in ``folder``."""
+    db = folder / "log.db"
+    if not db.exists():
+        open_store(db).close()
+    return run_cli("token", *args, "--db", str(db))
+
+
 @pytest.mark.parametrize("ttl", ["0", "-5", "nan", "inf", "1e300", "87601", "0.0001"])
 def test_the_command_refuses_a_lifetime_no_token_can_have(ttl: str, tmp_path: Path) -> None:
     # 0, -5 and 0.0001 (under a second) minted tokens already expired, nan and inf were a
     # traceback, 1e300 an expiry of 304 digits
-    db = str(tmp_path / "log.db")
-    open_store(db).close()
-    done = run_cli("token", "--ttl", ttl, "--db", db)
+    done = _token(tmp_path, "--ttl", ttl)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         "error: --ttl takes the hours the token is valid, from a minute (0.0167) to 87,600 "
@@ -226,10 +233,8 @@ def test_the_command_refuses_a_lifetime_no_token_can_have(ttl: str, tmp_path: Pa
 
 
 def test_the_command_mints_a_token_for_the_hours_asked(tmp_path: Path) -> None:
-    db = str(tmp_path / "log.db")
-    open_store(db).close()
     for ttl, seconds in (("0.5", 1800), ("87600", 87_600 * 3600)):
-        done = run_cli("token", "--ttl", ttl, "--db", db)
+        done = _token(tmp_path, "--ttl", ttl)
         assert done.returncode == 0, done.stderr
         claims = _claims(done.stdout.strip())
         assert claims["exp"] - claims["iat"] == seconds
@@ -238,9 +243,7 @@ def test_the_command_mints_a_token_for_the_hours_asked(tmp_path: Path) -> None:
 @pytest.mark.parametrize("rights", ["", ",", " , "])
 def test_the_command_refuses_a_token_of_no_rights(rights: str, tmp_path: Path) -> None:
     # it minted one, exit 0, that every route then refused with a 403
-    db = str(tmp_path / "log.db")
-    open_store(db).close()
-    done = run_cli("token", "--rights", rights, "--db", db)
+    done = _token(tmp_path, "--rights", rights)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         "error: --rights names no right: give one or more of read, append, invoke, audit\n"
