@@ -32,6 +32,7 @@ __all__ = [
     "TOOL_CALL_BLOCKS",
     "TOOL_ID",
     "TOOL_RESULT_BLOCK",
+    "TOOL_RESULT_CONTENT_BLOCKS",
     "USER_BLOCKS",
     "is_server_tool_error",
     "is_tool_result",
@@ -65,6 +66,12 @@ TOOL_CALL_BLOCKS = CLIENT_TOOL_CALL_BLOCKS | SERVER_TOOL_CALL_BLOCKS
 
 TOOL_RESULT_BLOCK = "tool_result"
 """The client's answer to a ``tool_use``, in a user message, before any other content."""
+
+TOOL_RESULT_CONTENT_BLOCKS = frozenset(
+    {TEXT_BLOCK, "image", "document", "search_result", "tool_reference", "browser_state"}
+)
+"""The block types a ``tool_result``'s ``content`` takes (Messages API reference,
+``ToolResultBlockParam``; the SDK's ``Content`` union)."""
 
 SERVER_TOOL_RESULT_BLOCKS = frozenset(
     {

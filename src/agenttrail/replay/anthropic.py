@@ -317,16 +317,12 @@ class AnthropicRenderer(Renderer):
 
 
 def _tool_result_block(block: dict[str, Any]) -> bool:
-    """Whether a part is a block a ``tool_result`` takes as it is (Messages API reference,
-    ``ToolResultBlockParam.content``; the SDK's ``Content`` union: text, images and documents
-    with a ``source``, search results, tool references and browser states)."""
+    """Whether a part is a block a ``tool_result`` takes as it is
+    (:data:`~agenttrail.providers.anthropic.TOOL_RESULT_CONTENT_BLOCKS`): text with its text,
+    images and documents with a ``source``, the others as recorded."""
     kind = block["type"]
     if kind == anthropic.TEXT_BLOCK:
         return isinstance(block.get("text"), str)
     if kind in ("image", "document"):
         return isinstance(block.get("source"), dict)
-    return kind in _OTHER_RESULT_BLOCKS
-
-
-_OTHER_RESULT_BLOCKS = frozenset({"search_result", "tool_reference", "browser_state"})
-"""The other block types a ``tool_result``'s content takes, kept as recorded."""
+    return kind in anthropic.TOOL_RESULT_CONTENT_BLOCKS
