@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import io
 import json
 import os
 import stat
@@ -41,6 +42,7 @@ __all__ = [
     "SQLITE_HEADER",
     "ImportedSession",
     "detect",
+    "open_input",
     "read_data",
     "read_file",
     "read_input",
@@ -210,8 +212,8 @@ def read_data(
     ]
 
 
-def read_input(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` bytes, read once.
+def open_input(path: Path, max_bytes: int) -> tuple[io.FileIO, int]:
+    """A regular file of at most ``max_bytes`` bytes, opened to be read, and its size.
 
     The file is opened without blocking and checked before anything is read: a FIFO with no
     writer would block for ever, and ``/dev/zero`` never ends.
@@ -236,11 +238,22 @@ def read_input(path: Path, max_bytes: int) -> bytes:
     except BaseException:
         os.close(fd)
         raise
-    with open(fd, "rb", buffering=0, closefd=True) as handle:
+    return open(fd, "rb", buffering=0, closefd=True), mode.st_size
+
+
+def read_input(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` bytes, read once
+    (:func:`open_input`).
+
+    Raises:
+        FormatError: as :func:`open_input`, or the file grew past the limit as it was read.
+    """
+    handle, size = open_input(path, max_bytes)
+    with handle:
         try:
             # Read the size fstat gave, plus one byte to see whether the file grew since.
-            data = handle.read(mode.st_size + 1) or b""
-            if len(data) > mode.st_size:
+            data = handle.read(size + 1) or b""
+            if len(data) > size:
                 data += handle.read(max_bytes + 1 - len(data)) or b""
         except OSError as e:
             raise FormatError(f"cannot read file: {e.strerror or e}", path=str(path)) from None

@@ -15,8 +15,6 @@ error is the one it always was.
 from __future__ import annotations
 
 import codecs
-import os
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
@@ -28,7 +26,7 @@ from agenttrail.errors import (
     SessionExists,
     StoreError,
 )
-from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES
+from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES, open_input
 from agenttrail.formats._common import iter_jsonl
 from agenttrail.formats.jsonl import ExportLines
 from agenttrail.ingest import traces
@@ -189,17 +187,15 @@ def _lines(path: Path, limit: int) -> Iterator[tuple[int, Any]]:
 
     Raises:
         _ReadWhole: the file cannot be read, is not a regular file or is over ``limit``
-            bytes, or a block but the first begins with a byte order mark (which only the
-            file's start may hold): the whole reading refuses it, naming why.
+            bytes (:func:`agenttrail.formats.open_input`), or a block but the first begins
+            with a byte order mark (which only the file's start may hold): the whole reading
+            refuses it, naming why.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        file, _ = open_input(path, limit)
+    except AgentTrailError:
         raise _ReadWhole from None
-    with open(fd, "rb", buffering=0) as file:
-        mode = os.fstat(fd)
-        if not stat.S_ISREG(mode.st_mode) or mode.st_size > limit:
-            raise _ReadWhole
+    with file:
         rest, size, number = b"", 0, 0
         while block := _read(file):
             size += len(block)
