@@ -201,7 +201,8 @@ class ExportLines:
         self.marks: dict[str, list[tuple[int, str | None, str]]] = {}
         """Each session's lines: the line, the hash it states and its created_at as written."""
         self.headers: dict[str, NewSession] = {}
-        """Each session's ``session`` field (its first line's), where it has one."""
+        """Each session's ``session`` field (the last line's that states one; an export
+        writes it on the first), where it has one."""
         self.rechained: dict[str, set[str]] = {}
         """Why each session that cannot be reproduced is imported as a new chain."""
         self._versions: dict[str, int] = {}
