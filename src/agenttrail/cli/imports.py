@@ -22,6 +22,7 @@ from agenttrail.errors import AgentTrailError, InputError, NotATranscript
 from agenttrail.views.units import counted
 
 if TYPE_CHECKING:
+    from agenttrail.ingest.export import Opening
     from agenttrail.ingest.importer import ImportReport
 
 __all__ = ["import_command"]
@@ -76,9 +77,10 @@ def import_command(
     paths = expand_paths(files)
     skipped: list[NotATranscript] = []
     one = paths[0] if paths == files and len(paths) == 1 else None
-    if one is not None and format in (None, "jsonl") and export.opening(one) is not None:
+    opening = export.opening(one) if one is not None and format in (None, "jsonl") else None
+    if one is not None and opening is not None:
         with collector_paused():
-            streamed = _streamed(one, db, no_redact=no_redact, max_bytes=max_bytes)
+            streamed = _streamed(one, opening, db, no_redact=no_redact, max_bytes=max_bytes)
         if streamed is not None:
             _print_reports([streamed], json)
             return
@@ -104,7 +106,7 @@ def import_command(
 
 
 def _streamed(
-    path: Path, db: str | None, *, no_redact: bool, max_bytes: int | None
+    path: Path, opening: Opening, db: str | None, *, no_redact: bool, max_bytes: int | None
 ) -> ImportReport | None:
     """An export of one session imported as it is read (:mod:`agenttrail.ingest.export`),
     the log neither made nor changed before the file has proved good: into a log that is
@@ -120,13 +122,13 @@ def _streamed(
         target = sqlite_path(db) if db is None or db.strip() else None
         if target is None or target.exists():  # PostgreSQL, or a log that is there
             with open_log(db, no_redact=no_redact) as store:
-                return import_export(store, path, max_bytes=max_bytes)
+                return import_export(store, path, max_bytes=max_bytes, opening=opening)
     except AgentTrailError:
         return None  # read whole, which says what is wrong, with the file's error first
     fresh = target.with_name(f".{target.name}.{os.getpid()}.importing")
     try:
         with open_log(str(fresh), create=True, no_redact=no_redact) as store:
-            report = import_export(store, path, max_bytes=max_bytes)
+            report = import_export(store, path, max_bytes=max_bytes, opening=opening)
         if report is None or Path(f"{fresh}-wal").exists():  # not checkpointed whole
             return None
         os.link(fresh, target)  # fails when the log was made meanwhile: read whole into it

@@ -35,6 +35,7 @@ from agenttrail.formats import (
 from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.formats.jsonl import export_hashes
 from agenttrail.ingest import export, reimport, traces
+from agenttrail.ingest.export import Opening
 from agenttrail.limits import byte_limit
 from agenttrail.log.store import Appended, LogStore, TraceBuilder
 from agenttrail.model import (
@@ -124,13 +125,13 @@ def import_paths(
 
 
 def import_export(
-    store: LogStore, path: Path, *, max_bytes: int | None = None
+    store: LogStore, path: Path, *, max_bytes: int | None = None, opening: Opening | None = None
 ) -> ImportReport | None:
     """Import ``path`` as it is read, in one transaction, when it is agenttrail's export of
-    one session the log does not hold (:mod:`agenttrail.ingest.export`); ``None`` when it is
-    not, or is refused: nothing is written, and :func:`import_paths` reads it whole, which
-    names what is wrong with it. Raises ``StoreError`` (nothing written)."""
-    opening = export.opening(path)
+    one session the log does not hold (:mod:`.export`; ``opening``: its first line, if read);
+    ``None`` when it is not, or is refused: nothing is written, and :func:`import_paths`
+    reads it whole, which names what is wrong with it. Raises ``StoreError``."""
+    opening = opening or export.opening(path)
     if opening is None:
         return None
     written = export.append(store, path, opening, max_bytes=max_bytes)
