@@ -32,6 +32,7 @@ __all__ = [
     "err",
     "find_session",
     "held_whole",
+    "log_file",
     "open_log",
     "out",
     "output_file",
@@ -89,15 +90,21 @@ def open_log(db: str | None, *, create: bool = False, no_redact: bool = False) -
         raise
 
 
+def log_file(db: str | None) -> Path | None:
+    """The SQLite file ``--db`` names (else the default's), ``None`` for a PostgreSQL log or
+    a blank ``--db`` (which :func:`open_log` refuses)."""
+    from agenttrail.log.store import sqlite_path
+
+    return sqlite_path(db) if db is None or db.strip() else None
+
+
 @contextmanager
 def unmade_if_refused(db: str | None) -> Iterator[None]:
     """Around a command that may make the SQLite log ``--db`` names: when the command fails,
     a log it made that holds no session is removed (with its ``-wal`` and ``-shm`` files),
     so that the absence of a log is left as it was (README, exit codes). A log that was
     there, or that holds a session, is kept; a PostgreSQL log is kept."""
-    from agenttrail.log.store import sqlite_path
-
-    path = sqlite_path(db) if db is None or db.strip() else None
+    path = log_file(db)
     made = path if path is not None and not path.exists() else None
     try:
         yield

@@ -12,6 +12,7 @@ import typer
 from agenttrail.cli._common import (
     collector_paused,
     err,
+    log_file,
     open_log,
     print_report,
     unmade_if_refused,
@@ -116,10 +117,9 @@ def _streamed(
     whole (not such an export, refused, a PostgreSQL log not made yet, a log made meanwhile).
     """
     from agenttrail.ingest.importer import import_export
-    from agenttrail.log.store import sqlite_path
 
     try:
-        target = sqlite_path(db) if db is None or db.strip() else None
+        target = log_file(db)
         if target is None or target.exists():  # PostgreSQL, or a log that is there
             with open_log(db, no_redact=no_redact) as store:
                 return import_export(store, path, max_bytes=max_bytes, opening=opening)
