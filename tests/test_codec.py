@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -131,21 +132,33 @@ _json_values = st.recursive(
 
 
 _PATHS = pytest.mark.parametrize("path", ["c", "python"])
-"""Run a test with the C encoder (``agenttrail._cbor``) and with the Python path alone."""
+"""Run a test with codec's C extensions (``agenttrail._cbor``, ``agenttrail._indent``) and
+with its Python paths alone."""
 
 
 @contextmanager
-def _encoder(path: str) -> Iterator[None]:
-    """Encode with ``path`` (see :data:`_PATHS`); CI (``AGENTTRAIL_REQUIRE_SPEEDUPS``) fails
-    when the C encoder was not built."""
-    if path == "c" and codec._cbor is None:
+def _codec_path(path: str, extension: str) -> Iterator[None]:
+    """Run codec on ``path`` (see :data:`_PATHS`) for what its C ``extension`` does (the
+    name of codec's module attribute); CI (``AGENTTRAIL_REQUIRE_SPEEDUPS``) fails when the
+    extension was not built."""
+    if path == "c" and getattr(codec, extension) is None:
         if os.environ.get("AGENTTRAIL_REQUIRE_SPEEDUPS"):
-            pytest.fail("agenttrail._cbor was not built (a C compiler and Python's headers)")
-        pytest.skip("agenttrail._cbor was not built; payloads are encoded in Python only")
+            pytest.fail(f"agenttrail.{extension} was not built (a C compiler, Python's headers)")
+        pytest.skip(f"agenttrail.{extension} was not built; codec runs in Python only")
     with pytest.MonkeyPatch.context() as patch:
         if path == "python":
-            patch.setattr(codec, "_cbor", None)
+            patch.setattr(codec, extension, None)
         yield
+
+
+def _encoder(path: str) -> contextlib.AbstractContextManager[None]:
+    """Encode payloads on ``path`` (:func:`_codec_path` of ``agenttrail._cbor``)."""
+    return _codec_path(path, "_cbor")
+
+
+def _indenter(path: str) -> contextlib.AbstractContextManager[None]:
+    """Indent JSON text on ``path`` (:func:`_codec_path` of ``agenttrail._indent``)."""
+    return _codec_path(path, "_indent")
 
 
 @_PATHS
@@ -253,13 +266,18 @@ _JSON = st.recursive(
 )
 
 
+@_PATHS
 @given(_JSON, st.integers(0, 4))
-def test_indented_json_is_what_the_standard_library_writes(value: object, indent: int) -> None:
+def test_indented_json_is_what_the_standard_library_writes(
+    path: str, value: object, indent: int
+) -> None:
     # the standard library's own indenting encoder is the oracle
     expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-    assert indented_json(value, indent) == expected
+    with _indenter(path):
+        assert indented_json(value, indent) == expected
 
 
+@_PATHS
 @given(
     st.dictionaries(st.text(max_size=4), _JSON, max_size=3),
     st.sampled_from(["messages", "", '"']) | st.text(max_size=4),
@@ -268,20 +286,21 @@ def test_indented_json_is_what_the_standard_library_writes(value: object, indent
     st.integers(1, 4),
 )
 def test_indented_json_in_chunks_is_what_the_standard_library_writes(
-    head: dict[str, object], last: str, items: list[object], indent: int, chunk: int
+    path: str, head: dict[str, object], last: str, items: list[object], indent: int, chunk: int
 ) -> None:
     # a body whose last member is a long list (a replay's messages), written a few items
     # at a time: the pieces joined are the standard library's text of the whole
     value = {**{k: v for k, v in head.items() if k != last}, last: items}
     expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-    with pytest.MonkeyPatch.context() as patch:
+    with _indenter(path), pytest.MonkeyPatch.context() as patch:
         patch.setattr(codec, "JSON_CHUNK_ITEMS", chunk)
         pieces = list(indented_json_chunks(value, indent))
     assert "".join(pieces) == expected
     assert len(pieces) == (3 + (len(items) - 1) // chunk if items else 1)
 
 
-def test_indented_json_of_text_holding_escaped_quotes_and_backslashes() -> None:
+@_PATHS
+def test_indented_json_of_text_holding_escaped_quotes_and_backslashes(path: str) -> None:
     # indenting splits the text at every quote and joins again where a quote was escaped:
     # runs of backslashes before quotes, quotes next to each other, structure characters
     # in strings and long strings must still come out as the standard library writes them
@@ -292,4 +311,29 @@ def test_indented_json_of_text_holding_escaped_quotes_and_backslashes() -> None:
     }
     for indent in (0, 1, 2, 4):
         expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-        assert indented_json(value, indent) == expected
+        with _indenter(path):
+            assert indented_json(value, indent) == expected
+
+
+def test_the_c_indent_refuses_text_left_open_and_indentation_too_long() -> None:
+    # what codec never hands it, but a caller of the extension could: an error, not a text
+    # (nor a text wrong by an overflow, nor a loop over 2**62 spaces before one)
+    with _indenter("c"):
+        for text in ('"open', '"\\"', "[1,2", "1]", '{"a":1}}', "]["):
+            with pytest.raises(ValueError, match="not compact JSON text"):
+                codec._indent.indent(text, 2, 0)
+        for width, depth in ((3, 2**62), (2**62, 2), (0, 2**63 - 1), (2**31, 2**31)):
+            with pytest.raises(OverflowError, match="too"):
+                codec._indent.indent("[[1]]", width, depth)
+
+
+@_PATHS
+@pytest.mark.parametrize(("indent", "depth"), [(-1, 0), (-3, 2)])
+def test_an_indent_below_zero_indents_as_python_does(path: str, indent: int, depth: int) -> None:
+    # json.dumps(indent=-1) breaks lines with no spaces (" " * -1); both paths do the same
+    value = {"a": [1, {"b": []}], "c": "d"}
+    expected = json.dumps(value, ensure_ascii=False, indent=indent).replace(
+        "\n", "\n" + " " * (indent * depth)
+    )
+    with _indenter(path):
+        assert indented_json(value, indent, depth) == expected

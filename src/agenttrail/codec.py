@@ -36,6 +36,10 @@ try:
     from agenttrail import _cbor
 except ImportError:  # built without a C compiler (pyproject.toml): the Python path alone
     _cbor = None  # type: ignore[assignment]
+try:
+    from agenttrail import _indent
+except ImportError:  # as above
+    _indent = None  # type: ignore[assignment]
 
 __all__ = [
     "MAX_DEPTH",
@@ -360,7 +364,8 @@ def indented_json(value: object, indent: int, depth: int = 0) -> str:
     """``json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)``, the same
     text, at C speed: the standard library encodes with its C encoder only without ``indent``
     (its pure-Python one walks every node), so the compact text is encoded in C and then
-    indented outside its strings.
+    indented outside its strings: in C (``agenttrail._indent``) when the extension was built,
+    else as follows.
 
     In compact JSON text a control character never appears raw and a quote inside a string
     is always escaped (``\\"``), so splitting on ``"`` alternates the text between strings
@@ -377,6 +382,8 @@ def indented_json(value: object, indent: int, depth: int = 0) -> str:
         ValueError: ``value`` holds NaN or an infinity; TypeError: it is not JSON-ready.
     """
     compact = _COMPACT_JSON.encode(value)
+    if _indent is not None:
+        return _indent.indent(compact, indent, depth)
     pieces = _split_at_quotes(compact)
     del compact  # the text is held twice at most (a long replay's is tens of MB)
     runs = pieces[0::2]

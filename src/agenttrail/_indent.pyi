@@ -1,0 +1,3 @@
+# Type stub of the C extension src/agenttrail/_indent.c (its docstrings say the rest).
+
+def indent(text: str, width: int, depth: int, /) -> str: ...
