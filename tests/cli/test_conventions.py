@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from agenttrail.cli._listing import tsv_field
 from agenttrail.ingest.sample import SAMPLE_SESSION_ID, record_sample
 from agenttrail.log.store import open_store
-from agenttrail.model import NewSession, events
+from agenttrail.model import NewEvent, NewSession, events
 from agenttrail.views.safe import safe
 from tests.conftest import REALDATA, read_terminal, run_cli, run_cli_subprocess
 
@@ -266,6 +266,23 @@ def test_a_tab_or_newline_in_a_field_stays_in_its_field(tmp_path: Path) -> None:
         store.create_session(NewSession(id="odd", title="a\ttab\x1b[2J"))
     [row] = run_cli("sessions", "--db", str(db)).stdout.splitlines()
     assert row.split("\t") == ["odd", "", "", "0", "a\\ttab\\x1b[2J"]
+
+
+def test_emoji_codes_in_printed_ids_and_quoted_input_are_printed_as_written(
+    tmp_path: Path,
+) -> None:
+    # Rich writes ":smile:" in a printed string as an emoji unless told not to: the id that
+    # `import` prints for a pipe and an input that an error quotes must not change
+    db = tmp_path / "log.db"
+    with open_store(db) as store:
+        said = events.message("user", "say :thumbs_up: please")
+        store.append_batch("run:smile:1", [NewEvent(said)], create=NewSession("run:smile:1"))
+    exported = tmp_path / "run.jsonl"
+    assert run_cli("export", "run:smile:1", "--db", str(db), "-o", str(exported)).returncode == 0
+    imported = run_cli("import", str(exported), "--db", str(tmp_path / "copy.db"))
+    assert imported.stdout == "run:smile:1\n", imported.stderr
+    missing = run_cli("show", "no:smile:", "--db", str(db))
+    assert missing.returncode == 2 and "no session 'no:smile:'" in missing.stderr
 
 
 def test_show_verify_trace_import_and_migrate_print_json(tmp_path: Path) -> None:

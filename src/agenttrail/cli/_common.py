@@ -42,9 +42,10 @@ __all__ = [
     "write_output",
 ]
 
-# soft_wrap: a data or error line is never broken at the terminal width.
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# soft_wrap: a data or error line is never broken at the terminal width. emoji: Rich would
+# write ":smile:" in a printed string as 😄, so a session id or a quoted input would change.
+out = Console(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def print_report(report: ImportReport) -> None:
