@@ -236,6 +236,20 @@ def test_usage_total_with_an_unpriced_model_keeps_names_whole_at_80_columns(
     assert usage[at + 1].strip() == "+ unknown", usage
 
 
+def test_usage_names_an_unpriced_model_as_text_not_markup_or_terminal_control(
+    tmp_path: Path,
+) -> None:
+    # the caption under the table names the models with no price: "[/m]" in a name was read
+    # as Rich markup (a traceback instead of the table), ESC reached the terminal
+    db = str(tmp_path / "log.db")
+    with open_store(db) as store:
+        sid = store.create_session(NewSession()).id
+        meta = events.meta(model="tuned[/m]\x1b[2J", usage=events.usage(1_000, 10))
+        store.append(sid, events.message("assistant", "hi", meta=meta))
+    usage = _on_terminal(100, "usage", "--by", "model", "--db", db)
+    assert "unknown: no price for tuned[/m]\\x1b[2J" in usage, usage
+
+
 def test_lists_in_a_pipe_are_tab_separated_lines(tmp_path: Path) -> None:
     db = _log(tmp_path)
     piped = run_cli_subprocess("sessions", "--usage", "--db", db)

@@ -127,7 +127,9 @@ def usage(
     if last.unpriced_models:
         said.append(f"unknown: no price for {', '.join(sorted(last.unpriced_models))}")
     said += [PARTIAL_NOTE] if last.partial() else []
-    caption = "\n".join(said) or None
+    # the names come from the log, so they are made safe and escaped as the rows' are: a
+    # "[/m]" in a model's name was Rich markup (a traceback), "\x1b[2J" a terminal control
+    caption = escape(safe("\n".join(said))) if said else None
     table = list_table(caption=caption, caption_justify="left", show_footer=bool(footer))
     # folded where too long, never cut off
     table.add_column(by, overflow="fold", ratio=1, footer=footer[0] if footer else "")
