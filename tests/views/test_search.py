@@ -10,6 +10,7 @@ from typing import Any
 from agenttrail.ingest.importer import import_paths
 from agenttrail.log.store import LogStore
 from agenttrail.model import NewEvent, NewSession, events
+from agenttrail.model.search import SearchFilter
 from agenttrail.views.search import SNIPPET_CHARS, event_text, search
 from tests.conftest import REALDATA
 
@@ -152,3 +153,28 @@ def test_attachments_are_found_by_their_label_never_inside_their_base64(store: L
     ]
     assert search(store, "quarterly.pdf", store.sessions())[0].hits[0].seq == 3
     assert f"image/png, {len(raw):,} bytes" in match.hits[0].snippet
+
+
+def test_lone_surrogates_in_events_are_indexed_and_found_as_their_escapes(
+    store: LogStore,
+) -> None:
+    # the log keeps lone surrogates (docs/log-format.md), which no database stores as text:
+    # one in any event made every later search fail with a traceback, for the whole log
+    meta = events.meta(model="gpt\udc81", usage=events.usage(1, 1))
+    sid = _session(
+        store,
+        [
+            events.message("user", "find me \udc81 here"),
+            events.message("assistant", "ok", meta=meta),
+            events.tool_call("c\udc81", "tool\ud800", {"a": "\udfff"}),
+            events.tool_result("c\udc81", output="", error="failed \udc81"),
+        ],
+    )
+    [match] = search(store, "find me", store.sessions())
+    assert (match.session_id, match.hits[0].snippet) == (sid, "find me \\udc81 here")
+    by_tool = search(store, "", store.sessions(), where=SearchFilter(tool="tool\\ud800"))
+    assert [hit.seq for hit in by_tool[0].hits] == [3, 4]  # the result named by its call
+    assert store.flagged_sessions(errors=True) == {sid}
+    assert store.flagged_sessions(model="gpt\\udc81") == {sid}
+    # a query holding one (an argument that is not UTF-8) finds the escape, as shown
+    assert [h.seq for h in search(store, "\udc81", store.sessions())[0].hits] == [1, 4]

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agenttrail.codec import escaped_surrogates
 from agenttrail.model import (
     Event,
     Session,
@@ -163,7 +164,7 @@ def index_row(event: Event, *, dated: bool = True) -> IndexRow:
     A ``tool_result`` is named here by its own ``name`` when it has one; most results carry
     only their call's id, and :func:`bring_up_to_date` names them from their call."""
     payload = event.payload
-    text = event_text(payload)
+    text = escaped_surrogates(event_text(payload))
     name = payload.get("name")
     tool = name if isinstance(name, str) and event.type in ("tool_call", "tool_result") else None
     call_id = payload.get(
@@ -178,16 +179,22 @@ def index_row(event: Event, *, dated: bool = True) -> IndexRow:
     return IndexRow(
         event.seq,
         event.created_at if dated else "",
-        event.type,
-        event.actor,
-        tool,
+        _stored(event.type),
+        escaped_surrogates(event.actor),
+        _stored(tool),
         error,
-        model if isinstance(model, str) and model else None,
-        message_id if isinstance(message_id, str) else None,
-        call_id if isinstance(call_id, str) and call_id else None,
+        _stored(model if isinstance(model, str) and model else None),
+        _stored(message_id if isinstance(message_id, str) else None),
+        _stored(call_id if isinstance(call_id, str) and call_id else None),
         text,
         fold(text),
     )
+
+
+def _stored(value: str | None) -> str | None:
+    """A text of the index as a database stores it: its lone surrogates as escapes (the log
+    keeps them; the index holds text a reader searches for, which cannot type them)."""
+    return None if value is None else escaped_surrogates(value)
 
 
 def bring_up_to_date(store: SearchableLog) -> int:
@@ -294,7 +301,7 @@ def search(
         One :class:`SessionMatch` per matching session, in the order given.
     """
     where = where or SearchFilter()
-    needle = fold(query.strip())
+    needle = fold(escaped_surrogates(query.strip()))  # as the index holds text (index_row)
     narrowed = narrows_events(where)
     if not needle and not narrowed:
         return []

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any, Protocol, TypeVar
 
+from agenttrail.codec import escaped_surrogates
 from agenttrail.log.store._sql import Statements, Tx
 from agenttrail.model.search import IndexHit, IndexRow, SearchFilter, names_model
 
@@ -214,6 +215,9 @@ class _SearchBase:
             "AND f.session_id = e.session_id AND f.message_id = e.message_id) END "
             f"FROM {source} WHERE {' AND '.join(clauses)} LIMIT {p}"
         )
+        # a filter given on the command line may hold a lone surrogate (an argument that is
+        # not UTF-8): as the index's texts do (views.search.index_row), it holds an escape
+        params = [escaped_surrogates(v) if isinstance(v, str) else v for v in params]
         rows = self._select(statement, [*params, limit], short=0 < len(folded) < 3)
         return [
             IndexHit(str(s), int(q), t, str(a), m, int(first or q), str(x))
