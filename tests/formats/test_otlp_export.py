@@ -463,3 +463,25 @@ def test_a_claude_code_message_written_over_several_lines_is_one_model_call(
         }
     tools = _of(spans, "execute_tool")
     assert {t["gen_ai.tool.call.id"]: t["gen_ai.tool.name"] for t in tools} == uses
+
+
+def test_lone_surrogates_are_exported_as_their_escapes(tmp_path: Path) -> None:
+    # protobuf strings are UTF-8: a lone surrogate (the log keeps them) in a message, a tool
+    # name or a tool's error was a traceback, for the file and for `push` alike
+    db = str(tmp_path / "log.db")
+    with open_store(db, create=True) as store:
+        said = [
+            events.message("user", "hi \udc81"),
+            events.tool_call("c1", "t\ud800", {"x": "\udfff"}),
+            events.tool_result("c1", error="bad \udc83"),
+        ]
+        store.append_batch("s", [NewEvent(p) for p in said], create=NewSession("s"))
+    done = run_cli("export", "s", "--format", "otlp", "--db", db)
+    assert done.returncode == 0, done.stderr
+    request = json_format.Parse(done.stdout, ExportTraceServiceRequest())
+    spans = [s for r in request.resource_spans for sc in r.scope_spans for s in sc.spans]
+    [tool] = [s for s in spans if s.name.startswith("execute_tool")]
+    assert tool.name == "execute_tool t\\ud800"
+    assert tool.status.message == "bad \\udc83"
+    texts = [a.value.string_value for s in spans for a in s.attributes]
+    assert any("hi \\udc81" in text for text in texts), texts

@@ -271,3 +271,20 @@ def test_markdown_shows_tag_like_text_as_written(db_path: Path) -> None:
     assert "<pre><code>&lt;tag&gt; in a fence is code\n</code></pre>" in rendered
     assert "<pre><code>&lt;tag&gt; indented as code\n</code></pre>" in rendered
     assert "<module-path>" not in rendered and "<system-reminder>" not in rendered
+
+
+def test_lone_surrogates_are_written_as_their_escapes_in_valid_utf8(tmp_path: Path) -> None:
+    # the log keeps lone surrogates (docs/log-format.md): writing one to a file was a
+    # traceback, and to standard output a byte that is not UTF-8
+    from agenttrail.log.store import open_store
+
+    db = str(tmp_path / "log.db")
+    with open_store(db, create=True) as store:
+        said = [events.message("user", "hi \udc81"), events.tool_call("c1", "t\ud800", {})]
+        store.append_batch("s", [NewEvent(p) for p in said], create=NewSession("s"))
+    for suffix in ("md", "html"):
+        written = tmp_path / f"s.{suffix}"
+        done = run_cli("export", "s", "-o", str(written), "--db", db)
+        assert done.returncode == 0, done.stderr
+        text = written.read_bytes().decode("utf-8")  # valid UTF-8, or this raises
+        assert "hi \\udc81" in text and "t\\ud800" in text

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agenttrail.codec import json_line
+from agenttrail.codec import escaped_surrogates, json_line
 from agenttrail.model import (
     UNDATED_NOTE,
     Event,
@@ -75,6 +75,9 @@ def document_from_events(session: Session, events: Iterable[Event], format: str)
         events: its events in seq order.
         format: ``md`` or ``html`` (:data:`DOCUMENT_FORMATS`).
 
+    A lone surrogate (the log keeps them, docs/log-format.md) is written as its escape
+    ``\\udc81``, as ``show`` shows it: the document is UTF-8 text.
+
     Raises:
         ValueError: another format.
     """
@@ -82,9 +85,9 @@ def document_from_events(session: Session, events: Iterable[Event], format: str)
     facts = _facts(session, shown)
     entries = _entries(shown)
     if format == "md":
-        return _markdown(session, facts, entries)
+        return escaped_surrogates(_markdown(session, facts, entries))
     if format == "html":
-        return _html(session, facts, entries)
+        return escaped_surrogates(_html(session, facts, entries))
     raise ValueError(f"unknown document format {format!r} (use md or html)")
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from agenttrail.codec import json_line
+from agenttrail.codec import escaped_surrogates, json_line
 from agenttrail.formats.otlp.export._messages import (
     Message,
     assistant_message,
@@ -89,7 +89,7 @@ def _value(value: Any) -> AnyValue:
         return AnyValue(double_value=value)
     if isinstance(value, (list, tuple)):
         return AnyValue(array_value=ArrayValue(values=[_value(v) for v in value]))
-    return AnyValue(string_value=str(value))
+    return AnyValue(string_value=escaped_surrogates(str(value)))  # protobuf takes UTF-8 only
 
 
 def attributes(values: Attributes) -> list[KeyValue]:
@@ -184,7 +184,7 @@ class _SessionSpans:
             trace_id=trace_id(self.session.id, turn.opener.seq),
             span_id=span_id(self.session.id, event.seq, operation),
             parent_span_id=b"" if root else span_id(self.session.id, turn.opener.seq, _ROOT),
-            name=name,
+            name=escaped_surrogates(name),
             kind=Span.SPAN_KIND_CLIENT if operation == "chat" else Span.SPAN_KIND_INTERNAL,
             start_time_unix_nano=min(start, end),
             end_time_unix_nano=end,
@@ -336,7 +336,8 @@ class _SessionSpans:
             attrs["agenttrail.result_hash"] = call.result.hash.hex()
             if not verdict.ok:
                 attrs["error.type"] = TOOL_ERROR
-                status = Status(code=Status.STATUS_CODE_ERROR, message=verdict.detail)
+                detail = escaped_surrogates(verdict.detail)
+                status = Status(code=Status.STATUS_CODE_ERROR, message=detail)
         span = self.span(turn, event, "execute_tool", f"execute_tool {call.name}", (start, end))
         span.attributes.extend(attributes(attrs))
         span.status.CopyFrom(status)
