@@ -250,6 +250,21 @@ def test_usage_names_an_unpriced_model_as_text_not_markup_or_terminal_control(
     assert "unknown: no price for tuned[/m]\\x1b[2J" in usage, usage
 
 
+def test_a_recorded_costs_currency_and_source_are_shown_as_text(tmp_path: Path) -> None:
+    # a cost as recorded (Langfuse's costDetails) names its currency and source: "[/m]" was
+    # Rich markup in usage's cells (a traceback), ESC reached the terminal in show's header
+    db = str(tmp_path / "log.db")
+    with open_store(db) as store:
+        sid = store.create_session(NewSession("s")).id
+        meta = events.meta(model="gpt-4o", usage=events.usage(10, 5))
+        meta["cost"] = {"total": 1.5, "currency": "[/m]", "source": "src\x1b[2J"}
+        store.append(sid, events.message("assistant", "hi", meta=meta))
+    usage = _on_terminal(100, "usage", "--db", db)
+    assert "1.50 [/m]" in usage, usage
+    shown = _on_terminal(100, "show", "s", "--db", db)
+    assert "cost: 1.50 [/m] · src\\x1b[2J" in shown, shown
+
+
 def test_lists_in_a_pipe_are_tab_separated_lines(tmp_path: Path) -> None:
     db = _log(tmp_path)
     piped = run_cli_subprocess("sessions", "--usage", "--db", db)

@@ -110,11 +110,16 @@ def usage(
     def cells(key: str, totals: Totals) -> tuple[str, ...]:
         return (key, str(totals.calls), *(totals.count_text(kind) for kind in kinds))
 
-    rows = [(*cells(escape(safe(key)), t), t.cost_text()) for key, t in groups.items()]
+    # a recorded cost's currency comes from the log (Langfuse's costDetails): as the keys
+    rows = [
+        (*cells(escape(safe(key)), t), escape(safe(t.cost_text()))) for key, t in groups.items()
+    ]
     # Several groups get a bold last line of their sum (one group's would repeat its row),
     # its cost on two lines when part is unknown: `$0.48 + unknown` is wider than any row's.
     total = totals_of(calls) if len(groups) > 1 else None
-    footer = () if total is None else (*cells("total", total), _lines(total.cost_text()))
+    footer = (
+        () if total is None else (*cells("total", total), escape(safe(_lines(total.cost_text()))))
+    )
     # a sum with a `+ ?` is said what it is under the table, as the prices are: the last
     # line's sum has one whenever a row has (and may when none has)
     last = total if total is not None else next(iter(groups.values()))

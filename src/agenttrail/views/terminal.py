@@ -108,7 +108,7 @@ def _print_header(console: Console, session: Session, usage: Totals) -> None:
         calls = counted(usage.calls, "model call")
         # the cost on a line of its own: with its price table's name, one line was ~110
         # columns (docs/usage.md, Output: 80-column terminals)
-        line = f"\nusage: {calls} · {usage.tokens_text()}\ncost: {usage.cost_line()}"
+        line = f"\nusage: {calls} · {usage.tokens_text()}\ncost: {safe(usage.cost_line())}"
         header.append(line, style="dim")
     console.print(header)
 
