@@ -116,6 +116,15 @@ def test_the_retain_command(db_url: str) -> None:
     assert run_cli("sessions", "--json", "--db", db_url).stdout == ""
     bad = run_cli("retain", "--older-than", "-1", "--db", db_url)
     assert bad.returncode == 2 and "0 days or more" in bad.stderr
+    # not a number: said so (it was a traceback, as were the days no date reaches back to)
+    nan = run_cli("retain", "--older-than", "nan", "--dry-run", "--db", db_url)
+    assert (nan.returncode, nan.stderr) == (
+        2,
+        "error: --older-than must be 0 days or more, not nan\n",
+    )
+    for days in ("1e300", "800000", "inf"):
+        older = run_cli("retain", "--older-than", days, "--dry-run", "--db", db_url)
+        assert (older.returncode, older.stderr) == (0, "0 sessions would be removed\n"), days
 
 
 def test_a_removed_sessions_text_leaves_the_sqlite_search_index(tmp_path: Path) -> None:

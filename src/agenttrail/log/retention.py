@@ -30,11 +30,14 @@ def due_for_removal(
     """Sessions whose last event (or, when empty, start) is more than ``older_than_days`` old.
 
     Raises:
-        InputError: ``older_than_days`` is negative.
+        InputError: ``older_than_days`` is negative or not a number (NaN).
     """
-    if older_than_days < 0:
+    if not older_than_days >= 0:  # NaN too: it compares false
         raise InputError(f"--older-than must be 0 days or more, not {older_than_days}")
-    cutoff = normalize_timestamp((now or datetime.now(UTC)) - timedelta(days=older_than_days))
+    try:
+        cutoff = normalize_timestamp((now or datetime.now(UTC)) - timedelta(days=older_than_days))
+    except OverflowError:  # before year 1 (or infinite): no session is that old
+        return []
     return [s for s in store.sessions() if _last_activity(store, s) < cutoff]
 
 
