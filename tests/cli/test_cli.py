@@ -234,6 +234,37 @@ def test_bad_input_is_one_line_exit_2_and_leaves_the_database_as_it_was(
     assert _snapshot(db) == before
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        # a "[" with no "]" in the host, a %-escape that is not UTF-8: tracebacks from the
+        # URL parser and from libpq's (and no password in what is said)
+        (
+            ("sessions", "--db", "postgresql://app:hunter2@db[/x"),
+            "error: database URL: Invalid IPv6 URL (a host in [ ] is an IPv6 address)",
+        ),
+        (
+            ("sessions", "--db", "postgresql://%ff:hunter2@db/x"),
+            "error: database URL 'postgresql://%ff@db/x': a %-escape in it is not UTF-8 text",
+        ),
+        # an argument that is not UTF-8 (Python reads its bytes as lone surrogates): an id
+        # holds none, where the lookup was a traceback
+        (("show", "\udcff"), "error: no session '\\udcff'; agenttrail sessions lists those"),
+        (("usage", "s\udcff"), "error: no session 's\\udcff'; agenttrail sessions lists those"),
+    ],
+)
+def test_a_bad_database_url_or_session_argument_is_one_line(
+    tmp_path: Path, args: tuple[str, ...], expected: str
+) -> None:
+    if "--db" not in args:
+        args = (*args, "--db", str(tmp_path / "log.db"))
+        open_store(tmp_path / "log.db").close()
+    done = run_cli(*args)
+    assert (done.returncode, done.stdout) == (2, "")
+    [line] = done.stderr.splitlines()
+    assert line.startswith(expected) and "hunter2" not in line, done.stderr
+
+
 @pytest.mark.parametrize("name", ["nope.jsonl", "api_key"])
 def test_a_missing_file_is_named(tmp_path: Path, name: str) -> None:
     result = run_cli("import", str(tmp_path / name), "--db", str(tmp_path / "x.db"))

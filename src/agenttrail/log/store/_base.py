@@ -40,6 +40,7 @@ from agenttrail.log.store._rules import (
     check_trace,
     encode_events,
     event_of,
+    is_text,
     session_from_row,
     stored_head,
     trace_row,
@@ -68,6 +69,8 @@ class EventLogBase(Backend[C]):
 
     def get_session(self, session_id: str) -> Session:
         """The session row. Raises ``SessionNotFound``."""
+        if not is_text(session_id):  # no id holds a lone surrogate (an argument not UTF-8)
+            raise SessionNotFound(session_id)
         rows = self._query(self.sql.get_session, (session_id,))
         if not rows:
             raise SessionNotFound(session_id)

@@ -99,7 +99,10 @@ def parse_url(url: str) -> PostgresURL:
     Raises:
         InputError: the URL is malformed or the schema name is not a plain identifier.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:  # a "[" with no "]", or what is between them not an IPv6 address
+        raise InputError(f"database URL: {e} (a host in [ ] is an IPv6 address)") from None
     query = parse_qsl(parts.query, keep_blank_values=True)
     schemas = [value for name, value in query if name == "schema"]
     schema = schemas[-1] if schemas else DEFAULT_SCHEMA
@@ -113,6 +116,10 @@ def parse_url(url: str) -> PostgresURL:
         info = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as e:
         raise InputError(f"database URL {redact(url)!r}: {first_line(e)}") from None
+    except UnicodeDecodeError:  # libpq's parser decodes each %-escape as UTF-8
+        raise InputError(
+            f"database URL {redact(url)!r}: a %-escape in it is not UTF-8 text"
+        ) from None
     user = str(info.get("user") or os.environ.get("PGUSER") or getpass.getuser())
     return PostgresURL(
         conninfo=conninfo,

@@ -458,7 +458,7 @@ def check_text(what: str, value: object) -> None:
     surrogates (not UTF-8) and without NUL (PostgreSQL text cannot hold U+0000). Payloads
     have no such limit; they are CBOR bytes (``docs/log-format.md``, Lossless text).
     """
-    if not _is_text(value):
+    if not is_text(value):
         raise InputError(f"{what} {value!r} is not valid Unicode text")
     assert isinstance(value, str)
     if "\x00" in value:
@@ -476,7 +476,7 @@ def check_reason(what: str, value: object) -> None:
         raise InputError(f"the {what} is blank: say why (it is kept for an auditor)")
 
 
-def _is_text(value: object) -> bool:
+def is_text(value: object) -> bool:
     """True for a ``str`` that a database can store as text: no lone surrogates."""
     if not isinstance(value, str):
         return False
