@@ -220,15 +220,17 @@ def _token(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_cli("token", *args, "--db", str(db))
 
 
-@pytest.mark.parametrize("ttl", ["0", "-5", "nan", "inf", "1e300", "87601", "0.0001"])
+@pytest.mark.parametrize(
+    "ttl", ["0", "-5", "nan", "inf", "1e300", "87601", "0.0001", "87600.00001"]
+)
 def test_the_command_refuses_a_lifetime_no_token_can_have(ttl: str, tmp_path: Path) -> None:
     # 0, -5 and 0.0001 (under a second) minted tokens already expired, nan and inf were a
-    # traceback, 1e300 an expiry of 304 digits
+    # traceback, 1e300 an expiry of 304 digits; 87600.00001 was said as "got 87600"
     done = _token(tmp_path, "--ttl", ttl)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
         "error: --ttl takes the hours the token is valid, from a minute (0.0167) to 87,600 "
-        f"(ten years): got {float(ttl):g}\n"
+        f"(ten years): got {float(ttl)}\n"
     )
 
 

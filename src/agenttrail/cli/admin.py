@@ -385,7 +385,7 @@ def token(
     if not MIN_TTL_HOURS <= ttl <= MAX_TTL_HOURS:  # NaN too: it compares false
         raise InputError(
             f"--ttl takes the hours the token is valid, from a minute (0.0167) to "
-            f"{MAX_TTL_HOURS:,} (ten years): got {ttl:g}"
+            f"{MAX_TTL_HOURS:,} (ten years): got {ttl}"
         )
     with open_log(db) as store:
         scope = find_session(store, session).id if session is not None else "*"
