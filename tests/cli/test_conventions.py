@@ -17,6 +17,7 @@ import termios
 import threading
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -263,6 +264,39 @@ def test_a_recorded_costs_currency_and_source_are_shown_as_text(tmp_path: Path) 
     assert "1.50 [/m]" in usage, usage
     shown = _on_terminal(100, "show", "s", "--db", db)
     assert "cost: 1.50 [/m] · src\\x1b[2J" in shown, shown
+
+
+def test_notes_and_reports_on_stderr_make_the_logs_values_safe(tmp_path: Path) -> None:
+    # replay's notes quote tool names and event types, import's report the file's name:
+    # an ESC in either reached the terminal as it is
+    db = str(tmp_path / "log.db")
+    with open_store(db) as store:
+        called = events.tool_call("c1", "t\x1b[31mRED", {})
+        store.append_batch("s", [NewEvent(called)], create=NewSession("s"))
+    replayed = run_cli("replay", "s", "--db", db)
+    assert replayed.returncode == 0 and "\x1b" not in replayed.stderr
+    assert "(t\\x1b[31mRED)" in replayed.stderr, replayed.stderr
+    named = tmp_path / "a\x1b[2Jb.jsonl"
+    named.write_text(run_cli("export", "s", "--db", db).stdout, encoding="utf-8")
+    imported = run_cli("import", str(named), "--db", str(tmp_path / "copy.db"))
+    assert imported.returncode == 0 and "\x1b" not in imported.stderr
+    assert "a\\x1b[2Jb.jsonl: 1 event written" in imported.stderr, imported.stderr
+
+
+def test_verify_makes_a_session_id_changed_by_hand_safe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # verify is what an auditor runs on a suspect log: an id that breaks the id rule (made
+    # here past the store's check, as a hand edit would) wrote its ESC to the terminal
+    db = str(tmp_path / "log.db")
+    with monkeypatch.context() as patch:
+        patch.setattr("agenttrail.log.store._rules.check_session_id", lambda value: value)
+        with open_store(db) as store:
+            said = NewEvent(events.message("user", "hi"))
+            store.append_batch("x\x1b[2J", [said], create=NewSession("x\x1b[2J"))
+    verified = run_cli("verify", "--db", db)
+    assert verified.returncode == 0 and "\x1b" not in verified.stdout
+    assert verified.stdout.startswith("ok    x\\x1b[2J  1 events  head "), verified.stdout
 
 
 def test_lists_in_a_pipe_are_tab_separated_lines(tmp_path: Path) -> None:

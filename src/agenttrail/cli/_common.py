@@ -51,12 +51,14 @@ err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 def print_report(report: ImportReport) -> None:
     """Print what an import wrote: the session id on stdout (one a line, for a pipe), its
     warnings and counts on stderr (``import`` and ``quickstart``)."""
+    from agenttrail.views.safe import safe
+
     out.print(report.session_id, markup=False)
-    for warning in report.warnings:
-        err.print(f"warning: {warning}", markup=False)
+    for warning in report.warnings:  # safe(): a file's name may hold a terminal control
+        err.print(safe(f"warning: {warning}"), markup=False)
     note = f", {report.skipped} already present" if report.skipped else ""
     written = f"{counted(report.written, 'event')} written"
-    err.print(f"{report.path}: {written}{note}", markup=False)
+    err.print(safe(f"{report.path}: {written}{note}"), markup=False)
 
 
 STDIO = Path("-")

@@ -109,30 +109,32 @@ def verify(
         if not all(v.ok for v in verdicts) or log_problems or (proof is not None and not proof.ok):
             raise typer.Exit(1)
         return
+    from agenttrail.views.safe import safe
+
+    # safe(): a session id changed by hand, or a checkpoint file's, may hold a terminal control
     broken = 0
     for v in verdicts:
         if not v.chain_ok:
             broken += 1
-            out.print(f"FAIL  {v.session_id}  {v.where}: {v.reason}", markup=False)
+            out.print(safe(f"FAIL  {v.session_id}  {v.where}: {v.reason}"), markup=False)
         elif v.trace_problems:
             broken += 1
             for problem in v.trace_problems:
-                out.print(f"FAIL  {v.session_id}  {problem}", markup=False)
+                out.print(safe(f"FAIL  {v.session_id}  {problem}"), markup=False)
         else:
             erased = f"  erased: seq {', '.join(map(str, v.erased))}" if v.erased else ""
             line = f"ok    {v.session_id}  {v.events} events  head {v.head[:16]}{erased}"
-            out.print(line, markup=False)
+            out.print(safe(line), markup=False)
     for problem in log_problems:
-        out.print(f"FAIL  log  {problem}", markup=False)
+        out.print(safe(f"FAIL  log  {problem}"), markup=False)
     broken += bool(log_problems)
     intact = len(verdicts) - broken + bool(log_problems)
     own = "; the log's own rows do not verify" if log_problems else ""
     err.print(f"{intact} of {len(verdicts)} sessions intact{own}", markup=False)
     if proof is not None:
         mark = "ok  " if proof.ok else "FAIL"
-        out.print(
-            f"{mark}  checkpoint {proof.session_id} seq {proof.seq}: {proof.reason}", markup=False
-        )
+        line = f"{mark}  checkpoint {proof.session_id} seq {proof.seq}: {proof.reason}"
+        out.print(safe(line), markup=False)
         broken += not proof.ok
     if broken:
         raise typer.Exit(1)

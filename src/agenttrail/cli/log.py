@@ -495,8 +495,10 @@ def replay(
         found = find_session(store, session)
         with held_whole(store.read(found.id)) as events:
             result = replay_events(events, format, upto_seq=upto)
-    for note in result.notes:
-        err.print(f"note: {note}", markup=False)
+    from agenttrail.views.safe import safe
+
+    for note in result.notes:  # a note quotes tool names and event types from the log
+        err.print(safe(f"note: {note}"), markup=False)
     if upto is not None and upto > found.head_seq:  # not an error: a replay of all of it
         err.print(f"note: --upto {upto} is past the last event (seq {found.head_seq})")
     for text in result.json_chunks(indent=2):  # written as made: never whole in memory
