@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from agenttrail.cli._common import err
 from agenttrail.ingest.importer import STDIN, ImportReport
+from agenttrail.views.safe import safe
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -43,7 +44,8 @@ class ImportProgress:
     def read(self, path: Path) -> None:
         """One more file read and checked."""
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, advance=1, description=f"reading {path.name}")
+            described = f"reading {safe(path.name)}"
+            self._progress.update(self._task, advance=1, description=described)
 
     def writing(self, sessions: int) -> None:
         """Reading is done; ``sessions`` sessions are to be written."""
@@ -66,7 +68,8 @@ def import_progress(paths: list[Path]) -> Iterator[ImportProgress]:
     # imported only to draw it: 0.015 s of every import's start, in a pipe too
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    # a file's name as it is: no markup ("[bold]"), no emoji code (":smile:"), no ESC
+    columns = (TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, console=err, transient=True) as progress:
         yield ImportProgress(progress, len(paths))
 
