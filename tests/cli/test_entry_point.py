@@ -220,3 +220,30 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> Non
     export.stderr.close()
     export.wait(timeout=30)
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+def test_output_that_cannot_be_written_is_one_error_line(tmp_path: Path) -> None:
+    # `> /dev/full` (a full disk): a traceback from the write, or "Exception ignored" and exit
+    # 120 from the flush at exit, where a command had buffered its output
+    db = tmp_path / "log.db"
+    session = run_cli_subprocess("import", str(SIMONW), "--db", str(db)).stdout.strip()
+    for args in (
+        ("--version",),
+        ("sessions", "--db", str(db)),
+        ("export", session, "--db", str(db)),
+        ("show", session, "--db", str(db)),
+        ("replay", session, "--db", str(db)),
+    ):
+        with open("/dev/full", "w") as full:  # every write fails: ENOSPC (Linux)
+            done = subprocess.run(
+                [sys.executable, "-m", "agenttrail.cli", *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
+        lines = [line for line in done.stderr.splitlines() if not line.startswith("note: ")]
+        assert (done.returncode, lines) == (
+            1,
+            ["error: cannot write standard output: No space left on device"],
+        ), (args, done.stderr)

@@ -17,6 +17,8 @@ measured in bench/scale.py).
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import signal
 import sys
@@ -43,13 +45,33 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code (``agenttrail`` console script).
 
     A usage error (an unknown option, a value out of range) and an :class:`AgentTrailError`
-    each become one ``error: …`` line on stderr and the error's exit code (2 for usage).
+    each become one ``error: …`` line on stderr and the error's exit code (2 for usage); so
+    does a failed system call no command turned into an error (exit 1): standard output that
+    cannot be written (a full disk, ``> /dev/full``) above all.
     """
     # Die quietly when the reader of our output goes away (`agenttrail export … | head`),
     # as Unix tools do, instead of a broken-pipe error at exit. `serve` ignores SIGPIPE
     # again once it has printed its address (cli/admin.py): its sockets must not kill it.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = sys.argv[1:] if argv is None else argv
+    try:
+        code = _run(args)
+        sys.stdout.flush()  # a write that fails fails here, not at exit
+        return code
+    except OSError as e:
+        from agenttrail.cli._common import err
+
+        if e.filename is None and e.errno in _WRITE_FAILURES:  # standard output's (below)
+            _discard_stdout()
+            err.print(f"error: cannot write standard output: {e.strerror}", markup=False)
+        else:
+            where = f"{e.filename}: " if e.filename is not None else ""
+            err.print(f"error: {where}{e.strerror or e}", markup=False)
+        return 1
+
+
+def _run(args: list[str]) -> int:
+    """:func:`main` but for the failed system calls it says."""
     if args == ["--version"]:
         # what the app's eager --version option prints, without importing Typer and Rich
         sys.stdout.write(f"agenttrail {__version__}\n")
@@ -80,6 +102,23 @@ def main(argv: list[str] | None = None) -> int:
         err.print("error: aborted", markup=False)
         return 1
     return code if isinstance(code, int) else 0
+
+
+_WRITE_FAILURES = frozenset((errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))
+"""A write's failures: a command's own files are named when one fails (``write_output``), so
+one without a name is standard output's (a full disk, a quota, ``> /dev/full``)."""
+
+
+def _discard_stdout() -> None:
+    """Send what standard output still holds to /dev/null: its flush at exit would fail as
+    the write did ("Exception ignored", exit 120)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's buffer), or closed
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, descriptor)
+    os.close(null)
 
 
 def _plain(message: str) -> str:
