@@ -179,19 +179,19 @@ def index_row(event: Event, *, dated: bool = True) -> IndexRow:
     return IndexRow(
         event.seq,
         event.created_at if dated else "",
-        _stored(event.type),
+        _indexed(event.type),
         escaped_surrogates(event.actor),
-        _stored(tool),
+        _indexed(tool),
         error,
-        _stored(model if isinstance(model, str) and model else None),
-        _stored(message_id if isinstance(message_id, str) else None),
-        _stored(call_id if isinstance(call_id, str) and call_id else None),
+        _indexed(model if isinstance(model, str) and model else None),
+        _indexed(message_id if isinstance(message_id, str) else None),
+        _indexed(call_id if isinstance(call_id, str) and call_id else None),
         text,
         fold(text),
     )
 
 
-def _stored(value: str | None) -> str | None:
+def _indexed(value: str | None) -> str | None:
     """A text of the index as a database stores it: its lone surrogates as escapes (the log
     keeps them; the index holds text a reader searches for, which cannot type them)."""
     return None if value is None else escaped_surrogates(value)
