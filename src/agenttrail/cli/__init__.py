@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: list[str]) -> int:
-    """:func:`main` but for the failed system calls it says."""
+    """Run the command ``args`` names and return its exit code, its errors said as
+    :func:`main` says (a failed system call is raised to :func:`main`)."""
     if args == ["--version"]:
         # what the app's eager --version option prints, without importing Typer and Rich
         sys.stdout.write(f"agenttrail {__version__}\n")
