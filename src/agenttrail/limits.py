@@ -9,7 +9,7 @@ import os
 
 from agenttrail.errors import InputError
 
-__all__ = ["DEFAULT_MAX_IMPORT_BYTES", "byte_limit", "count_limit"]
+__all__ = ["DEFAULT_MAX_IMPORT_BYTES", "byte_limit", "count_limit", "import_limit"]
 
 DEFAULT_MAX_IMPORT_BYTES = 256 * 1024 * 1024
 """Largest file :func:`agenttrail.formats.read_file` reads (bytes) unless told otherwise. A
@@ -31,6 +31,19 @@ def byte_limit(value: int | None, variable: str, default: int, what: str) -> int
         InputError: the variable is not an integer, or the limit is not positive.
     """
     return count_limit(value, variable, default, what, unit="bytes")
+
+
+def import_limit(value: int | None) -> int:
+    """The import limit (bytes of a file read): ``value`` (``--max-bytes``), else the
+    integer in ``AGENTTRAIL_MAX_IMPORT_BYTES``, else :data:`DEFAULT_MAX_IMPORT_BYTES`, as
+    :func:`byte_limit` reads it (``import``, ``watch`` and the import of an export alike).
+
+    Raises:
+        InputError: the variable is not an integer, or the limit is not positive.
+    """
+    return byte_limit(
+        value, "AGENTTRAIL_MAX_IMPORT_BYTES", DEFAULT_MAX_IMPORT_BYTES, "import limit"
+    )
 
 
 def count_limit(value: int | None, variable: str, default: int, what: str, *, unit: str) -> int:

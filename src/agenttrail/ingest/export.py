@@ -26,11 +26,11 @@ from agenttrail.errors import (
     SessionExists,
     StoreError,
 )
-from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES, open_input
+from agenttrail.formats import open_input
 from agenttrail.formats._common import iter_jsonl
 from agenttrail.formats.jsonl import ExportLines
 from agenttrail.ingest import traces
-from agenttrail.limits import byte_limit
+from agenttrail.limits import import_limit
 from agenttrail.log.store import Appended, LogStore
 from agenttrail.model import Event, NewEvent, NewSession, NewTrace, is_session_id
 
@@ -109,12 +109,11 @@ def append(
     session_id = opening.session_id
     if store.head(session_id) is not None:
         return None  # imported before: the whole reading compares it line by line
+    limit = import_limit(max_bytes)
     reading: list[_Reading] = []
 
     def chunks() -> Iterator[list[NewEvent]]:
         reading[:] = [_Reading(store, path, session_id)]
-        variable = "AGENTTRAIL_MAX_IMPORT_BYTES"
-        limit = byte_limit(max_bytes, variable, DEFAULT_MAX_IMPORT_BYTES, "import limit")
         return reading[0].chunks(_lines(path, limit))
 
     def build(appended: Sequence[Appended], session: Callable[[], list[Event]]) -> list[NewTrace]:

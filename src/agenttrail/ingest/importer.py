@@ -36,7 +36,7 @@ from agenttrail.formats._common import content_session_id, title_from
 from agenttrail.formats.jsonl import export_hashes
 from agenttrail.ingest import export, reimport, traces
 from agenttrail.ingest.export import Opening
-from agenttrail.limits import byte_limit
+from agenttrail.limits import import_limit
 from agenttrail.log.store import Appended, LogStore, TraceBuilder
 from agenttrail.model import (
     SESSION_ID_RULE,
@@ -184,8 +184,7 @@ def read_paths(
         InputError: the import limit is not a positive integer, or :data:`STDIN` is in
             ``paths`` more than once (standard input is read once).
     """
-    variable = "AGENTTRAIL_MAX_IMPORT_BYTES"
-    limit = byte_limit(max_bytes, variable, DEFAULT_MAX_IMPORT_BYTES, "import limit")
+    limit = import_limit(max_bytes)
     paths = list(paths)
     if paths.count(STDIN) > 1:
         raise InputError(f"- is named {paths.count(STDIN)} times: standard input is read once")

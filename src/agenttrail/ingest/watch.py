@@ -37,7 +37,7 @@ import watchfiles
 from agenttrail.errors import AgentTrailError, FormatError, InputError
 from agenttrail.formats import DEFAULT_MAX_IMPORT_BYTES, claude_code, read_input
 from agenttrail.ingest.importer import import_sessions
-from agenttrail.limits import byte_limit
+from agenttrail.limits import import_limit
 from agenttrail.log.store import LogStore
 
 __all__ = ["DEBOUNCE_MS", "RETRY_S", "Follower", "WatchNote", "watch", "watched_folder"]
@@ -204,9 +204,7 @@ def watch(
     Raises:
         InputError: ``root`` is not a folder, or ``max_bytes`` is not a positive integer.
     """
-    limit = byte_limit(
-        max_bytes, "AGENTTRAIL_MAX_IMPORT_BYTES", DEFAULT_MAX_IMPORT_BYTES, "import limit"
-    )
+    limit = import_limit(max_bytes)
     root = watched_folder(root)
     follower = Follower(store, limit)
 
